@@ -1,0 +1,178 @@
+"""Everything a stage or the runner reports, as small frozen dataclasses that pickle across processes.
+
+This module is imported by stage children that may run under another interpreter, so it uses
+the standard library only.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Status(str, Enum):
+    """A verdict's outcome, ordered by `severity`; SKIP ranks lowest so a stage that passed its
+    checks and skipped one is still PASS, while a stage that only skipped is SKIP."""
+
+    PASS = "PASS"
+    SKIP = "SKIP"
+    WARN = "WARN"
+    FAIL = "FAIL"
+    TIMEOUT = "TIMEOUT"
+    CRASH = "CRASH"
+
+    @property
+    def severity(self) -> int:
+        return _SEVERITY[self]
+
+
+_SEVERITY = {
+    Status.SKIP: 0,
+    Status.PASS: 1,
+    Status.WARN: 2,
+    Status.FAIL: 3,
+    Status.TIMEOUT: 4,
+    Status.CRASH: 5,
+}
+
+
+def worst(statuses: list[Status]) -> Status | None:
+    """The most severe status of a list, or None for an empty one."""
+    return max(statuses, key=lambda s: s.severity) if statuses else None
+
+
+def _now() -> float:
+    return time.time()
+
+
+@dataclass(frozen=True)
+class StageStarted:
+    stage: str
+    device: str
+    pid: int
+    python: str
+    t: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True)
+class Progress:
+    stage: str
+    done: int
+    total: int
+    what: str = ""
+    t: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One figure with its spread; conditions are filled by the parent from telemetry, never invented."""
+
+    stage: str
+    name: str
+    value: float
+    unit: str
+    spread: float | None = None
+    repeats: int = 1
+    device: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+    conditions: dict[str, Any] = field(default_factory=dict)
+    t_start: float | None = None
+    t: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The answer to one check: status, one sentence of meaning, and the numbers behind it."""
+
+    stage: str
+    check: str
+    status: Status
+    explanation: str
+    numbers: dict[str, Any] = field(default_factory=dict)
+    tolerance: float | None = None
+    device: str = ""
+    t: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Structured facts a stage found (Probe's inventory), kept whole in the store."""
+
+    stage: str
+    data: dict[str, Any]
+    t: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """A short digest of the environment that every later result of the run carries."""
+
+    stage: str
+    digest: str
+    basis: dict[str, Any]
+    t: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True)
+class LogLine:
+    stage: str
+    text: str
+    level: str = "info"
+    t: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True)
+class StageFinished:
+    """Sent by the child when its stage returns, or made up by the runner when the child died."""
+
+    stage: str
+    status: Status
+    exit_code: int | None = None
+    log_path: str = ""
+    t: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    run_id: int
+    stages: tuple[str, ...]
+    device: str
+    profile: str
+    t: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    run_id: int
+    status: str  # complete | cancelled | interrupted
+    exit_code: int
+    t: float = field(default_factory=_now)
+
+
+Event = (
+    StageStarted
+    | Progress
+    | Measurement
+    | Verdict
+    | Facts
+    | Fingerprint
+    | LogLine
+    | StageFinished
+    | RunStarted
+    | RunFinished
+)
+
+
+def event_kind(event: Event) -> str:
+    return type(event).__name__
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    data = asdict(event)
+    for key, value in data.items():
+        if isinstance(value, Status):
+            data[key] = value.value
+    data["kind"] = event_kind(event)
+    return data

@@ -1,0 +1,79 @@
+"""Turns a stored run's report into JSON, CSV or Markdown, for `rigcheck export` and `--json`."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+FORMATS = ("json", "csv", "md")
+
+
+def to_json(report: dict[str, Any]) -> str:
+    return json.dumps(report, indent=2, sort_keys=True, default=str)
+
+
+def _rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for v in report["verdicts"]:
+        rows.append(
+            {
+                "kind": "verdict",
+                "stage": v["stage"],
+                "name": v["check_name"],
+                "device": v["device"],
+                "status": v["status"],
+                "value": "",
+                "unit": "",
+                "spread": "",
+                "detail": v["explanation"],
+            }
+        )
+    for m in report["measurements"]:
+        rows.append(
+            {
+                "kind": "measurement",
+                "stage": m["stage"],
+                "name": m["name"],
+                "device": m["device"],
+                "status": (m["conditions"] or {}).get("trust", ""),
+                "value": m["value"],
+                "unit": m["unit"],
+                "spread": "" if m["spread"] is None else m["spread"],
+                "detail": json.dumps(m["params"], sort_keys=True),
+            }
+        )
+    return rows
+
+
+def to_csv(report: dict[str, Any]) -> str:
+    out = io.StringIO()
+    fields = ["kind", "stage", "name", "device", "status", "value", "unit", "spread", "detail"]
+    writer = csv.DictWriter(out, fieldnames=fields)
+    writer.writeheader()
+    writer.writerows(_rows(report))
+    return out.getvalue()
+
+
+def to_markdown(report: dict[str, Any]) -> str:
+    run = report["run"]
+    lines = [
+        f"# rigcheck run {run['id']}",
+        "",
+        f"- status: {run['status']} (exit code {run['exit_code']})",
+        f"- device: {run['device']}, profile: {run['profile']}",
+        f"- fingerprint: {report['fingerprint']['digest']}",
+        "",
+        "| kind | stage | name | device | status | value | unit | detail |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in _rows(report):
+        detail = str(row["detail"]).replace("|", "\\|").replace("\n", " ")
+        cells = [row[k] for k in ("kind", "stage", "name", "device", "status", "value", "unit")]
+        lines.append("| " + " | ".join(str(c) for c in cells) + f" | {detail} |")
+    return "\n".join(lines) + "\n"
+
+
+def render(report: dict[str, Any], fmt: str) -> str:
+    return {"json": to_json, "csv": to_csv, "md": to_markdown}[fmt](report)

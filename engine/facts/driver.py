@@ -1,0 +1,21 @@
+"""The GPU driver's version, whichever vendor's driver is loaded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .amd_driver import amdgpu_module_version, rocm_version
+from .nvidia_driver import nvidia_driver, proc_driver_version
+
+
+def driver_facts(torch: Any) -> dict[str, Any]:
+    if getattr(torch.version, "hip", None):
+        return {
+            "vendor": "AMD",
+            "amdgpu_module": amdgpu_module_version(),
+            "rocm": rocm_version(),
+            "version": amdgpu_module_version() or rocm_version(),
+        }
+    nvml = nvidia_driver()
+    version = nvml.get("driver_version") or proc_driver_version()
+    return {"vendor": "NVIDIA" if version else None, "version": version, "nvml": nvml}

@@ -1,0 +1,106 @@
+"""Per-GPU facts from torch, joined with what the driver says about the same device."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from .amd_driver import amd_cards, memory_pool
+from .dtypes import amd_matrix_dtypes, nvidia_matrix_dtypes
+
+
+def _pci_address(props: Any) -> str | None:
+    bus = getattr(props, "pci_bus_id", None)
+    if bus is None:
+        return None
+    domain = getattr(props, "pci_domain_id", 0)
+    device = getattr(props, "pci_device_id", 0)
+    return f"{domain:04x}:{bus:02x}:{device:02x}.0"
+
+
+def torch_device(torch: Any, index: int) -> dict[str, Any]:
+    props = torch.cuda.get_device_properties(index)
+    hip = getattr(torch.version, "hip", None)
+    arch = getattr(props, "gcnArchName", None) if hip else f"sm_{props.major}{props.minor}"
+    free, total = torch.cuda.mem_get_info(index)
+    uuid = getattr(props, "uuid", None)
+    return {
+        "index": index,
+        "name": props.name,
+        "vendor": "AMD" if hip else "NVIDIA",
+        "arch": arch,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "multiprocessors": props.multi_processor_count,
+        "multiprocessor_kind": "CUs" if hip else "SMs",
+        "l2_bytes": getattr(props, "L2_cache_size", None),
+        "integrated": bool(getattr(props, "is_integrated", False)),
+        "memory_torch_total": props.total_memory,
+        "memory_runtime_free": free,
+        "memory_runtime_total": total,
+        "uuid": str(uuid) if uuid is not None else None,
+        "pci": _pci_address(props),
+        "matrix_dtypes": amd_matrix_dtypes(arch or "")
+        if hip
+        else nvidia_matrix_dtypes(props.major, props.minor),
+    }
+
+
+def join_nvidia(device: dict[str, Any], driver: dict[str, Any]) -> dict[str, Any]:
+    """Attach the driver's view of the same GPU, matched by UUID, else by position."""
+    candidates = driver.get("devices") or []
+    match = next(
+        (d for d in candidates if device["uuid"] and (d.get("uuid") or "").endswith(device["uuid"])),
+        None,
+    )
+    if match is None and len(candidates) > device["index"]:
+        match = candidates[device["index"]]
+    if match:
+        device["memory_driver_total"] = match.get("memory_total")
+        device["memory_driver_used"] = match.get("memory_used")
+        device["driver_index"] = match.get("index")
+    device["memory_pool_bytes"] = device.get("memory_driver_total") or device["memory_torch_total"]
+    device["memory_pool_source"] = "driver" if device.get("memory_driver_total") else "torch"
+    return device
+
+
+def join_amd(device: dict[str, Any], drm_root: Path = Path("/sys/class/drm")) -> dict[str, Any]:
+    """Attach sysfs VRAM/GTT totals, matched by PCI address, else by position; pick the real pool."""
+    cards = amd_cards(drm_root)
+    match = next((c for c in cards if device["pci"] and c["pci"] == device["pci"]), None)
+    if match is None and len(cards) > device["index"]:
+        match = cards[device["index"]]
+    if match is None:
+        device["memory_pool_bytes"] = device["memory_torch_total"]
+        device["memory_pool_source"] = "torch (no amdgpu sysfs entry found)"
+        return device
+    device["memory_driver_vram"] = match["vram_total"]
+    device["memory_driver_gtt"] = match["gtt_total"]
+    pool = memory_pool(match, device["integrated"] or None)
+    device["memory_pool_bytes"] = pool["pool_bytes"]
+    device["memory_pool_source"] = pool["pool_source"]
+    if pool["note"]:
+        device["memory_note"] = pool["note"]
+    return device
+
+
+def why_no_gpu(
+    build: str,
+    available: bool,
+    count: int,
+    environ: dict[str, str] | None = None,
+    dev_root: Path = Path("/dev"),
+) -> str | None:
+    """A plain sentence saying why torch sees no GPU, or None when it sees one."""
+    if available and count > 0:
+        return None
+    env = dict(os.environ if environ is None else environ)
+    if build == "CPU-only":
+        return "this torch is a CPU-only build: install a CUDA or ROCm build to use a GPU"
+    for var in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
+        if var in env and env[var].strip() in ("", "-1", "none", "NoDevFiles"):
+            return f"every GPU is hidden by {var}={env[var]!r}"
+    nodes = "nvidia0" if build == "CUDA" else "kfd"
+    if not (dev_root / nodes).exists():
+        return f"this torch is a {build} build but /dev/{nodes} is missing: no GPU driver is loaded"
+    return f"this torch is a {build} build and the driver is present, but torch found no usable device"

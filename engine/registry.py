@@ -1,0 +1,51 @@
+"""The stages rigcheck knows, named by import path so the parent can list them without importing torch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class StageInfo:
+    """A stage's name, where its function lives ("module:function"), and its time limit per profile."""
+
+    name: str
+    target: str
+    summary: str
+    timeouts: dict[str, float] = field(
+        default_factory=lambda: {"quick": 120.0, "standard": 300.0, "full": 900.0}
+    )
+    extra_paths: tuple[str, ...] = ()
+    fingerprint: bool = True  # the child sends the environment fingerprint before the stage runs
+
+    def timeout(self, profile: str) -> float:
+        return self.timeouts.get(profile, max(self.timeouts.values()))
+
+
+STAGES: dict[str, StageInfo] = {
+    info.name: info
+    for info in (
+        StageInfo(
+            "probe",
+            "rigcheck.engine.stages.probe:run",
+            "what is installed and visible: interpreter, torch build, driver, devices, BLAS",
+            {"quick": 90.0, "standard": 120.0, "full": 180.0},
+        ),
+    )
+}
+
+DEFAULT_STAGES: tuple[str, ...] = tuple(STAGES)
+
+
+class UnknownStage(ValueError):
+    pass
+
+
+def resolve(names: list[str]) -> list[StageInfo]:
+    """The StageInfo for each name, or UnknownStage naming the valid ones."""
+    infos = []
+    for name in names:
+        if name not in STAGES:
+            raise UnknownStage(f"unknown stage {name!r}; valid stages: {', '.join(STAGES)}")
+        infos.append(STAGES[name])
+    return infos

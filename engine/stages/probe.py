@@ -1,0 +1,183 @@
+"""Probe: what is installed and visible, and whether the asked-for device can be used at all."""
+
+from __future__ import annotations
+
+import platform
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from ..events import Event, Facts, Progress, Status, Verdict
+from ..facts.driver import driver_facts
+from ..facts.dtypes import cpu_matrix_dtypes
+from ..facts.gpu_devices import join_amd, join_nvidia, torch_device, why_no_gpu
+from ..facts.host import RISKY_VARS, cpu_facts, result_changing_env
+from ..facts.torch_build import build_facts, loaded_blas
+from ..stage import StageContext
+
+STAGE = "probe"
+
+
+def dtype_runs(torch: Any, device: str) -> dict[str, str]:
+    """Run a tiny matrix multiply in each dtype on the device: 'yes', or the error it raised."""
+    results: dict[str, str] = {}
+    for name, dtype in (
+        ("fp32", torch.float32),
+        ("fp16", torch.float16),
+        ("bf16", torch.bfloat16),
+        ("fp64", torch.float64),
+    ):
+        try:
+            a = torch.randn(64, 64, device=device, dtype=dtype)
+            (a @ a).sum().item()
+            results[name] = "yes"
+        except Exception as error:
+            results[name] = f"no: {str(error).splitlines()[0][:120]}"
+    if device != "cpu":
+        results["fp8"] = _fp8_runs(torch, device)
+    return results
+
+
+def _fp8_runs(torch: Any, device: str) -> str:
+    last = "no float8 dtype in this torch"
+    for dtype_name in ("float8_e4m3fn", "float8_e4m3fnuz"):
+        dtype = getattr(torch, dtype_name, None)
+        if dtype is None:
+            continue
+        try:
+            a = torch.randn(32, 32, device=device).to(dtype)
+            b = torch.randn(32, 32, device=device).to(dtype).t()
+            one = torch.tensor(1.0, device=device)
+            torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+            return f"yes ({dtype_name})"
+        except Exception as error:
+            last = f"no: {str(error).splitlines()[0][:120]}"
+    return last
+
+
+def _gib(value: Any) -> str:
+    return f"{value / 2**30:.2f} GiB" if isinstance(value, int | float) else "n/a"
+
+
+def describe_device(device: dict[str, Any]) -> str:
+    return (
+        f"{device['name']} ({device['arch']}, {device['multiprocessors']} "
+        f"{device['multiprocessor_kind']}, memory {_gib(device['memory_pool_bytes'])} "
+        f"from {device['memory_pool_source']}; torch says {_gib(device['memory_torch_total'])})"
+    )
+
+
+def run(context: StageContext) -> Iterator[Event]:
+    import torch
+
+    spec = context.spec
+    yield Progress(STAGE, 1, 5, "torch build")
+    build = build_facts(torch)
+    driver = driver_facts(torch)
+    yield Progress(STAGE, 2, 5, "devices")
+    available = torch.cuda.is_available()
+    count = torch.cuda.device_count() if available else 0
+    devices = []
+    for index in range(count):
+        device = torch_device(torch, index)
+        if build["build"] == "ROCm":
+            devices.append(join_amd(device))
+        else:
+            devices.append(join_nvidia(device, driver.get("nvml") or {}))
+    no_gpu = why_no_gpu(build["build"], available, count)
+    yield Progress(STAGE, 3, 5, "dtypes")
+    cpu = cpu_facts()
+    cpu["matrix_dtypes"] = cpu_matrix_dtypes(cpu["flags"])
+    cpu["dtype_runs"] = dtype_runs(torch, "cpu")
+    for device in devices:
+        device["dtype_runs"] = dtype_runs(torch, f"cuda:{device['index']}")
+    yield Progress(STAGE, 4, 5, "BLAS")
+    import numpy  # loaded so threadpoolctl sees numpy's BLAS beside torch's
+
+    env = result_changing_env()
+    facts = {
+        "interpreter": {
+            "executable": sys.executable,
+            "version": platform.python_version(),
+            "implementation": platform.python_implementation(),
+        },
+        "torch": build,
+        "numpy": numpy.__version__,
+        "driver": driver,
+        "devices": devices,
+        "no_gpu_reason": no_gpu,
+        "cpu": cpu,
+        "blas": loaded_blas(),
+        "environment": env,
+    }
+    yield Facts(STAGE, facts)
+    yield Progress(STAGE, 5, 5, "verdicts")
+    yield from verdicts(spec.device, build, devices, no_gpu, cpu, env)
+
+
+def verdicts(
+    asked: str,
+    build: dict[str, Any],
+    devices: list[dict[str, Any]],
+    no_gpu: str | None,
+    cpu: dict[str, Any],
+    env: dict[str, str],
+) -> Iterator[Verdict]:
+    """Turn the facts into verdicts: the CPU, each GPU, the asked-for device, risky settings."""
+    yield Verdict(
+        STAGE,
+        "cpu",
+        Status.PASS,
+        f"CPU usable: {cpu['model']}, {cpu['usable_cpus']} of {cpu['logical_cpus']} CPUs, "
+        f"torch {build['torch']} with {build['num_threads']} threads",
+        {"usable_cpus": cpu["usable_cpus"], "torch_threads": build["num_threads"]},
+        device="cpu",
+    )
+    for device in devices:
+        failed = {k: v for k, v in device["dtype_runs"].items() if k != "fp8" and v != "yes"}
+        yield Verdict(
+            STAGE,
+            f"cuda:{device['index']}",
+            Status.WARN if failed else Status.PASS,
+            describe_device(device)
+            + (f"; these dtypes failed to run: {', '.join(failed)}" if failed else ""),
+            {k: device.get(k) for k in ("memory_pool_bytes", "memory_torch_total", "arch")},
+            device=f"cuda:{device['index']}",
+        )
+    if no_gpu:
+        wants_gpu = asked.startswith("cuda")
+        yield Verdict(
+            STAGE,
+            "gpu",
+            Status.FAIL if wants_gpu else Status.SKIP,
+            f"no usable GPU: {no_gpu}",
+            {"build": build["build"]},
+            device=asked,
+        )
+    elif asked.startswith("cuda:") and int(asked.split(":")[1]) >= len(devices):
+        yield Verdict(
+            STAGE,
+            "gpu",
+            Status.FAIL,
+            f"{asked} was asked for but torch sees {len(devices)} GPU(s)",
+            {"visible": len(devices)},
+            device=asked,
+        )
+    risky = {k: RISKY_VARS[k] for k in env if k in RISKY_VARS}
+    if risky:
+        yield Verdict(
+            STAGE,
+            "environment",
+            Status.WARN,
+            "; ".join(f"{k}={env[k]!r} {why}" for k, why in risky.items()),
+            {"variables": list(risky)},
+        )
+    if cpu["governor"] not in ("performance", "not exposed"):
+        yield Verdict(
+            STAGE,
+            "cpu-governor",
+            Status.WARN,
+            f"CPU frequency governor is {cpu['governor']!r}; CPU figures may vary with load",
+            {"governor": cpu["governor"]},
+            device="cpu",
+        )

@@ -1,0 +1,307 @@
+"""The results store: SQLite in WAL mode, each event written as it arrives, so a cut-off run keeps it all."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from .events import (
+    Event,
+    Facts,
+    Fingerprint,
+    Measurement,
+    RunFinished,
+    StageFinished,
+    StageStarted,
+    Verdict,
+    event_kind,
+    event_to_dict,
+)
+
+STORE_ENV = "RIGCHECK_STORE"
+
+MIGRATIONS: list[str] = [
+    # version 1
+    """
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY, started REAL NOT NULL, finished REAL, status TEXT NOT NULL,
+        exit_code INTEGER, host TEXT, pid INTEGER, device TEXT, profile TEXT, python TEXT,
+        stages TEXT, argv TEXT, fingerprint TEXT
+    );
+    CREATE TABLE stages (
+        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL,
+        status TEXT NOT NULL, started REAL, finished REAL, exit_code INTEGER, pid INTEGER,
+        python TEXT, log_path TEXT, UNIQUE (run_id, name)
+    );
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, stage TEXT, kind TEXT NOT NULL,
+        t REAL NOT NULL, payload TEXT NOT NULL
+    );
+    CREATE TABLE measurements (
+        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, stage TEXT NOT NULL, name TEXT NOT NULL,
+        value REAL, unit TEXT, spread REAL, repeats INTEGER, device TEXT, params TEXT,
+        conditions TEXT, fingerprint TEXT, t REAL
+    );
+    CREATE TABLE verdicts (
+        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, stage TEXT NOT NULL, check_name TEXT,
+        status TEXT NOT NULL, explanation TEXT, numbers TEXT, tolerance REAL, device TEXT, t REAL
+    );
+    CREATE TABLE facts (
+        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, stage TEXT NOT NULL, data TEXT NOT NULL
+    );
+    CREATE TABLE fingerprints (digest TEXT PRIMARY KEY, basis TEXT NOT NULL, first_seen REAL);
+    CREATE INDEX events_run ON events(run_id);
+    CREATE INDEX measurements_run ON measurements(run_id);
+    CREATE INDEX verdicts_run ON verdicts(run_id);
+    """,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class StoreError(Exception):
+    """The store cannot be used; the message says where it is and why."""
+
+
+def default_store_path() -> Path:
+    if os.environ.get(STORE_ENV):
+        return Path(os.environ[STORE_ENV]).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "rigcheck" / "rigcheck.db"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, default=str, sort_keys=True)
+
+
+def _process_alive(pid: int | None, since: float) -> bool:
+    """True when `pid` is still the process that started at or before `since` (guards PID reuse)."""
+    if not pid:
+        return False
+    try:
+        return psutil.Process(pid).create_time() <= since + 1.0
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+class Store:
+    """One SQLite file shared by every rigcheck process; safe to call from several threads."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        if self.path.is_dir():
+            raise StoreError(f"store {self.path} is a folder, not a rigcheck store")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
+            self._db.row_factory = sqlite3.Row
+            self._migrate()
+        except sqlite3.DatabaseError as error:
+            raise StoreError(
+                f"store {self.path} is unreadable or corrupt ({error}); it was left as it is: "
+                f"move it aside or point --store / {STORE_ENV} elsewhere"
+            ) from None
+        except OSError as error:
+            raise StoreError(f"store {self.path} cannot be opened: {error}") from None
+
+    def _migrate(self) -> None:
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        while True:
+            self._db.execute("BEGIN IMMEDIATE")  # one process migrates; the others wait, then see it
+            try:
+                version = self._db.execute("PRAGMA user_version").fetchone()[0]
+                tables = self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+                if version == 0 and tables:
+                    raise sqlite3.DatabaseError("it holds tables but no rigcheck schema version")
+                if version > SCHEMA_VERSION:
+                    raise StoreError(
+                        f"store {self.path} has schema version {version}, newer than this "
+                        f"rigcheck understands ({SCHEMA_VERSION}); upgrade rigcheck or use another"
+                    )
+                if version == SCHEMA_VERSION:
+                    self._db.execute("COMMIT")
+                    return
+                for statement in MIGRATIONS[version].split(";"):
+                    if statement.strip():
+                        self._db.execute(statement)
+                self._db.execute(f"PRAGMA user_version = {version + 1}")
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _write(self, sql: str, params: tuple[Any, ...] = ()) -> int:
+        with self._lock:
+            return self._db.execute(sql, params).lastrowid or 0
+
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+    # -- writing a run --
+    def begin_run(self, stages: list[str], device: str, profile: str, python: str, argv: list[str]) -> int:
+        return self._write(
+            "INSERT INTO runs (started, status, host, pid, device, profile, python, stages, argv)"
+            " VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?)",
+            (
+                time.time(),
+                socket.gethostname(),
+                os.getpid(),
+                device,
+                profile,
+                python,
+                _dumps(stages),
+                _dumps(argv),
+            ),
+        )
+
+    def end_run(self, run_id: int, status: str, exit_code: int | None) -> None:
+        self._write(
+            "UPDATE runs SET finished = ?, status = ?, exit_code = ? WHERE id = ?",
+            (time.time(), status, exit_code, run_id),
+        )
+        if status != "complete":
+            self._write(
+                "UPDATE stages SET status = 'INTERRUPTED' WHERE run_id = ? AND status = 'running'",
+                (run_id,),
+            )
+
+    def record(self, run_id: int, event: Event) -> None:
+        """Write one event as it arrives, plus its row in the table made for its kind."""
+        stage = getattr(event, "stage", None)
+        self._write(
+            "INSERT INTO events (run_id, stage, kind, t, payload) VALUES (?, ?, ?, ?, ?)",
+            (run_id, stage, event_kind(event), event.t, _dumps(event_to_dict(event))),
+        )
+        if isinstance(event, StageStarted):
+            self._write(
+                "INSERT INTO stages (run_id, name, status, started, pid, python)"
+                " VALUES (?, ?, 'running', ?, ?, ?) ON CONFLICT (run_id, name) DO UPDATE SET"
+                " status = 'running', started = excluded.started, pid = excluded.pid",
+                (run_id, event.stage, event.t, event.pid, event.python),
+            )
+        elif isinstance(event, StageFinished):
+            self._write(
+                "INSERT INTO stages (run_id, name, status, finished, exit_code, log_path)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, name) DO UPDATE SET"
+                " status = excluded.status, finished = excluded.finished,"
+                " exit_code = excluded.exit_code, log_path = excluded.log_path",
+                (run_id, event.stage, event.status.value, event.t, event.exit_code, event.log_path),
+            )
+        elif isinstance(event, Verdict):
+            self._write(
+                "INSERT INTO verdicts (run_id, stage, check_name, status, explanation, numbers,"
+                " tolerance, device, t) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    event.stage,
+                    event.check,
+                    event.status.value,
+                    event.explanation,
+                    _dumps(event.numbers),
+                    event.tolerance,
+                    event.device,
+                    event.t,
+                ),
+            )
+        elif isinstance(event, Measurement):
+            self._write(
+                "INSERT INTO measurements (run_id, stage, name, value, unit, spread, repeats, device,"
+                " params, conditions, fingerprint, t) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+                " (SELECT fingerprint FROM runs WHERE id = ?), ?)",
+                (
+                    run_id,
+                    event.stage,
+                    event.name,
+                    event.value,
+                    event.unit,
+                    event.spread,
+                    event.repeats,
+                    event.device,
+                    _dumps(event.params),
+                    _dumps(event.conditions),
+                    run_id,
+                    event.t,
+                ),
+            )
+        elif isinstance(event, Facts):
+            self._write(
+                "INSERT INTO facts (run_id, stage, data) VALUES (?, ?, ?)",
+                (run_id, event.stage, _dumps(event.data)),
+            )
+        elif isinstance(event, Fingerprint):
+            self._write(
+                "INSERT OR IGNORE INTO fingerprints (digest, basis, first_seen) VALUES (?, ?, ?)",
+                (event.digest, _dumps(event.basis), event.t),
+            )
+            self._write("UPDATE runs SET fingerprint = ? WHERE id = ?", (event.digest, run_id))
+        elif isinstance(event, RunFinished):
+            self.end_run(run_id, event.status, event.exit_code)
+
+    # -- reading --
+    def mark_interrupted(self) -> None:
+        """Runs left 'running' by a process that no longer exists on this host were cut off."""
+        host = socket.gethostname()
+        for row in self._read("SELECT id, pid, started, host FROM runs WHERE status = 'running'"):
+            if row["host"] == host and not _process_alive(row["pid"], row["started"]):
+                self.end_run(row["id"], "interrupted", None)
+
+    def runs(self, limit: int = 50) -> list[dict[str, Any]]:
+        self.mark_interrupted()
+        rows = self._read("SELECT * FROM runs ORDER BY id DESC LIMIT ?", (limit,))
+        return [dict(row) for row in rows]
+
+    def run(self, run_id: int) -> dict[str, Any] | None:
+        self.mark_interrupted()
+        rows = self._read("SELECT * FROM runs WHERE id = ?", (run_id,))
+        return dict(rows[0]) if rows else None
+
+    def latest_run_id(self) -> int | None:
+        rows = self._read("SELECT max(id) FROM runs")
+        return rows[0][0] if rows else None
+
+    def _table(self, table: str, run_id: int) -> list[dict[str, Any]]:
+        rows = self._read(f"SELECT * FROM {table} WHERE run_id = ? ORDER BY id", (run_id,))
+        return [dict(row) for row in rows]
+
+    def report(self, run_id: int) -> dict[str, Any] | None:
+        """Everything the store holds for one run, as plain data (the source of every export)."""
+        run = self.run(run_id)
+        if run is None:
+            return None
+        for key in ("stages", "argv"):
+            run[key] = json.loads(run[key] or "[]")
+        basis = None
+        if run["fingerprint"]:
+            rows = self._read("SELECT basis FROM fingerprints WHERE digest = ?", (run["fingerprint"],))
+            basis = json.loads(rows[0]["basis"]) if rows else None
+        decoded = {"numbers", "params", "conditions", "data"}
+
+        def rows_of(table: str) -> list[dict[str, Any]]:
+            out = self._table(table, run_id)
+            for row in out:
+                for key in decoded & row.keys():
+                    row[key] = json.loads(row[key] or "null")
+            return out
+
+        return {
+            "run": run,
+            "fingerprint": {"digest": run["fingerprint"], "basis": basis},
+            "stages": rows_of("stages"),
+            "verdicts": rows_of("verdicts"),
+            "measurements": rows_of("measurements"),
+            "facts": {row["stage"]: row["data"] for row in rows_of("facts")},
+        }

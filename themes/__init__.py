@@ -1,0 +1,1 @@
+"""rigcheck's colour themes for the Textual app."""
