@@ -86,6 +86,7 @@ class Run:
         self.status = "pending"
         self._cancel_stage = threading.Event()
         self._cancel_run = threading.Event()
+        self._done = threading.Event()  # not Thread.join: a Ctrl-C inside join() can break the next join
         self._thread = threading.Thread(target=self._supervise, name="rigcheck-run", daemon=True)
 
     # -- control, from any thread --
@@ -100,8 +101,7 @@ class Run:
         self._cancel_stage.set()
 
     def wait(self, timeout: float | None = None) -> bool:
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
+        return self._done.wait(timeout)
 
     @property
     def exit_code(self) -> int:
@@ -115,6 +115,12 @@ class Run:
             listener(event)
 
     def _supervise(self) -> None:
+        try:
+            self._supervise_stages()
+        finally:
+            self._done.set()
+
+    def _supervise_stages(self) -> None:
         plan = self.plan
         self.status = "running"
         self._emit(RunStarted(plan.run_id, tuple(s.name for s in plan.stages), plan.device, plan.profile))

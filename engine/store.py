@@ -112,21 +112,29 @@ class Store:
         except OSError as error:
             raise StoreError(f"store {self.path} cannot be opened: {error}") from None
 
+    def _check_schema(self) -> int:
+        """Read-only look at the file: refuse a foreign or newer one before anything is written to it."""
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        tables = self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if version == 0 and tables:
+            raise sqlite3.DatabaseError("it holds tables but no rigcheck schema version")
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"store {self.path} has schema version {version}, newer than this "
+                f"rigcheck understands ({SCHEMA_VERSION}); upgrade rigcheck or use another"
+            )
+        return version
+
     def _migrate(self) -> None:
+        if self._check_schema() == SCHEMA_VERSION:
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            return
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         while True:
             self._db.execute("BEGIN IMMEDIATE")  # one process migrates; the others wait, then see it
             try:
-                version = self._db.execute("PRAGMA user_version").fetchone()[0]
-                tables = self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-                if version == 0 and tables:
-                    raise sqlite3.DatabaseError("it holds tables but no rigcheck schema version")
-                if version > SCHEMA_VERSION:
-                    raise StoreError(
-                        f"store {self.path} has schema version {version}, newer than this "
-                        f"rigcheck understands ({SCHEMA_VERSION}); upgrade rigcheck or use another"
-                    )
+                version = self._check_schema()
                 if version == SCHEMA_VERSION:
                     self._db.execute("COMMIT")
                     return

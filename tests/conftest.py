@@ -1,0 +1,48 @@
+"""Shared fixtures: fake stages wired into the real runner, and a private store per test."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from rigcheck.engine.events import Event
+from rigcheck.engine.registry import StageInfo
+from rigcheck.engine.runner import Run, RunPlan
+from rigcheck.engine.store import Store
+
+TESTS_DIR = Path(__file__).resolve().parent
+REPO = TESTS_DIR.parent
+
+
+def fake(name: str, function: str | None = None, timeout: float = 30.0) -> StageInfo:
+    """A StageInfo for one of tests/fake_stages.py, run in a real child without the torch fingerprint."""
+    return StageInfo(
+        name,
+        f"fake_stages:{function or name}",
+        "test stage",
+        {"quick": timeout, "standard": timeout, "full": timeout},
+        extra_paths=(str(TESTS_DIR),),
+        fingerprint=False,
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store(tmp_path / "store.db")
+
+
+@pytest.fixture
+def run_stages(store: Store, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Run StageInfos to the end through the real runner; returns (run, events, run_id)."""
+
+    def go(infos: list[StageInfo], options: dict[str, object] | None = None):  # type: ignore[no-untyped-def]
+        run_id = store.begin_run([i.name for i in infos], "cpu", "quick", sys.executable, [])
+        events: list[Event] = []
+        plan = RunPlan(run_id, infos, "cpu", "quick", sys.executable, tmp_path / "logs", options or {})
+        run = Run(plan, [events.append, lambda e: store.record(run_id, e)])
+        run.start()
+        assert run.wait(120), "run did not finish"
+        return run, events, run_id
+
+    return go

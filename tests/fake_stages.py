@@ -1,0 +1,67 @@
+"""Stages that misbehave on purpose, so tests can see the runner survive each kind of death."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+
+from rigcheck.engine.events import Event, Measurement, Progress, Status, Verdict
+from rigcheck.engine.stage import StageContext
+
+
+def ok(context: StageContext) -> Iterator[Event]:
+    stage = context.spec.stage
+    yield Progress(stage, 1, 2, "working")
+    yield Measurement(stage, "answer", 42.0, "units", spread=0.5, repeats=3, device=context.spec.device)
+    yield Verdict(stage, "works", Status.PASS, "it worked", {"answer": 42})
+
+
+def segfault(context: StageContext) -> Iterator[Event]:
+    yield Progress(context.spec.stage, 1, 2, "about to crash")
+    print("fake GPU runtime: initialising queue 7", flush=True)
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def abort(context: StageContext) -> Iterator[Event]:
+    yield Progress(context.spec.stage, 1, 2, "about to abort")
+    print("fake runtime: assertion failed in hipMemcpy", flush=True)
+    os.abort()
+
+
+def hang(context: StageContext) -> Iterator[Event]:
+    yield Progress(context.spec.stage, 1, 2, "hanging")
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])  # like a kernel stuck in C code
+    while True:
+        time.sleep(0.05)
+
+
+def polite_wait(context: StageContext) -> Iterator[Event]:
+    """Sleeps until cancelled, checking the flag the way real stages do."""
+    yield Progress(context.spec.stage, 1, 2, "waiting")
+    while not context.cancelled:
+        time.sleep(0.02)
+    yield Verdict(context.spec.stage, "wait", Status.SKIP, "stopped on request")
+
+
+def slow(context: StageContext) -> Iterator[Event]:
+    yield Progress(context.spec.stage, 1, 2, "sleeping")
+    time.sleep(float(context.spec.option("seconds", 30)))
+    yield Verdict(context.spec.stage, "slow", Status.PASS, "woke up")
+
+
+def raises(context: StageContext) -> Iterator[Event]:
+    yield Progress(context.spec.stage, 1, 2, "about to raise")
+    raise RuntimeError("HIP error: invalid device function")
+
+
+def fails(context: StageContext) -> Iterator[Event]:
+    yield Verdict(context.spec.stage, "check", Status.FAIL, "wrong answer", {"error": 10.0})
+
+
+def exits(context: StageContext) -> Iterator[Event]:
+    yield Progress(context.spec.stage, 1, 2, "exiting")
+    sys.stdout.flush()
+    os._exit(7)

@@ -1,0 +1,19 @@
+"""A minimal parent process (as the CLI and the app are): runs fake stages into a store until killed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from conftest import fake
+from rigcheck.engine.runner import Run, RunPlan
+from rigcheck.engine.store import Store
+
+if __name__ == "__main__":
+    store = Store(Path(sys.argv[1]))
+    infos = [fake("ok"), fake("slow", timeout=120)]
+    run_id = store.begin_run([i.name for i in infos], "cpu", "quick", sys.executable, [])
+    plan = RunPlan(run_id, infos, log_dir=Path(sys.argv[1]).parent / "logs", options={"seconds": 60})
+    run = Run(plan, [lambda event: store.record(run_id, event)])
+    run.start()
+    run.wait()

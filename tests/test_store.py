@@ -1,0 +1,81 @@
+"""The store: schema versions, refusal of foreign or newer files, and two writers at once."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+from pathlib import Path
+
+import pytest
+from rigcheck.engine.events import Measurement, StageFinished, StageStarted, Status, Verdict
+from rigcheck.engine.store import SCHEMA_VERSION, Store, StoreError
+
+WRITES = 150
+
+
+def _writer(path: str, tag: str) -> None:
+    store = Store(path)
+    run_id = store.begin_run([tag], "cpu", "quick", "python", [])
+    store.record(run_id, StageStarted(tag, "cpu", 1, "python"))
+    for i in range(WRITES):
+        store.record(run_id, Measurement(tag, "m", float(i), "x"))
+    store.record(run_id, Verdict(tag, "c", Status.PASS, "fine"))
+    store.record(run_id, StageFinished(tag, Status.PASS, 0))
+    store.end_run(run_id, "complete", 0)
+
+
+def test_two_processes_writing_at_once_corrupt_nothing(tmp_path: Path) -> None:
+    path = str(tmp_path / "shared.db")
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_writer, args=(path, f"w{i}")) for i in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(120)
+        assert worker.exitcode == 0
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert db.execute("SELECT count(*) FROM measurements").fetchone()[0] == 2 * WRITES
+        assert db.execute("SELECT count(*) FROM runs WHERE status = 'complete'").fetchone()[0] == 2
+
+
+def test_new_store_has_the_current_schema_version(tmp_path: Path) -> None:
+    Store(tmp_path / "s.db").close()
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    Store(tmp_path / "s.db").close()
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(StoreError, match="newer"):
+        Store(tmp_path / "s.db")
+
+
+def test_someone_elses_sqlite_file_is_refused_untouched(tmp_path: Path) -> None:
+    with sqlite3.connect(tmp_path / "other.db") as db:
+        db.execute("CREATE TABLE notes (x)")
+    before = (tmp_path / "other.db").read_bytes()
+    with pytest.raises(StoreError, match="no rigcheck schema"):
+        Store(tmp_path / "other.db")
+    assert (tmp_path / "other.db").read_bytes() == before
+
+
+def test_a_folder_is_not_a_store(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="folder"):
+        Store(tmp_path)
+
+
+def test_a_dead_writer_leaves_its_run_interrupted(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    run_id = store.begin_run(["probe"], "cpu", "quick", "python", [])
+    store.record(run_id, StageStarted("probe", "cpu", 1, "python"))
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        db.execute("UPDATE runs SET pid = 999999999 WHERE id = ?", (run_id,))
+    report = store.report(run_id)
+    assert report["run"]["status"] == "interrupted"
+    assert report["stages"][0]["status"] == "INTERRUPTED"
+    live = store.begin_run(["probe"], "cpu", "quick", "python", [])
+    assert store.run(live)["status"] == "running"  # this process is alive
