@@ -10,6 +10,7 @@ from rigcheck.engine.facts.dtypes import amd_matrix_dtypes, cpu_matrix_dtypes, n
 from rigcheck.engine.facts.gpu_devices import join_amd, join_nvidia, why_no_gpu
 from rigcheck.engine.facts.host import cpu_facts, result_changing_env
 from rigcheck.engine.facts.nvidia_driver import nvidia_driver, proc_driver_version
+from rigcheck.engine.facts.torch_build import dnn_version_text
 from rigcheck.engine.stages.probe import verdicts
 
 GIB = 2**30
@@ -80,6 +81,12 @@ def test_why_no_gpu_names_the_cause(tmp_path: Path) -> None:
     (tmp_path / "nvidia0").touch()
     assert "driver is present" in why_no_gpu("CUDA", False, 0, {}, tmp_path)
     assert why_no_gpu("CUDA", True, 1, {}, tmp_path) is None
+
+
+def test_dnn_version_text() -> None:
+    assert dnn_version_text(91900) == "9.19.0"
+    assert dnn_version_text(8902) == "8.9.2"
+    assert dnn_version_text(None) is None
 
 
 def test_matrix_dtype_tables() -> None:

@@ -21,6 +21,7 @@ def build_facts(torch: Any) -> dict[str, Any]:
         arch_list = []
     return {
         "torch": torch.__version__,
+        "dnn_version_text": dnn_version_text(cudnn_version),
         "cuda": torch.version.cuda,
         "hip": hip,
         "build": "ROCm" if hip else ("CUDA" if torch.version.cuda else "CPU-only"),
@@ -49,3 +50,12 @@ def loaded_blas() -> list[dict[str, Any]]:
         return [{"note": "threadpoolctl is not installed in this environment"}]
     keep = ("user_api", "internal_api", "version", "architecture", "num_threads", "filepath")
     return [{key: info.get(key) for key in keep} for info in threadpool_info()]
+
+
+def dnn_version_text(version: int | None) -> str | None:
+    """cuDNN 9 encodes 9.19.0 as 91900 (major*10000 + minor*100 + patch); cuDNN 8 as 8902 (x1000)."""
+    if not version:
+        return None
+    if version >= 10000:
+        return f"{version // 10000}.{version % 10000 // 100}.{version % 100}"
+    return f"{version // 1000}.{version % 1000 // 100}.{version % 100}"

@@ -112,7 +112,26 @@ def run(context: StageContext) -> Iterator[Event]:
     }
     yield Facts(STAGE, facts)
     yield Progress(STAGE, 5, 5, "verdicts")
+    yield build_verdict(build, driver)
     yield from verdicts(spec.device, build, devices, no_gpu, cpu, env)
+
+
+def build_verdict(build: dict[str, Any], driver: dict[str, Any]) -> Verdict:
+    parts = [f"torch {build['torch']} ({build['build']} build)"]
+    if build["cuda"] or build["hip"]:
+        parts.append(f"CUDA {build['cuda']}" if build["cuda"] else f"HIP {build['hip']}")
+    if build["dnn_version_text"]:
+        parts.append(f"{build['dnn_library']} {build['dnn_version_text']}")
+    if driver.get("version"):
+        parts.append(f"driver {driver['version']}")
+    parts.append(f"CPU BLAS {build['blas_info']}")
+    return Verdict(
+        STAGE,
+        "build",
+        Status.PASS,
+        ", ".join(parts),
+        {k: build[k] for k in ("torch", "cuda", "hip", "dnn_version")} | {"driver": driver.get("version")},
+    )
 
 
 def verdicts(
