@@ -17,6 +17,7 @@ class StageInfo:
     )
     extra_paths: tuple[str, ...] = ()
     fingerprint: bool = True  # the child sends the environment fingerprint before the stage runs
+    throughput: bool = False  # a quiet-host check runs before it
 
     def timeout(self, profile: str) -> float:
         return self.timeouts.get(profile, max(self.timeouts.values()))

@@ -22,6 +22,7 @@ from .childpath import shim_dir
 from .events import (
     Event,
     LogLine,
+    Measurement,
     RunFinished,
     RunStarted,
     StageFinished,
@@ -32,6 +33,8 @@ from .registry import StageInfo
 from .stage import StageSpec
 
 Listener = Callable[[Event], None]
+Annotator = Callable[[Measurement], Measurement]
+BeforeStage = Callable[[StageInfo], Iterable[Event]]
 
 POLL_S = 0.1
 TERM_GRACE_S = 3.0
@@ -79,9 +82,17 @@ class RunPlan:
 class Run:
     """One run's supervisor: start() returns at once, events go to every listener from one thread."""
 
-    def __init__(self, plan: RunPlan, listeners: Iterable[Listener] = ()) -> None:
+    def __init__(
+        self,
+        plan: RunPlan,
+        listeners: Iterable[Listener] = (),
+        annotate: Annotator | None = None,
+        before_stage: BeforeStage | None = None,
+    ) -> None:
         self.plan = plan
         self.listeners = list(listeners)
+        self.annotate = annotate  # adds telemetry conditions to each measurement
+        self.before_stage = before_stage  # e.g. the quiet-host check before throughput stages
         self.stage_status: dict[str, Status] = {}
         self.status = "pending"
         self._cancel_stage = threading.Event()
@@ -109,6 +120,8 @@ class Run:
 
     # -- the supervisor thread --
     def _emit(self, event: Event) -> None:
+        if isinstance(event, Measurement) and self.annotate is not None:
+            event = self.annotate(event)
         if isinstance(event, StageFinished):
             self.stage_status[event.stage] = event.status
         for listener in self.listeners:
@@ -130,6 +143,9 @@ class Run:
                 self._emit(StageFinished(info.name, Status.SKIP))
                 continue
             self._cancel_stage.clear()
+            if self.before_stage is not None:
+                for event in self.before_stage(info):
+                    self._emit(event)
             self._run_one(info)
         self.status = "cancelled" if self._cancel_run.is_set() else "complete"
         self._emit(RunFinished(plan.run_id, self.status, self.exit_code))

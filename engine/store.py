@@ -13,6 +13,7 @@ from typing import Any
 
 import psutil
 
+from .contention import contention_report
 from .events import (
     Event,
     Facts,
@@ -61,6 +62,13 @@ MIGRATIONS: list[str] = [
     CREATE INDEX events_run ON events(run_id);
     CREATE INDEX measurements_run ON measurements(run_id);
     CREATE INDEX verdicts_run ON verdicts(run_id);
+    """,
+    # version 2: telemetry kept at about 1 Hz during a run, for the contention report
+    """
+    CREATE TABLE samples (
+        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, t REAL NOT NULL, data TEXT NOT NULL
+    );
+    CREATE INDEX samples_run ON samples(run_id);
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -259,6 +267,13 @@ class Store:
         elif isinstance(event, RunFinished):
             self.end_run(run_id, event.status, event.exit_code)
 
+    def record_sample(self, run_id: int, t: float, data: dict[str, Any]) -> None:
+        self._write("INSERT INTO samples (run_id, t, data) VALUES (?, ?, ?)", (run_id, t, _dumps(data)))
+
+    def samples(self, run_id: int) -> list[dict[str, Any]]:
+        rows = self._read("SELECT data FROM samples WHERE run_id = ? ORDER BY t", (run_id,))
+        return [json.loads(row["data"]) for row in rows]
+
     # -- reading --
     def mark_interrupted(self) -> None:
         """Runs left 'running' by a process that no longer exists on this host were cut off."""
@@ -305,11 +320,15 @@ class Store:
                     row[key] = json.loads(row[key] or "null")
             return out
 
+        measurements = rows_of("measurements")
+        samples = self.samples(run_id)
         return {
             "run": run,
             "fingerprint": {"digest": run["fingerprint"], "basis": basis},
             "stages": rows_of("stages"),
             "verdicts": rows_of("verdicts"),
-            "measurements": rows_of("measurements"),
+            "measurements": measurements,
             "facts": {row["stage"]: row["data"] for row in rows_of("facts")},
+            "telemetry_samples": len(samples),
+            "contention": contention_report(samples, measurements),
         }

@@ -65,3 +65,11 @@ def exits(context: StageContext) -> Iterator[Event]:
     yield Progress(context.spec.stage, 1, 2, "exiting")
     sys.stdout.flush()
     os._exit(7)
+
+
+def timed(context: StageContext) -> Iterator[Event]:
+    """A 'throughput' figure measured over 1.5 s of sleeping, so only other processes load the host."""
+    start = time.time()
+    time.sleep(1.5)
+    yield Measurement(context.spec.stage, "rate", 100.0, "ops/s", spread=1.0, repeats=5, t_start=start)
+    yield Verdict(context.spec.stage, "timed", Status.PASS, "measured")

@@ -43,6 +43,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--python", help="run the stages under this interpreter (it needs torch)")
     run.add_argument("--json", metavar="FILE", help="also write the run's report as JSON here")
     run.add_argument("--timeout", type=float, help="time limit per stage in seconds")
+    run.add_argument(
+        "--wait-quiet",
+        type=float,
+        metavar="SECONDS",
+        help="before each throughput stage, wait for a quiet host",
+    )
+    run.add_argument("--no-telemetry", action="store_true", help="do not sample clocks and host load")
+
+    monitor = commands.add_parser("monitor", help="live telemetry for every GPU and the host")
+    monitor.add_argument("--json", action="store_true", help="one JSON object per line")
+    monitor.add_argument("--interval", type=float, default=1.0, help="seconds between samples")
+    monitor.add_argument("--count", type=int, help="stop after this many samples")
 
     commands.add_parser("stages", help="list the stages")
     history = commands.add_parser("history", help="list past runs", parents=[common])
@@ -101,7 +113,8 @@ def command_run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rigcheck.engine.export import to_json
     from rigcheck.engine.registry import DEFAULT_STAGES, UnknownStage, resolve
-    from rigcheck.engine.runner import Run, RunPlan
+    from rigcheck.engine.runner import RunPlan
+    from rigcheck.engine.session import RunSession, start_sampler
     from rigcheck.engine.stage import PROFILES, parse_device
 
     from .cli_display import LiveDisplay, measurements_table, summary_table
@@ -115,6 +128,8 @@ def command_run(args: argparse.Namespace) -> int:
         raise UsageError(f"bad profile {args.profile!r}: use one of {', '.join(PROFILES)}")
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
+    if args.wait_quiet is not None and args.wait_quiet < 0:
+        raise UsageError("--wait-quiet must be zero or more seconds")
     python = sys.executable
     if args.python:
         check_python(args.python)
@@ -125,20 +140,23 @@ def command_run(args: argparse.Namespace) -> int:
     log_dir = store.path.parent / "logs" / f"run-{run_id}"
     plan = RunPlan(run_id, infos, device, args.profile, python, log_dir, timeout_s=args.timeout)
     interrupted = False
+    sampler = None if args.no_telemetry else start_sampler()
     with LiveDisplay(console) as display:
-        run = Run(plan, [lambda event: store.record(run_id, event), display])
+        session = RunSession(store, plan, [display], sampler, args.wait_quiet)
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, _raise_interrupt)
-        run.start()
+        session.start()
         try:
-            while not run.wait(0.2):
+            while not session.wait(0.2):
                 pass
         except KeyboardInterrupt:
             interrupted = True
             console.print("[magenta]interrupted: stopping the stage child[/]")
-            run.cancel()
-            run.wait(10)
-    code = EXIT_INTERRUPTED if interrupted else run.exit_code
+            session.cancel()
+            session.wait(10)
+    if sampler is not None:
+        sampler.stop()
+    code = EXIT_INTERRUPTED if interrupted else session.run.exit_code
     if interrupted:
         store.end_run(run_id, "interrupted", code)
     report = store.report(run_id)
@@ -204,6 +222,16 @@ def command_history(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_monitor(args: argparse.Namespace) -> int:
+    from .monitor import monitor
+
+    if args.interval <= 0:
+        raise UsageError("--interval must be a positive number of seconds")
+    if args.count is not None and args.count < 1:
+        raise UsageError("--count must be at least 1")
+    return monitor(args.interval, args.count, args.json)
+
+
 def command_stages(args: argparse.Namespace) -> int:
     from rigcheck.engine.registry import STAGES
 
@@ -218,6 +246,7 @@ COMMANDS = {
     "show": command_show,
     "history": command_history,
     "stages": command_stages,
+    "monitor": command_monitor,
 }
 
 

@@ -1,0 +1,60 @@
+"""The contention report across a run: GPU clock by host-load band, and each figure against its clock."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+BANDS = ((0.0, 0.10), (0.10, 0.25), (0.25, 0.50), (0.50, 1.01))
+GPU_BUSY_PCT = 50.0
+
+
+def clock_by_load_band(samples: list[dict[str, Any]], gpu_index: int = 0) -> list[dict[str, Any]]:
+    """Mean and lowest SM clock while the GPU was busy, for each band of host load by other processes."""
+    rows = []
+    for low, high in BANDS:
+        clocks = []
+        for sample in samples:
+            host = sample["host"]
+            share = host["others_cpus"] / max(1, host["cpus"])
+            if not low <= share < high:
+                continue
+            for gpu in sample["gpus"]:
+                busy = (gpu.get("utilization_pct") or 0) >= GPU_BUSY_PCT
+                if gpu["index"] == gpu_index and busy and gpu.get("sm_clock_mhz") is not None:
+                    clocks.append(gpu["sm_clock_mhz"])
+        rows.append(
+            {
+                "others_share": f"{low:.0%}-{min(high, 1.0):.0%}",
+                "samples": len(clocks),
+                "sm_clock_mean_mhz": round(statistics.fmean(clocks), 1) if clocks else None,
+                "sm_clock_min_mhz": min(clocks) if clocks else None,
+            }
+        )
+    return rows
+
+
+def rate_against_clock(measurements: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for m in measurements:
+        conditions = m.get("conditions") or {}
+        if conditions.get("sm_clock_mean_mhz") is None:
+            continue
+        rows.append(
+            {
+                "name": m["name"],
+                "value": m["value"],
+                "unit": m["unit"],
+                "sm_clock_mean_mhz": conditions["sm_clock_mean_mhz"],
+                "host_others_cpus": conditions.get("host_others_cpus"),
+                "trust": conditions.get("trust"),
+            }
+        )
+    return rows
+
+
+def contention_report(samples: list[dict[str, Any]], measurements: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "clock_by_host_load": clock_by_load_band(samples),
+        "rate_vs_clock": rate_against_clock(measurements),
+    }

@@ -1,0 +1,87 @@
+"""One run wired to its store and telemetry: what the CLI and the app both start, so none wires it twice."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+
+from .conditions import DEFAULT_POLICY, ConditionsAnnotator, TrustPolicy
+from .events import Event, LogLine, Status, Verdict
+from .quiet import others_busy, wait_quiet
+from .registry import StageInfo
+from .runner import Listener, Run, RunPlan
+from .store import Store
+from .telemetry.sample import Sample
+from .telemetry.sampler import Sampler
+
+SAMPLE_STORE_INTERVAL_S = 1.0
+
+
+class RunSession:
+    def __init__(
+        self,
+        store: Store,
+        plan: RunPlan,
+        listeners: Iterable[Listener] = (),
+        sampler: Sampler | None = None,
+        wait_quiet_s: float | None = None,
+        policy: TrustPolicy = DEFAULT_POLICY,
+    ) -> None:
+        self.store = store
+        self.plan = plan
+        self.sampler = sampler
+        self.wait_quiet_s = wait_quiet_s
+        self.policy = policy
+        self._last_stored = 0.0
+        self.run = Run(
+            plan,
+            [self._record, *listeners],
+            annotate=ConditionsAnnotator(sampler, policy) if sampler else None,
+            before_stage=self._before_stage,
+        )
+
+    def _record(self, event: Event) -> None:
+        self.store.record(self.plan.run_id, event)
+
+    def _on_sample(self, sample: Sample) -> None:
+        if sample.t - self._last_stored >= SAMPLE_STORE_INTERVAL_S:
+            self._last_stored = sample.t
+            self.store.record_sample(self.plan.run_id, sample.t, sample.to_dict())
+
+    def _before_stage(self, info: StageInfo) -> Iterator[Event]:
+        if not info.throughput or self.sampler is None:
+            return
+        if self.wait_quiet_s:
+            quiet, waited, _ = wait_quiet(self.sampler, self.wait_quiet_s, policy=self.policy)
+            state = "quiet" if quiet else "still busy"
+            yield LogLine(info.name, f"waited {waited:.1f} s for a quiet host: {state}")
+        busy_now = others_busy(self.sampler, 1.0)
+        if busy_now and busy_now[0] > self.policy.others_limit(busy_now[1]):
+            yield Verdict(
+                info.name,
+                "quiet-check",
+                Status.WARN,
+                f"host busy before the stage: other processes kept {busy_now[0]:.1f} of "
+                f"{busy_now[1]} CPUs busy; figures taken now will be marked SUSPECT",
+                {"others_cpus": round(busy_now[0], 2), "cpus": busy_now[1]},
+            )
+
+    def start(self) -> None:
+        if self.sampler is not None:
+            self.sampler.add_listener(self._on_sample)
+        self.run.start()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        done = self.run.wait(timeout)
+        if done and self.sampler is not None:
+            self.sampler.remove_listener(self._on_sample)
+        return done
+
+    def cancel(self) -> None:
+        self.run.cancel()
+
+
+def start_sampler(interval: float = 0.1) -> Sampler:
+    sampler = Sampler(interval=interval).start()
+    time.sleep(min(0.3, 3 * interval))  # a few samples before the first stage asks for them
+    return sampler

@@ -1,0 +1,60 @@
+"""Immutable telemetry samples in normalised units (MHz, degrees C, W, bytes, %); None means not available."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class GpuSample:
+    index: int
+    name: str
+    vendor: str
+    source: str
+    sm_clock_mhz: float | None = None
+    mem_clock_mhz: float | None = None
+    max_sm_clock_mhz: float | None = None
+    temperature_c: float | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    utilization_pct: float | None = None
+    memory_used: int | None = None
+    memory_total: int | None = None
+    gtt_used: int | None = None
+    gtt_total: int | None = None
+    throttle: tuple[str, ...] = ()
+    process_pids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class HostSample:
+    cpus: int
+    load1: float | None
+    busy_cpus: float  # CPUs' worth of busy time, all processes
+    own_cpus: float  # of which rigcheck and its stage children
+    per_cpu_pct: tuple[float, ...] = ()
+    cpu_mhz: float | None = None
+    temperature_c: float | None = None
+    own_pids: tuple[int, ...] = ()
+
+    @property
+    def others_cpus(self) -> float:
+        return max(0.0, self.busy_cpus - self.own_cpus)
+
+
+@dataclass(frozen=True)
+class Sample:
+    t: float
+    host: HostSample
+    gpus: tuple[GpuSample, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["host"]["others_cpus"] = round(self.host.others_cpus, 3)
+        return data
+
+
+def na(value: float | int | None, fmt: str = "{:.0f}", unit: str = "") -> str:
+    """Format a reading, or N/A where the sensor is missing."""
+    return "N/A" if value is None else fmt.format(value) + unit

@@ -1,0 +1,99 @@
+"""The sampler thread: reads host and GPUs at a drift-free rate, keeps a ring buffer, tells listeners."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+from .host import HostSource
+from .sample import Sample
+from .sources import GpuSource, available_gpu_sources
+
+Listener = Callable[[Sample], None]
+
+
+class Sampler:
+    def __init__(
+        self,
+        interval: float = 0.1,
+        keep_seconds: float = 3600.0,
+        host: HostSource | None = None,
+        gpus: list[GpuSource] | None = None,
+    ) -> None:
+        self.interval = interval
+        self.host = host or HostSource()
+        if gpus is None:
+            gpus, self.notes = available_gpu_sources()
+        else:
+            self.notes = []
+        self.gpus = gpus
+        self.buffer: deque[Sample] = deque(maxlen=max(10, int(keep_seconds / interval)))
+        self.listeners: list[Listener] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="rigcheck-sampler", daemon=True)
+
+    def read_once(self) -> Sample:
+        readings = []
+        for source in self.gpus:
+            try:
+                readings.extend(source.read())
+            except Exception:
+                continue  # a sensor that fails this time shows as missing, never stops the loop
+        return Sample(time.time(), self.host.read(), tuple(readings))
+
+    def _loop(self) -> None:
+        start = time.monotonic()
+        tick = 0
+        while not self._stop.is_set():
+            sample = self.read_once()
+            with self._lock:
+                self.buffer.append(sample)
+                listeners = list(self.listeners)
+            for listener in listeners:
+                with contextlib.suppress(Exception):
+                    listener(sample)
+            tick += 1
+            next_at = start + tick * self.interval
+            delay = next_at - time.monotonic()
+            if delay < 0:  # fell behind (a slow read): skip the missed ticks rather than bunch up
+                tick += int(-delay / self.interval) + 1
+                delay = start + tick * self.interval - time.monotonic()
+            self._stop.wait(delay)
+
+    def start(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(2.0)
+        for source in self.gpus:
+            source.close()
+
+    def add_listener(self, listener: Listener) -> None:
+        with self._lock:
+            self.listeners.append(listener)
+
+    def remove_listener(self, listener: Listener) -> None:
+        with self._lock:
+            if listener in self.listeners:
+                self.listeners.remove(listener)
+
+    def latest(self) -> Sample | None:
+        with self._lock:
+            return self.buffer[-1] if self.buffer else None
+
+    def window(self, t0: float, t1: float) -> list[Sample]:
+        """Samples taken between t0 and t1; if none fell inside, the nearest one on each side."""
+        with self._lock:
+            samples = list(self.buffer)
+        inside = [s for s in samples if t0 <= s.t <= t1]
+        if inside:
+            return inside
+        before = [s for s in samples if s.t < t0][-1:]
+        after = [s for s in samples if s.t > t1][:1]
+        return before + after

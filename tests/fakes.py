@@ -1,0 +1,165 @@
+"""Hardware look-alikes: a fake NVML module, a fake pyamdgpuinfo, a fake amdgpu sysfs tree, a fake psutil."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+
+class NVMLError(Exception):
+    pass
+
+
+class FakeNvml:
+    """Answers like pynvml for one H200-like GPU; `broken` names calls that raise (missing sensors)."""
+
+    def __init__(self, sm_clock: int = 1980, reasons: int = 0, pids: tuple[int, ...] = (), broken=()) -> None:  # type: ignore[no-untyped-def]
+        self.sm_clock, self.reasons, self.pids, self.broken = sm_clock, reasons, pids, set(broken)
+        self.shut = False
+
+    def _check(self, name: str) -> None:
+        if name in self.broken:
+            raise NVMLError(f"{name}: Not Supported")
+
+    def nvmlInit(self) -> None: ...
+    def nvmlShutdown(self) -> None:
+        self.shut = True
+
+    def nvmlDeviceGetCount(self) -> int:
+        return 1
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> str:
+        return f"handle{index}"
+
+    def nvmlDeviceGetName(self, handle: str) -> str:
+        return "NVIDIA H200"
+
+    def nvmlDeviceGetMaxClockInfo(self, handle: str, kind: int) -> int:
+        return 1980
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle: str) -> int:
+        return 700_000  # mW
+
+    def nvmlDeviceGetClockInfo(self, handle: str, kind: int) -> int:
+        self._check("clock")
+        return self.sm_clock if kind == 1 else 3201
+
+    def nvmlDeviceGetTemperature(self, handle: str, kind: int) -> int:
+        self._check("temperature")
+        return 39
+
+    def nvmlDeviceGetPowerUsage(self, handle: str) -> int:
+        self._check("power")
+        return 126_370  # mW
+
+    def nvmlDeviceGetUtilizationRates(self, handle: str) -> SimpleNamespace:
+        return SimpleNamespace(gpu=97, memory=40)
+
+    def nvmlDeviceGetMemoryInfo(self, handle: str) -> SimpleNamespace:
+        return SimpleNamespace(total=150_754_820_096, used=648_347_648, free=0)
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: str) -> int:
+        return self.reasons
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: str) -> list[SimpleNamespace]:
+        return [SimpleNamespace(pid=p, usedGpuMemory=1) for p in self.pids]
+
+
+class FakeAmdGpu:
+    name = "AMD Radeon 8060S"
+
+    def __init__(self) -> None:
+        self.memory_info = {"vram_size": 512 * 2**20, "gtt_size": int(94.94 * 2**30)}
+
+    def query_sclk(self) -> float:
+        return 2_084_000_000.0  # Hz
+
+    def query_mclk(self) -> float:
+        return 1_000_000_000.0
+
+    def query_max_clocks(self) -> dict:
+        return {"sclk_max": 2_900_000_000, "mclk_max": 1_000_000_000}
+
+    def query_temperature(self) -> float:
+        return 61.0
+
+    def query_power(self) -> float:
+        raise RuntimeError("no average power sensor")
+
+    def query_load(self) -> float:
+        return 0.42
+
+    def query_vram_usage(self) -> int:
+        return 100 * 2**20
+
+    def query_gtt_usage(self) -> int:
+        return 3 * 2**30
+
+
+class FakeAmdModule:
+    def detect_gpus(self) -> int:
+        return 1
+
+    def get_gpu(self, index: int) -> FakeAmdGpu:
+        return FakeAmdGpu()
+
+
+def amd_sysfs_tree(root: Path) -> Path:
+    """A fake /sys/class/drm with one APU (card1) and a connector entry that must be ignored."""
+    device = root / "devices" / "0000:c5:00.0"
+    hwmon = device / "hwmon" / "hwmon3"
+    hwmon.mkdir(parents=True)
+    files = {
+        device / "vendor": "0x1002",
+        device / "gpu_busy_percent": "87",
+        device / "mem_info_vram_total": str(512 * 2**20),
+        device / "mem_info_vram_used": str(200 * 2**20),
+        device / "mem_info_gtt_total": str(int(94.94 * 2**30)),
+        device / "mem_info_gtt_used": str(5 * 2**30),
+        device / "pp_dpm_sclk": "0: 600Mhz\n1: 1059Mhz *\n2: 2900Mhz\n",
+        hwmon / "temp1_input": "55000",
+        hwmon / "power1_average": "35000000",
+    }
+    for path, text in files.items():
+        path.write_text(text + "\n")
+    drm = root / "drm"
+    (drm / "card1").mkdir(parents=True)
+    (drm / "card1" / "device").symlink_to(device)
+    (drm / "card1-eDP-1").mkdir()
+    return drm
+
+
+class FakeProcess:
+    def __init__(self, pid: int, percent: float, children: list[FakeProcess] | None = None) -> None:
+        self.pid, self.percent, self._children = pid, percent, children or []
+
+    def children(self, recursive: bool = False) -> list[FakeProcess]:
+        return list(self._children)
+
+    def cpu_percent(self, interval: float | None = None) -> float:
+        return self.percent
+
+
+class FakePsutil:
+    """psutil look-alike: 4 CPUs, three of them fully busy, of which rigcheck's tree uses half a CPU."""
+
+    def __init__(self) -> None:
+        self.tree = FakeProcess(100, 20.0, [FakeProcess(101, 30.0)])
+
+    def cpu_percent(self, percpu: bool = False) -> list[float]:
+        return [100.0, 100.0, 100.0, 0.0]
+
+    def cpu_count(self) -> int:
+        return 4
+
+    def Process(self, pid: int) -> FakeProcess:
+        return self.tree
+
+    def getloadavg(self) -> tuple[float, float, float]:
+        return (3.1, 2.0, 1.0)
+
+    def cpu_freq(self) -> SimpleNamespace:
+        return SimpleNamespace(current=3200.0)
+
+    def sensors_temperatures(self) -> dict:
+        return {"k10temp": [SimpleNamespace(label="Tctl", current=71.5)]}
