@@ -1,4 +1,4 @@
-"""A figure taken while other processes burn the CPUs is SUSPECT, with that reason; on a quiet host, TRUSTED."""
+"""A figure taken while other processes burn the CPUs is SUSPECT, with the reason; on a quiet host TRUSTED."""
 
 from __future__ import annotations
 
