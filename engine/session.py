@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterable, Iterator
 
 from .conditions import DEFAULT_POLICY, ConditionsAnnotator, TrustPolicy
-from .events import Event, LogLine, Status, Verdict
+from .events import Event, LogLine, StageStarted, Status, Verdict
 from .quiet import others_busy, wait_quiet
 from .registry import StageInfo
 from .runner import Listener, Run, RunPlan
@@ -41,6 +41,8 @@ class RunSession:
         )
 
     def _record(self, event: Event) -> None:
+        if isinstance(event, StageStarted) and self.sampler is not None:
+            self.sampler.host.track(event.pid)  # its CPU use is rigcheck's own from the first sample
         self.store.record(self.plan.run_id, event)
 
     def _on_sample(self, sample: Sample) -> None:

@@ -129,6 +129,9 @@ def amd_sysfs_tree(root: Path) -> Path:
     return drm
 
 
+FAKE_CLOCK = [1000.0]  # advanced by tests; HostSource reads it through its `clock` argument
+
+
 class FakeProcess:
     def __init__(self, pid: int, percent: float, children: list[FakeProcess] | None = None) -> None:
         self.pid, self.percent, self._children = pid, percent, children or []
@@ -138,6 +141,10 @@ class FakeProcess:
 
     def cpu_percent(self, interval: float | None = None) -> float:
         return self.percent
+
+    def cpu_times(self) -> SimpleNamespace:
+        """CPU seconds that grow at `percent` per second of the fake clock, as a busy process's would."""
+        return SimpleNamespace(user=FAKE_CLOCK[0] * self.percent / 100.0, system=0.0)
 
 
 class FakePsutil:
@@ -153,7 +160,7 @@ class FakePsutil:
         return 4
 
     def Process(self, pid: int) -> FakeProcess:
-        return self.tree
+        return next(p for p in [self.tree, *self.tree.children()] if p.pid == pid)
 
     def getloadavg(self) -> tuple[float, float, float]:
         return (3.1, 2.0, 1.0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fakes import FakeAmdModule, FakeNvml, FakePsutil, amd_sysfs_tree
+from fakes import FAKE_CLOCK, FakeAmdModule, FakeNvml, FakePsutil, amd_sysfs_tree
 from rigcheck.engine.telemetry.amdgpu import AmdGpuInfoSource
 from rigcheck.engine.telemetry.host import HostSource
 from rigcheck.engine.telemetry.nvml import NvmlSource, decode_reasons
@@ -62,8 +62,9 @@ def test_parse_dpm() -> None:
 
 
 def test_host_splits_own_from_others() -> None:
-    host = HostSource(FakePsutil(), root_pid=100)
+    host = HostSource(FakePsutil(), root_pid=100, clock=lambda: FAKE_CLOCK[0])
     host.read()  # first reading of each process only primes it
+    FAKE_CLOCK[0] += 0.1
     sample = host.read()
     assert sample.cpus == 4 and sample.busy_cpus == pytest.approx(3.0)
     assert sample.own_cpus == pytest.approx(0.5) and sample.others_cpus == pytest.approx(2.5)

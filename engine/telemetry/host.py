@@ -6,56 +6,110 @@ psutil keeps cpu_percent state per Process object and per call site: sample from
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from typing import Any
 
 import psutil
 
+from .procfs import CpuBusy, ProcessTicks
 from .safe import safe
 from .sample import HostSample
 
 
 class HostSource:
-    def __init__(self, psutil_module: Any = psutil, root_pid: int | None = None) -> None:
+    """`track(pid)` registers a stage child at once; the full descendant scan (costly: it reads all
+    of /proc) and the slow sensors (temperature, frequency) refresh only every `slow_every_s`.
+    On Linux with the real psutil the 10 Hz part reads /proc directly (see procfs.py)."""
+
+    def __init__(
+        self,
+        psutil_module: Any = psutil,
+        root_pid: int | None = None,
+        slow_every_s: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.ps = psutil_module
+        self.clock = clock
         self.root_pid = root_pid or os.getpid()
-        self._procs: dict[int, Any] = {}
-        self.ps.cpu_percent(percpu=True)  # the first call only primes the counters
+        self.slow_every_s = slow_every_s
+        self._tracked: set[int] = set()
+        self._tree: set[int] = set()
+        self._slow_at = float("-inf")
+        self._slow: tuple[float | None, float | None] = (None, None)
         self.cpus = self.ps.cpu_count() or 1
+        self._fast = psutil_module is psutil and os.path.exists("/proc/stat")
+        self._busy = CpuBusy() if self._fast else None
+        if self._busy is None:
+            self.ps.cpu_percent(percpu=True)  # the first call only primes the counters
+        self._readers: dict[int, Any] = {}
+        self._last: dict[int, tuple[float, float]] = {}  # pid -> (cpu seconds, wall time)
+
+    def track(self, pid: int) -> None:
+        self._tracked.add(pid)
+
+    def _refresh_tree(self) -> None:
+        try:
+            root = self.ps.Process(self.root_pid)
+            self._tree = {self.root_pid, *(child.pid for child in root.children(recursive=True))}
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            self._tree = set()
+
+    def _cpu_seconds(self, pid: int) -> float:
+        reader = self._readers.get(pid)
+        if reader is None:
+            reader = ProcessTicks(pid) if self._fast else self.ps.Process(pid)
+            self._readers[pid] = reader
+        if self._fast:
+            return reader.seconds()
+        times = reader.cpu_times()
+        return times.user + times.system
 
     def _own_cpus(self) -> tuple[float, tuple[int, ...]]:
-        """CPUs' worth of time used since the last call by this process and all its descendants."""
-        try:
-            root = self._procs.get(self.root_pid) or self.ps.Process(self.root_pid)
-            tree = [root, *root.children(recursive=True)]
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            return 0.0, ()
-        alive: dict[int, Any] = {}
+        """CPUs' worth of time used since the last call by this process and its descendants."""
+        now = self.clock()
         total = 0.0
-        for proc in tree:
-            known = self._procs.get(proc.pid, proc)
+        alive = []
+        for pid in sorted(self._tree | self._tracked):
             try:
-                percent = known.cpu_percent(None)
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                seconds = self._cpu_seconds(pid)
+            except (OSError, psutil.Error):
+                self._forget(pid)
                 continue
-            alive[proc.pid] = known
-            if proc.pid in self._procs:
-                total += percent  # a new process's first reading is meaningless
-        self._procs = alive
-        return total / 100.0, tuple(alive)
+            alive.append(pid)
+            last = self._last.get(pid)
+            if last is not None and now > last[1]:
+                total += (seconds - last[0]) / (now - last[1])  # a new process's first reading only primes
+            self._last[pid] = (seconds, now)
+        return total, tuple(alive)
+
+    def _forget(self, pid: int) -> None:
+        self._tracked.discard(pid)
+        self._tree.discard(pid)
+        self._last.pop(pid, None)
+        reader = self._readers.pop(pid, None)
+        if reader is not None and hasattr(reader, "close"):
+            reader.close()
 
     def read(self) -> HostSample:
-        per_cpu = tuple(self.ps.cpu_percent(percpu=True))
+        now = self.clock()
+        if now - self._slow_at >= self.slow_every_s:
+            self._slow_at = now
+            self._refresh_tree()
+            freq = safe(self.ps.cpu_freq)
+            self._slow = (getattr(freq, "current", None) or None, self._temperature())
+        per_cpu = self._busy.percent() if self._busy else tuple(self.ps.cpu_percent(percpu=True))
         own, pids = self._own_cpus()
-        load = safe(self.ps.getloadavg)
-        freq = safe(self.ps.cpu_freq)
+        load = safe(os.getloadavg) if self._fast else safe(self.ps.getloadavg)
+        busy = sum(per_cpu) / 100.0
         return HostSample(
             cpus=self.cpus,
             load1=load[0] if load else None,
-            busy_cpus=sum(per_cpu) / 100.0,
-            own_cpus=min(own, sum(per_cpu) / 100.0) if per_cpu else own,
+            busy_cpus=busy,
+            own_cpus=min(own, busy) if per_cpu else own,
             per_cpu_pct=per_cpu,
-            cpu_mhz=getattr(freq, "current", None) or None,
-            temperature_c=self._temperature(),
+            cpu_mhz=self._slow[0],
+            temperature_c=self._slow[1],
             own_pids=pids,
         )
 

@@ -1,0 +1,40 @@
+"""Real-hardware checks, run on the GPU machine (`pytest -m hardware`); skipped where there is no GPU."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from rigcheck.engine.telemetry.sources import available_gpu_sources
+
+pytestmark = pytest.mark.hardware
+SOURCES, _ = available_gpu_sources()
+needs_gpu = pytest.mark.skipif(not SOURCES, reason="no GPU telemetry source on this host")
+
+
+@needs_gpu
+def test_a_real_gpu_reads_sane_values() -> None:
+    gpus = [gpu for source in SOURCES for gpu in source.read()]
+    assert gpus
+    for gpu in gpus:
+        assert gpu.sm_clock_mhz is None or 100 <= gpu.sm_clock_mhz <= 4000
+        assert gpu.temperature_c is None or 5 <= gpu.temperature_c <= 110
+        assert gpu.power_w is None or 1 <= gpu.power_w <= 2000
+        assert gpu.memory_total is None or gpu.memory_total > 2**30
+
+
+@needs_gpu
+@pytest.mark.skipif(shutil.which("nvidia-smi") is None, reason="no nvidia-smi")
+def test_nvml_agrees_with_nvidia_smi() -> None:
+    out = subprocess.run(
+        ["nvidia-smi", "--query-gpu=memory.total,clocks.max.sm", "--format=csv,noheader,nounits"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()[0]
+    total_mib, max_sm = (float(x) for x in out.split(","))
+    gpu = SOURCES[0].read()[0]
+    assert abs(gpu.memory_total / 2**20 - total_mib) <= 1
+    assert gpu.max_sm_clock_mhz == max_sm
