@@ -32,6 +32,18 @@ STAGES: dict[str, StageInfo] = {
             "what is installed and visible: interpreter, torch build, driver, devices, BLAS",
             {"quick": 90.0, "standard": 120.0, "full": 180.0},
         ),
+        StageInfo(
+            "verify",
+            "rigcheck.engine.stages.verify:run",
+            "are the answers right: every dtype, the board network and memory against float64",
+            {"quick": 240.0, "standard": 600.0, "full": 1200.0},
+        ),
+        StageInfo(
+            "hostbugs",
+            "rigcheck.engine.stages.hostbugs:run",
+            "the host's own silent bugs: sgemm races by thread count, CPU/GPU results that do not repeat",
+            {"quick": 240.0, "standard": 600.0, "full": 1800.0},
+        ),
     )
 }
 

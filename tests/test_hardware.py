@@ -6,7 +6,6 @@ import shutil
 import subprocess
 
 import pytest
-
 from rigcheck.engine.telemetry.sources import available_gpu_sources
 
 pytestmark = pytest.mark.hardware

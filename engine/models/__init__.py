@@ -1,0 +1,1 @@
+"""Models shared by stages: one definition used by both Verify and the training benchmark."""

@@ -1,0 +1,59 @@
+"""Timing on a device the way METHOD.md asks: warm-up, device events, an L2-sized flush before each timed call."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from ..stats import TimingStats
+
+BENCHMARK_VERSION = "rigcheck-bench-1"
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def l2_flush_buffer(device: torch.device) -> torch.Tensor | None:
+    """A buffer twice the L2 size, zeroed before each timed call so inputs do not sit in cache."""
+    if device.type != "cuda":
+        return None
+    l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 * 2**20
+    return torch.empty(2 * l2 // 4, dtype=torch.float32, device=device)
+
+
+def time_calls(
+    call: Callable[[], Any],
+    device: torch.device,
+    min_reps: int = 10,
+    min_seconds: float = 0.2,
+    max_reps: int = 200,
+    warmup: int = 3,
+    flush: bool = True,
+) -> TimingStats:
+    """Time `call` many times; seconds per call. Device events on a GPU, perf_counter on the CPU."""
+    for _ in range(warmup):
+        call()
+    synchronize(device)
+    cache = l2_flush_buffer(device) if flush else None
+    times: list[float] = []
+    started = time.perf_counter()
+    while len(times) < max_reps and (len(times) < min_reps or time.perf_counter() - started < min_seconds):
+        if device.type == "cuda":
+            if cache is not None:
+                cache.zero_()
+            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            begin.record()
+            call()
+            end.record()
+            end.synchronize()
+            times.append(begin.elapsed_time(end) / 1000.0)
+        else:
+            t0 = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - t0)
+    return TimingStats(tuple(times))
