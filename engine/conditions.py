@@ -79,9 +79,7 @@ def summarise(samples: list[Sample], gpu_index: int | None) -> dict[str, Any]:
             sm_clock_min_mhz=min(clocks) if clocks else None,
             sm_clock_max_mhz=top,
             clock_ratio=round(mean_clock / top, 3) if mean_clock and top else None,
-            temperature_max_c=max(
-                (g.temperature_c for g in gpus if g.temperature_c is not None), default=None
-            ),
+            temperature_max_c=max((g.temperature_c for g in gpus if g.temperature_c is not None), default=None),
             power_mean_w=_mean(g.power_w for g in gpus),
             power_limit_w=gpus[0].power_limit_w,
             utilization_mean_pct=_mean(g.utilization_pct for g in gpus),

@@ -12,9 +12,7 @@ class StageInfo:
     name: str
     target: str
     summary: str
-    timeouts: dict[str, float] = field(
-        default_factory=lambda: {"quick": 120.0, "standard": 300.0, "full": 900.0}
-    )
+    timeouts: dict[str, float] = field(default_factory=lambda: {"quick": 120.0, "standard": 300.0, "full": 900.0})
     extra_paths: tuple[str, ...] = ()
     fingerprint: bool = True  # the child sends the environment fingerprint before the stage runs
     throughput: bool = False  # a quiet-host check runs before it

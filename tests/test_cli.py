@@ -15,9 +15,7 @@ RIGCHECK = [sys.executable, "-m", "rigcheck.tui.cli"]
 
 def rigcheck(*args: str, store: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, RIGCHECK_STORE=str(store))
-    return subprocess.run(
-        [*RIGCHECK, *args], capture_output=True, text=True, env=env, timeout=timeout, check=False
-    )
+    return subprocess.run([*RIGCHECK, *args], capture_output=True, text=True, env=env, timeout=timeout, check=False)
 
 
 def assert_one_line_error(done: subprocess.CompletedProcess[str], *words: str) -> None:
@@ -49,9 +47,7 @@ def test_probe_on_cpu_exits_zero_and_writes_facts_and_fingerprint(probed) -> Non
     assert checks["cpu"] == "PASS"
     if facts["devices"] == []:
         assert checks["gpu"] == "SKIP"  # no GPU here: says why, and does not fail the CPU
-        assert (
-            "no usable GPU" in next(v for v in report["verdicts"] if v["check_name"] == "gpu")["explanation"]
-        )
+        assert "no usable GPU" in next(v for v in report["verdicts"] if v["check_name"] == "gpu")["explanation"]
 
 
 def test_asking_for_a_gpu_that_is_not_there_fails(tmp_path: Path) -> None:

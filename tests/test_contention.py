@@ -72,9 +72,7 @@ def test_cpu_burners_make_the_figure_suspect_with_the_reason(tmp_path: Path) -> 
 
 @pytest.mark.parametrize("bad", [["--interval", "0"], ["--count", "0"]])
 def test_monitor_bad_arguments(bad: list[str]) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "rigcheck.tui.cli", "monitor", *bad], capture_output=True, text=True
-    )
+    done = subprocess.run([sys.executable, "-m", "rigcheck.tui.cli", "monitor", *bad], capture_output=True, text=True)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
 
 

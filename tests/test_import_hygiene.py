@@ -27,9 +27,7 @@ def test_engine_imports_neither_textual_nor_rich_nor_torch() -> None:
 
 
 def test_the_cli_front_end_never_imports_torch() -> None:
-    modules = loaded_after(
-        "from rigcheck.tui import cli, cli_display\ncli.build_parser().parse_args(['run', 'probe'])"
-    )
+    modules = loaded_after("from rigcheck.tui import cli, cli_display\ncli.build_parser().parse_args(['run', 'probe'])")
     assert not {"torch", "textual"} & modules
 
 

@@ -34,9 +34,7 @@ def make_env_with_torch_but_not_rigcheck(root: Path) -> Path:
 def test_probe_reports_the_other_environment(tmp_path: Path) -> None:
     python = make_env_with_torch_but_not_rigcheck(tmp_path)
     bare_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    no_rigcheck = subprocess.run(
-        [str(python), "-c", "import rigcheck.engine"], capture_output=True, env=bare_env
-    )
+    no_rigcheck = subprocess.run([str(python), "-c", "import rigcheck.engine"], capture_output=True, env=bare_env)
     assert no_rigcheck.returncode != 0  # the child must not need rigcheck installed there
     out = tmp_path / "out.json"
     env = dict(os.environ, RIGCHECK_STORE=str(tmp_path / "s.db"))

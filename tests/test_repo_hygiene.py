@@ -26,9 +26,7 @@ def test_readme_gives_two_setup_commands_and_ci_runs_the_test_one() -> None:
 
 
 def test_ruff_format_and_check_are_clean() -> None:
-    fmt = subprocess.run(
-        [sys.executable, "-m", "ruff", "format", "--check", str(REPO)], capture_output=True, text=True
-    )
+    fmt = subprocess.run([sys.executable, "-m", "ruff", "format", "--check", str(REPO)], capture_output=True, text=True)
     assert fmt.returncode == 0, fmt.stdout + fmt.stderr
     check = subprocess.run([sys.executable, "-m", "ruff", "check", str(REPO)], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr

@@ -40,9 +40,7 @@ def torch_device(torch: Any, index: int) -> dict[str, Any]:
         "memory_runtime_total": total,
         "uuid": str(uuid) if uuid is not None else None,
         "pci": _pci_address(props),
-        "matrix_dtypes": amd_matrix_dtypes(arch or "")
-        if hip
-        else nvidia_matrix_dtypes(props.major, props.minor),
+        "matrix_dtypes": amd_matrix_dtypes(arch or "") if hip else nvidia_matrix_dtypes(props.major, props.minor),
     }
 
 

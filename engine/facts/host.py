@@ -75,9 +75,7 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def cpu_facts(
-    cpuinfo: Path = Path("/proc/cpuinfo"), sysfs: Path = Path("/sys/devices/system/cpu")
-) -> dict[str, Any]:
+def cpu_facts(cpuinfo: Path = Path("/proc/cpuinfo"), sysfs: Path = Path("/sys/devices/system/cpu")) -> dict[str, Any]:
     """Model, logical/physical/usable cores, governor and frequency, and the SIMD flags that matter."""
     text = _read(cpuinfo) or ""
     model = next(iter(re.findall(r"^model name\s*:\s*(.+)$", text, re.M)), platform.processor())

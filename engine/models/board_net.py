@@ -48,9 +48,7 @@ class BoardNet(nn.Module):
     def __init__(self, config: BoardNetConfig = BoardNetConfig()) -> None:
         super().__init__()
         c = config.channels
-        self.stem = nn.Sequential(
-            nn.Conv2d(PLANES, c, 3, padding=1, bias=False), _norm(config.norm, c), nn.ReLU()
-        )
+        self.stem = nn.Sequential(nn.Conv2d(PLANES, c, 3, padding=1, bias=False), _norm(config.norm, c), nn.ReLU())
         self.blocks = nn.Sequential(*(ResidualBlock(c, config.norm) for _ in range(config.blocks)))
         self.policy_conv = nn.Conv2d(c, 2, 1)
         self.policy_fc = nn.Linear(2 * MOVES, MOVES)
@@ -69,9 +67,7 @@ def parameter_count(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def random_batch(
-    batch: int, device: Any, generator: torch.Generator | None = None
-) -> tuple[torch.Tensor, ...]:
+def random_batch(batch: int, device: Any, generator: torch.Generator | None = None) -> tuple[torch.Tensor, ...]:
     """Random boards (0/1 planes), a target move per board and a target value in [-1, 1]."""
     boards = (torch.rand(batch, PLANES, BOARD, BOARD, generator=generator) < 0.3).float()
     moves = torch.randint(0, MOVES, (batch,), generator=generator)
@@ -79,8 +75,6 @@ def random_batch(
     return boards.to(device), moves.to(device), values.to(device)
 
 
-def loss_fn(
-    model: nn.Module, boards: torch.Tensor, moves: torch.Tensor, values: torch.Tensor
-) -> torch.Tensor:
+def loss_fn(model: nn.Module, boards: torch.Tensor, moves: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
     policy, value = model(boards)
     return functional.cross_entropy(policy.float(), moves) + functional.mse_loss(value.float(), values)

@@ -87,9 +87,7 @@ def sgemm_verdicts(records: list[LibraryRecord], reference_repeats: bool, n: int
         )
 
 
-def repeat_verdict(
-    check: str, what: str, fraction: float, largest: float, device: str, fail: bool
-) -> Verdict:
+def repeat_verdict(check: str, what: str, fraction: float, largest: float, device: str, fail: bool) -> Verdict:
     if fraction == 0.0:
         return Verdict(
             STAGE, check, Status.PASS, f"{what} is bit-identical on repeat", {"differing": 0.0}, device=device
@@ -104,9 +102,7 @@ def repeat_verdict(
     )
 
 
-def cpu_conv_checks(
-    shape: tuple[int, ...], config: BoardNetConfig, batch: int, cpus: int
-) -> Iterator[Verdict]:
+def cpu_conv_checks(shape: tuple[int, ...], config: BoardNetConfig, batch: int, cpus: int) -> Iterator[Verdict]:
     torch.manual_seed(5)
     conv = torch.nn.Conv2d(shape[1], shape[1], 3, padding=1)
     x = torch.randn(*shape)

@@ -43,9 +43,7 @@ def repeatable_reference(
     return first, identical, differing
 
 
-def attribute(
-    device_error: float, cpu_error: float, tolerance: float, device_name: str, cpu_name: str
-) -> str:
+def attribute(device_error: float, cpu_error: float, tolerance: float, device_name: str, cpu_name: str) -> str:
     """Which side is wrong, once the two arms disagree, judged by their distance from float64."""
     device_ok, cpu_ok = within(device_error, tolerance), within(cpu_error, tolerance)
     if device_ok and not cpu_ok:

@@ -158,8 +158,7 @@ def verdicts(
             STAGE,
             f"cuda:{device['index']}",
             Status.WARN if failed else Status.PASS,
-            describe_device(device)
-            + (f"; these dtypes failed to run: {', '.join(failed)}" if failed else ""),
+            describe_device(device) + (f"; these dtypes failed to run: {', '.join(failed)}" if failed else ""),
             {k: device.get(k) for k in ("memory_pool_bytes", "memory_torch_total", "arch")},
             device=f"cuda:{device['index']}",
         )

@@ -84,11 +84,7 @@ def hunt(
             reference_repeats &= bool(numpy.array_equal(reference, again))
             for record, (matmul, _) in zip(records, libraries.values(), strict=True):
                 result = matmul(a, b, threads).astype(numpy.float64)
-                error = (
-                    float(numpy.max(numpy.abs(result - reference)))
-                    if numpy.isfinite(result).all()
-                    else math.inf
-                )
+                error = float(numpy.max(numpy.abs(result - reference))) if numpy.isfinite(result).all() else math.inf
                 record.trials[threads] = record.trials.get(threads, 0) + 1
                 record.corrupted[threads] = record.corrupted.get(threads, 0) + int(error > threshold)
                 record.worst[threads] = max(record.worst.get(threads, 0.0), error)

@@ -30,11 +30,7 @@ PLANS = {
 
 
 def has_tf32(device: torch.device) -> bool:
-    return (
-        device.type == "cuda"
-        and torch.version.cuda is not None
-        and torch.cuda.get_device_capability(device)[0] >= 8
-    )
+    return device.type == "cuda" and torch.version.cuda is not None and torch.cuda.get_device_capability(device)[0] >= 8
 
 
 def run(context: StageContext) -> Iterator[Event]:
@@ -104,9 +100,7 @@ def verify_device(
             continue
         dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(name, torch.float32)
         device_matmul = device_matmul_into_poison(dtype, device, tf32=name == "tf32")
-        yield from check_dtype(
-            name, size, label, generator, device_matmul, numpy_float32_matmul, "numpy float32 (CPU)"
-        )
+        yield from check_dtype(name, size, label, generator, device_matmul, numpy_float32_matmul, "numpy float32 (CPU)")
     yield progress("model forward and gradients")
     yield from check_forward_and_gradients(config, batch, device)
     yield progress("optimizer steps")

@@ -43,9 +43,7 @@ def check_memory(device: torch.device, share: float, cycles: int = 3) -> Iterato
         del chunks
         torch.cuda.empty_cache()
         if torch.cuda.memory_allocated(device) != baseline:
-            problems.append(
-                f"cycle {cycle}: {torch.cuda.memory_allocated(device) - baseline} bytes not freed"
-            )
+            problems.append(f"cycle {cycle}: {torch.cuda.memory_allocated(device) - baseline} bytes not freed")
     peak = torch.cuda.max_memory_allocated(device)
     free_after, _ = torch.cuda.mem_get_info(device)
     numbers: dict[str, Any] = {

@@ -17,9 +17,7 @@ FORWARD_TOL = 1e-4
 GRADIENT_TOL = 1e-3
 
 
-def check_forward_and_gradients(
-    config: BoardNetConfig, batch: int, device: torch.device
-) -> Iterator[Verdict]:
+def check_forward_and_gradients(config: BoardNetConfig, batch: int, device: torch.device) -> Iterator[Verdict]:
     label = str(device)
     generator = torch.Generator().manual_seed(7)
     torch.manual_seed(7)
@@ -71,9 +69,7 @@ def check_steps(config: BoardNetConfig, batch: int, device: torch.device, steps:
         optimizer.zero_grad()
         loss_fn(model, *batch_data).backward()
         optimizer.step()
-    changed = sum(
-        int(not torch.equal(b, p.detach())) for b, p in zip(before, model.parameters(), strict=True)
-    )
+    changed = sum(int(not torch.equal(b, p.detach())) for b, p in zip(before, model.parameters(), strict=True))
     finite = all(torch.isfinite(p).all().item() for p in model.parameters())
     total = len(before)
     ok = finite and changed == total

@@ -18,11 +18,7 @@ def _num(path: Path) -> float | None:
 
 def parse_dpm(text: str) -> tuple[float | None, float | None]:
     """(current, max) MHz from pp_dpm_sclk, whose current level is marked with '*'."""
-    levels = [
-        (float(mhz), "*" in line)
-        for line in text.splitlines()
-        for mhz in re.findall(r"(\d+)\s*Mhz", line, re.I)
-    ]
+    levels = [(float(mhz), "*" in line) for line in text.splitlines() for mhz in re.findall(r"(\d+)\s*Mhz", line, re.I)]
     if not levels:
         return None, None
     current = next((mhz for mhz, active in levels if active), None)
