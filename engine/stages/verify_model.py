@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import torch
+from torch import nn
 
 from ..events import Status, Verdict
 from ..models.board_net import BoardNet, BoardNetConfig, loss_fn, random_batch
@@ -17,13 +18,18 @@ FORWARD_TOL = 1e-4
 GRADIENT_TOL = 1e-3
 
 
-def check_forward_and_gradients(config: BoardNetConfig, batch: int, device: torch.device) -> Iterator[Verdict]:
+def check_forward_and_gradients(
+    config: BoardNetConfig, batch: int, device: torch.device, tamper: Callable[[nn.Module], None] | None = None
+) -> Iterator[Verdict]:
+    """`tamper` changes the device copy after the float64 copy is taken (tests inject faults with it)."""
     label = str(device)
     generator = torch.Generator().manual_seed(7)
     torch.manual_seed(7)
     model = BoardNet(config)
     model64 = copy.deepcopy(model).double()
     model = model.to(device)
+    if tamper is not None:
+        tamper(model)
     boards, moves, values = random_batch(batch, "cpu", generator)
     policy, value = model(boards.to(device))
     policy64, value64 = model64(boards.double())
@@ -112,11 +118,21 @@ def check_batchnorm_training(config: BoardNetConfig, batch: int, device: torch.d
     return verdict
 
 
-def check_soak(config: BoardNetConfig, batch: int, steps: int, device: torch.device) -> Verdict:
+def adam(parameters: Iterable[nn.Parameter]) -> torch.optim.Optimizer:
+    return torch.optim.Adam(parameters, lr=1e-3)
+
+
+def check_soak(
+    config: BoardNetConfig,
+    batch: int,
+    steps: int,
+    device: torch.device,
+    optimizer_factory: Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer] = adam,
+) -> Verdict:
     """Many steps on one fixed batch: every parameter stays finite and the loss falls by a large factor."""
     torch.manual_seed(11)
     model = BoardNet(config).to(device).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    optimizer = optimizer_factory(model.parameters())
     data = random_batch(batch, device, torch.Generator().manual_seed(11))
     first = last = math.nan
     for step in range(steps):
