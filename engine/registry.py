@@ -42,6 +42,27 @@ STAGES: dict[str, StageInfo] = {
             "the host's own silent bugs: sgemm races by thread count, CPU/GPU results that do not repeat",
             {"quick": 240.0, "standard": 600.0, "full": 1800.0},
         ),
+        StageInfo(
+            "matmul",
+            "rigcheck.engine.stages.matmul:run",
+            "matrix multiply sweep over sizes and dtypes, TFLOP/s against the datasheet (max-find option)",
+            {"quick": 240.0, "standard": 600.0, "full": 1200.0},
+            throughput=True,
+        ),
+        StageInfo(
+            "bandwidth",
+            "rigcheck.engine.stages.bandwidth:run",
+            "memory bandwidth: device copy, host to device and back, pinned and pageable",
+            {"quick": 120.0, "standard": 300.0, "full": 600.0},
+            throughput=True,
+        ),
+        StageInfo(
+            "training",
+            "rigcheck.engine.stages.training:run",
+            "training throughput of the board network, GPU against CPU, fp32 and bf16",
+            {"quick": 300.0, "standard": 600.0, "full": 1800.0},
+            throughput=True,
+        ),
     )
 }
 

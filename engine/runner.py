@@ -94,6 +94,7 @@ class Run:
         self.annotate = annotate  # adds telemetry conditions to each measurement
         self.before_stage = before_stage  # e.g. the quiet-host check before throughput stages
         self.stage_status: dict[str, Status] = {}
+        self.listener_errors: list[str] = []
         self.status = "pending"
         self._cancel_stage = threading.Event()
         self._cancel_run = threading.Event()
@@ -125,7 +126,10 @@ class Run:
         if isinstance(event, StageFinished):
             self.stage_status[event.stage] = event.status
         for listener in self.listeners:
-            listener(event)
+            try:
+                listener(event)
+            except Exception as error:  # a broken display or a full disk must not stop the stages
+                self.listener_errors.append(f"{type(error).__name__}: {error}")
 
     def _supervise(self) -> None:
         try:

@@ -93,6 +93,17 @@ def test_cancel_stops_the_running_stage_and_the_next_one_runs(store, tmp_path): 
     assert stopped[0] - asked < 1.0  # the stage saw its cancel flag; no kill was needed
 
 
+def test_a_failing_listener_does_not_stop_the_run(tmp_path):  # type: ignore[no-untyped-def]
+    def broken(event):  # type: ignore[no-untyped-def]
+        raise BrokenPipeError("stdout went away")
+
+    run = Run(RunPlan(1, [fake("ok"), fake("ok2", "ok")], log_dir=tmp_path), [broken])
+    run.start()
+    assert run.wait(60)
+    assert run.stage_status == {"ok": Status.PASS, "ok2": Status.PASS}
+    assert run.listener_errors and "stdout went away" in run.listener_errors[0]
+
+
 def test_cancel_run_skips_the_rest(tmp_path):  # type: ignore[no-untyped-def]
     events = []
     plan = RunPlan(1, [fake("slow"), fake("ok")], log_dir=tmp_path)

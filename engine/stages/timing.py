@@ -36,8 +36,13 @@ def time_calls(
     flush: bool = True,
 ) -> TimingStats:
     """Time `call` many times; seconds per call. Device events on a GPU, perf_counter on the CPU."""
-    for _ in range(warmup):
+    warm_start = time.perf_counter()
+    done = 0
+    while done < warmup or time.perf_counter() - warm_start < 0.05:  # thread pools and clocks spin up
         call()
+        done += 1
+        if done % 10 == 0:
+            synchronize(device)
     synchronize(device)
     cache = l2_flush_buffer(device) if flush else None
     times: list[float] = []

@@ -1,0 +1,115 @@
+"""Memory bandwidth: device-to-device copy (bytes read plus written), host to device and back, pinned and pageable."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy
+import torch
+
+from ..events import Event, Measurement, Progress, Status, Verdict
+from ..stage import StageContext
+from .devices import DeviceUnavailable, by_profile, target_devices
+from .peaks import bandwidth_peak
+from .timing import BENCHMARK_VERSION, time_calls
+
+STAGE = "bandwidth"
+
+
+def measure(
+    name: str, call: Callable[[], Any], moved_bytes: float, device: torch.device, extra: dict[str, Any]
+) -> Measurement:
+    start = time.time()
+    stats = time_calls(call, device, min_reps=10, min_seconds=0.3, flush=False)
+    median, best, spread = (v / 1e9 for v in stats.rate(moved_bytes))
+    params = {"bytes": moved_bytes, "best": best, "noisy": stats.noisy, "benchmark_version": BENCHMARK_VERSION}
+    return Measurement(
+        STAGE, name, median, "GB/s", spread, len(stats.times), str(device), params | extra, t_start=start
+    )
+
+
+def device_copy(device: torch.device, copy_bytes: int, peak: float | None, source: str | None) -> Measurement:
+    src = torch.randn(copy_bytes // 4, device=device)
+    dst = torch.empty_like(src)
+    extra = {"peak": peak, "peak_source": source, "direction": "d2d"}
+    result = measure(
+        f"device copy {copy_bytes / 2**30:.0f} GiB", lambda: dst.copy_(src), 2.0 * copy_bytes, device, extra
+    )
+    result.params["share_of_peak"] = result.value / peak if peak else None
+    return result
+
+
+def gpu_bandwidth(device: torch.device, copy_bytes: int, transfer_bytes: int) -> Iterator[Event]:
+    name = torch.cuda.get_device_name(device)
+    peak, source = bandwidth_peak(name)
+    d2d = device_copy(device, copy_bytes, peak, source)
+    yield d2d
+    torch.cuda.empty_cache()
+    gpu = torch.empty(transfer_bytes // 4, device=device)
+    size = f"{transfer_bytes / 2**30:.0f} GiB" if transfer_bytes >= 2**30 else f"{transfer_bytes >> 20} MiB"
+    for pinned in (True, False):
+        host = torch.randn(transfer_bytes // 4)
+        if pinned:
+            host = host.pin_memory()
+        kind = "pinned" if pinned else "pageable"
+        yield measure(
+            f"host to device {kind} {size}",
+            lambda h=host, p=pinned: gpu.copy_(h, non_blocking=p),
+            transfer_bytes,
+            device,
+            {"direction": "h2d", "pinned": pinned},
+        )
+        yield measure(
+            f"device to host {kind} {size}",
+            lambda h=host, p=pinned: h.copy_(gpu, non_blocking=p),
+            transfer_bytes,
+            device,
+            {"direction": "d2h", "pinned": pinned},
+        )
+    if peak:
+        yield Verdict(
+            STAGE,
+            "device-copy",
+            Status.PASS,
+            f"device copy on {device}: {d2d.value:.0f} GB/s, {d2d.value / peak:.0%} of the datasheet's {peak:.0f}",
+            {"value": d2d.value, "peak": peak},
+            device=str(device),
+        )
+    else:
+        yield Verdict(
+            STAGE, "device-copy", Status.PASS, f"device copy on {device}: {d2d.value:.0f} GB/s", device=str(device)
+        )
+
+
+def cpu_bandwidth(copy_bytes: int) -> Iterator[Event]:
+    src = numpy.random.default_rng(0).standard_normal(copy_bytes // 8)
+    dst = numpy.empty_like(src)
+    result = measure(
+        f"host memory copy {copy_bytes >> 20} MiB",
+        lambda: numpy.copyto(dst, src),
+        2.0 * copy_bytes,
+        torch.device("cpu"),
+        {"direction": "host"},
+    )
+    yield result
+    yield Verdict(STAGE, "host-copy", Status.PASS, f"host memory copy: {result.value:.1f} GB/s", device="cpu")
+
+
+def run(context: StageContext) -> Iterator[Event]:
+    spec = context.spec
+    try:
+        devices = target_devices(spec.device)
+    except DeviceUnavailable as error:
+        yield Verdict(STAGE, "device", Status.FAIL, str(error), device=spec.device)
+        return
+    for device in devices:
+        yield Progress(STAGE, 0, 1, f"bandwidth on {device}")
+        if device.type == "cuda":
+            copy_bytes = int(by_profile(spec.profile, 2**30, 4 * 2**30, 8 * 2**30))  # type: ignore[call-overload]
+            transfer = int(by_profile(spec.profile, 256 * 2**20, 2**30, 2**30))  # type: ignore[call-overload]
+            yield from gpu_bandwidth(device, copy_bytes, transfer)
+        else:
+            yield from cpu_bandwidth(int(by_profile(spec.profile, 256 * 2**20, 2**30, 2**30)))  # type: ignore[call-overload]
+        yield Progress(STAGE, 1, 1, "done")

@@ -1,0 +1,183 @@
+"""Matmul throughput: a sweep of sizes and dtypes, timed with device events, against the datasheet peak."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy
+import torch
+
+from ..events import Event, LogLine, Measurement, Progress, Status, Verdict
+from ..stage import StageContext
+from .devices import DeviceUnavailable, target_devices
+from .matmul_search import max_find
+from .peaks import matmul_peak
+from .timing import BENCHMARK_VERSION, time_calls
+
+STAGE = "matmul"
+GPU_SIZES = {"quick": [4096], "standard": [1024, 4096, 8192], "full": [1024, 2048, 4096, 8192, 16384]}
+CPU_SIZES = {"quick": [256, 512], "standard": [512, 1024, 2048], "full": [512, 1024, 2048, 4096]}
+TORCH_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def gpu_dtypes(device: torch.device) -> list[str]:
+    names = ["fp32", "fp16", "bf16"]
+    if torch.version.cuda and torch.cuda.get_device_capability(device) >= (8, 0):
+        names.insert(1, "tf32")
+    if fp8_dtype(device) is not None:
+        names.append("fp8")
+    return names
+
+
+def fp8_dtype(device: torch.device) -> torch.dtype | None:
+    """The fp8 type this GPU multiplies natively, found by trying a tiny scaled matmul."""
+    for name in ("float8_e4m3fn", "float8_e4m3fnuz"):
+        dtype = getattr(torch, name, None)
+        if dtype is None:
+            continue
+        try:
+            a = torch.randn(32, 32, device=device).to(dtype)
+            one = torch.tensor(1.0, device=device)
+            torch._scaled_mm(a, a.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+            return dtype
+        except Exception:
+            continue
+    return None
+
+
+def matmul_call(dtype: str, m: int, n: int, k: int, device: torch.device) -> Callable[[], Any]:
+    """A zero-argument call that multiplies fresh random inputs into a preallocated output, rewritten each time."""
+    if dtype == "fp8":
+        f8 = fp8_dtype(device)
+        a = torch.randn(m, k, device=device).to(f8)
+        b = torch.randn(n, k, device=device).to(f8).t()  # column-major, as _scaled_mm wants
+        one = torch.tensor(1.0, device=device)
+        return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    torch_dtype = TORCH_DTYPES[dtype]
+    a = torch.randn(m, k, device=device, dtype=torch_dtype)
+    b = torch.randn(k, n, device=device, dtype=torch_dtype)
+    out = torch.empty(m, n, device=device, dtype=torch_dtype)
+    return lambda: torch.matmul(a, b, out=out)
+
+
+def set_tf32(enabled: bool) -> None:
+    torch.backends.cuda.matmul.allow_tf32 = enabled
+
+
+def measure_point(
+    dtype: str, m: int, n: int, k: int, device: torch.device, device_name: str, library: str = "torch"
+) -> Measurement:
+    set_tf32(dtype == "tf32")
+    if library == "numpy":
+        a = numpy.random.default_rng(0).standard_normal((m, k), dtype=numpy.float32)
+        b = numpy.random.default_rng(1).standard_normal((k, n), dtype=numpy.float32)
+        out = numpy.empty((m, n), dtype=numpy.float32)
+        call: Callable[[], Any] = lambda: numpy.matmul(a, b, out=out)  # noqa: E731
+    else:
+        call = matmul_call(dtype, m, n, k, device)
+    start = time.time()
+    stats = time_calls(call, device, min_reps=10, min_seconds=0.3 if device.type == "cuda" else 0.5)
+    flops = 2.0 * m * n * k
+    scale, unit = (1e12, "TFLOP/s") if device.type == "cuda" else (1e9, "GFLOP/s")
+    median, best, spread = (value / scale for value in stats.rate(flops))
+    peak, source = matmul_peak(device_name, dtype) if device.type == "cuda" else (None, None)
+    shape = f"{m}" if m == n == k else f"{m}x{n}x{k}"
+    params = {
+        "dtype": dtype,
+        "m": m,
+        "n": n,
+        "k": k,
+        "library": library,
+        "best": best,
+        "median_s": stats.median,
+        "noisy": stats.noisy,
+        "spread_rel": stats.spread,
+        "peak": peak,
+        "peak_source": source,
+        "share_of_peak": median / peak if peak else None,
+        "benchmark_version": BENCHMARK_VERSION,
+    }
+    name = f"matmul {dtype} {shape}" + ("" if library == "torch" else f" ({library})")
+    return Measurement(STAGE, name, median, unit, spread, len(stats.times), str(device), params, t_start=start)
+
+
+def warm_up_cpu(seconds: float = 1.0) -> None:
+    """Keep the thread pools busy for a while first: right after a child starts, the first CPU figure
+    was seen 10-60x low on a 2-core VM (one point only), and a second of work beforehand removes it."""
+    a = torch.randn(512, 512)
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        a @ a
+
+
+def sweep(context: StageContext, device: torch.device) -> Iterator[Event]:
+    label = str(device)
+    device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
+    if device.type == "cuda":
+        points = [(d, s, "torch") for s in GPU_SIZES[context.spec.profile] for d in gpu_dtypes(device)]
+    else:
+        sizes = CPU_SIZES[context.spec.profile]
+        # one library at a time: torch's OpenMP threads spin after each call and would slow numpy's BLAS
+        points = [(d, s, lib) for d, lib in (("fp32", "torch"), ("bf16", "torch"), ("fp32", "numpy")) for s in sizes]
+    results: list[Measurement] = []
+    if device.type == "cpu":
+        warm_up_cpu()
+    for index, (dtype, size, library) in enumerate(points):
+        if context.cancelled:
+            return
+        yield Progress(STAGE, index, len(points), f"{dtype} {size} ({library}) on {label}")
+        try:
+            measurement = measure_point(dtype, size, size, size, device, device_name, library)
+        except torch.OutOfMemoryError as error:
+            yield Verdict(STAGE, f"{dtype}-{size}", Status.SKIP, f"does not fit: {str(error)[:160]}", device=label)
+            continue
+        results.append(measurement)
+        yield measurement
+        if measurement.params["noisy"]:
+            yield LogLine(STAGE, f"{measurement.name}: noisy, spread {measurement.params['spread_rel']:.0%}", "warn")
+    set_tf32(False)
+    yield from summary_verdicts(results, label)
+
+
+def summary_verdicts(results: list[Measurement], label: str) -> Iterator[Verdict]:
+    by_dtype: dict[str, Measurement] = {}
+    for m in results:
+        key = m.params["dtype"] + ("" if m.params["library"] == "torch" else f" ({m.params['library']})")
+        if key not in by_dtype or m.value > by_dtype[key].value:
+            by_dtype[key] = m
+    noisy = [m.name for m in results if m.params["noisy"]]
+    for key, best in by_dtype.items():
+        share = best.params["share_of_peak"]
+        tail = f", {share:.0%} of the datasheet's {best.params['peak']:g}" if share else ""
+        yield Verdict(
+            STAGE,
+            f"best-{key}",
+            Status.PASS,
+            f"best {key} on {label}: {best.value:.4g} {best.unit} median at {best.params['m']}{tail}",
+            {"value": best.value, "unit": best.unit, "share_of_peak": share, "shape": best.name},
+            device=label,
+        )
+    if noisy:
+        yield Verdict(
+            STAGE,
+            "noise",
+            Status.WARN,
+            f"{len(noisy)} figure(s) were noisy (interquartile spread over 5% of the median): {', '.join(noisy)}",
+            {"noisy": noisy},
+            device=label,
+        )
+
+
+def run(context: StageContext) -> Iterator[Event]:
+    spec = context.spec
+    try:
+        devices = target_devices(spec.device)
+    except DeviceUnavailable as error:
+        yield Verdict(STAGE, "device", Status.FAIL, str(error), device=spec.device)
+        return
+    for device in devices:
+        yield from sweep(context, device)
+        if device.type == "cuda" and (spec.option("max_find", False) or spec.profile == "full"):
+            yield from max_find(context, device, float(spec.option("max_find_seconds", 60.0)))

@@ -1,0 +1,142 @@
+"""Training throughput of the board network: GPU against CPU, fp32 and bf16 autocast, optionally compiled."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import nullcontext
+from typing import Any
+
+import torch
+
+from ..events import Event, Measurement, Progress, Status, Verdict
+from ..models.board_net import BoardNet, BoardNetConfig, loss_fn, parameter_count, random_batch
+from ..stage import StageContext
+from .devices import DeviceUnavailable, target_devices
+from .timing import BENCHMARK_VERSION, synchronize
+
+STAGE = "training"
+BLOCKS = 6
+GPU_PLAN = {
+    "quick": ([64], [256, 1024], ["fp32", "bf16"]),
+    "standard": ([64, 128], [256, 1024, 4096, 8192], ["fp32", "bf16"]),
+    "full": ([64, 128], [256, 1024, 4096, 8192], ["fp32", "bf16"]),
+}
+CPU_PLAN = {
+    "quick": ([64], [256], ["fp32"]),
+    "standard": ([64, 128], [256, 1024], ["fp32"]),
+    "full": ([64, 128], [256, 1024, 4096], ["fp32"]),
+}
+
+
+def train_rate(
+    channels: int, batch: int, precision: str, device: torch.device, compiled: bool = False, min_seconds: float = 0.5
+) -> tuple[float, int, float, dict[str, Any]]:
+    """(samples/s, timed steps, start time, extras) for SGD steps on random boards."""
+    torch.manual_seed(0)
+    model = BoardNet(BoardNetConfig(channels, BLOCKS)).to(device).train()
+    data = random_batch(batch, device)
+    if compiled:
+        model = model.to(memory_format=torch.channels_last)
+        data = (data[0].contiguous(memory_format=torch.channels_last), *data[1:])
+        model = torch.compile(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    autocast = torch.autocast(device_type=device.type, dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
+
+    def step() -> None:
+        optimizer.zero_grad(set_to_none=True)
+        with autocast:
+            loss = loss_fn(model, *data)
+        loss.backward()
+        optimizer.step()
+
+    for _ in range(5 if compiled else 3):
+        step()
+    synchronize(device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    start, t0 = time.time(), time.perf_counter()
+    steps = 0
+    while steps < 5 or time.perf_counter() - t0 < min_seconds:
+        step()
+        steps += 1
+        if device.type == "cuda" and steps % 5 == 0:
+            synchronize(device)
+    synchronize(device)
+    elapsed = time.perf_counter() - t0
+    extras: dict[str, Any] = {"parameters": parameter_count(model)}
+    if device.type == "cuda":
+        _, total = torch.cuda.mem_get_info(device)
+        extras["peak_memory_share"] = torch.cuda.max_memory_allocated(device) / total
+    else:
+        extras["threads"] = torch.get_num_threads()
+    return batch * steps / elapsed, steps, start, extras
+
+
+def one(channels: int, batch: int, precision: str, device: torch.device, compiled: bool = False) -> Iterator[Event]:
+    tag = f"c{channels} b{batch} {precision}" + (" compiled" if compiled else "")
+    try:
+        rate, steps, start, extras = train_rate(channels, batch, precision, device, compiled)
+    except torch.OutOfMemoryError as error:
+        torch.cuda.empty_cache()
+        yield Verdict(
+            STAGE, tag, Status.SKIP, f"{tag} does not fit on {device}: {str(error)[:160]}", device=str(device)
+        )
+        return
+    params = {
+        "channels": channels,
+        "batch": batch,
+        "precision": precision,
+        "compiled": compiled,
+        "steps": steps,
+        "benchmark_version": BENCHMARK_VERSION,
+    } | extras
+    yield Measurement(STAGE, f"train {tag}", rate, "samples/s", None, steps, str(device), params, t_start=start)
+
+
+def run(context: StageContext) -> Iterator[Event]:
+    spec = context.spec
+    try:
+        devices = target_devices(spec.device)
+    except DeviceUnavailable as error:
+        yield Verdict(STAGE, "device", Status.FAIL, str(error), device=spec.device)
+        return
+    cpu = torch.device("cpu")
+    gpus = [d for d in devices if d.type == "cuda"]
+    plans = [(d, *GPU_PLAN[spec.profile]) for d in gpus] + [(cpu, *CPU_PLAN[spec.profile])]
+    total = sum(len(c) * len(b) * len(p) for _, c, b, p in plans)
+    rates: dict[tuple[str, int, int, str], float] = {}
+    done = 0
+    for device, channel_list, batches, precisions in plans:
+        for channels in channel_list:
+            for batch in batches:
+                for precision in precisions:
+                    if context.cancelled:
+                        return
+                    yield Progress(STAGE, done, total, f"c{channels} b{batch} {precision} on {device}")
+                    done += 1
+                    for event in one(channels, batch, precision, device):
+                        if isinstance(event, Measurement):
+                            rates[(device.type, channels, batch, precision)] = event.value
+                        yield event
+    if spec.option("compile", False) and gpus:
+        yield Progress(STAGE, done, total, "torch.compile c128 b4096 bf16")
+        yield from one(128, 4096, "bf16", gpus[0], compiled=True)
+    yield from speedups(rates, str(gpus[0]) if gpus else "cpu")
+
+
+def speedups(rates: dict[tuple[str, int, int, str], float], label: str) -> Iterator[Verdict]:
+    pairs = {
+        key[1:]: (rates[key], rates[("cpu", *key[1:])])
+        for key in rates
+        if key[0] == "cuda" and ("cpu", *key[1:]) in rates
+    }
+    if not pairs:
+        best = max(rates.items(), key=lambda item: item[1], default=None)
+        if best:
+            (kind, c, b, p), value = best
+            yield Verdict(STAGE, "throughput", Status.PASS, f"best {value:,.0f} samples/s (c{c} b{b} {p}) on {kind}")
+        return
+    table = {f"c{c} b{b} {p}": round(gpu / cpu, 1) for (c, b, p), (gpu, cpu) in pairs.items()}
+    text = ", ".join(f"{k}: {v}x" for k, v in table.items())
+    yield Verdict(STAGE, "speedup", Status.PASS, f"{label} over the CPU: {text}", {"speedup": table}, device=label)
