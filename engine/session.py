@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 
 from .conditions import DEFAULT_POLICY, ConditionsAnnotator, TrustPolicy
-from .events import Event, LogLine, StageStarted, Status, Verdict
+from .events import Event, LogLine, Measurement, StageStarted, Status, Verdict
 from .quiet import others_busy, wait_quiet
 from .registry import StageInfo
 from .runner import Listener, Run, RunPlan
@@ -33,12 +34,15 @@ class RunSession:
         self.wait_quiet_s = wait_quiet_s
         self.policy = policy
         self._last_stored = 0.0
-        self.run = Run(
-            plan,
-            [self._record, *listeners],
-            annotate=ConditionsAnnotator(sampler, policy) if sampler else None,
-            before_stage=self._before_stage,
-        )
+        self._conditions = ConditionsAnnotator(sampler, policy) if sampler else None
+        self.run = Run(plan, [self._record, *listeners], annotate=self._annotate, before_stage=self._before_stage)
+
+    def _annotate(self, measurement: Measurement) -> Measurement:
+        """Telemetry conditions and trust, plus whether Verify has vouched for this device's answers."""
+        if self._conditions is not None:
+            measurement = self._conditions(measurement)
+        verified = self.store.verified(self.plan.run_id, measurement.device or self.plan.device)
+        return replace(measurement, conditions=measurement.conditions | {"verified": verified})
 
     def _record(self, event: Event) -> None:
         if isinstance(event, StageStarted) and self.sampler is not None:

@@ -274,6 +274,16 @@ class Store:
         rows = self._read("SELECT data FROM samples WHERE run_id = ? ORDER BY t", (run_id,))
         return [json.loads(row["data"]) for row in rows]
 
+    def verified(self, run_id: int, device: str) -> bool:
+        """Has Verify passed for this device in this run, or in an earlier one with the same fingerprint?"""
+        rows = self._read(
+            "SELECT 1 FROM stages s JOIN runs r ON s.run_id = r.id WHERE s.name = 'verify'"
+            " AND s.status IN ('PASS', 'WARN') AND r.fingerprint IS NOT NULL"
+            " AND r.fingerprint = (SELECT fingerprint FROM runs WHERE id = ?) AND r.device IN (?, 'all') LIMIT 1",
+            (run_id, device),
+        )
+        return bool(rows)
+
     # -- reading --
     def mark_interrupted(self) -> None:
         """Runs left 'running' by a process that no longer exists on this host were cut off."""
