@@ -77,4 +77,6 @@ def random_batch(batch: int, device: Any, generator: torch.Generator | None = No
 
 def loss_fn(model: nn.Module, boards: torch.Tensor, moves: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
     policy, value = model(boards)
-    return functional.cross_entropy(policy.float(), moves) + functional.mse_loss(value.float(), values)
+    if policy.dtype in (torch.float16, torch.bfloat16):  # autocast: take the loss in float32
+        policy, value = policy.float(), value.float()
+    return functional.cross_entropy(policy, moves) + functional.mse_loss(value, values.to(value.dtype))
