@@ -170,3 +170,51 @@ class FakePsutil:
 
     def sensors_temperatures(self) -> dict:
         return {"k10temp": [SimpleNamespace(label="Tctl", current=71.5)]}
+
+
+class FakeSampler:
+    """Stands in for the telemetry Sampler with fixed samples, so app screens are deterministic."""
+
+    interval = 0.1
+
+    def __init__(self, samples: list, notes: tuple[str, ...] = ()) -> None:  # type: ignore[type-arg]
+        self.buffer = list(samples)
+        self.notes = list(notes)
+        self.host = SimpleNamespace(track=lambda pid: None)
+        self.listeners: list = []  # type: ignore[type-arg]
+
+    def latest(self):  # type: ignore[no-untyped-def]
+        return self.buffer[-1] if self.buffer else None
+
+    def window(self, t0: float, t1: float) -> list:  # type: ignore[type-arg]
+        return [s for s in self.buffer if t0 <= s.t <= t1]
+
+    def add_listener(self, listener) -> None:  # type: ignore[no-untyped-def]
+        self.listeners.append(listener)
+
+    def remove_listener(self, listener) -> None:  # type: ignore[no-untyped-def]
+        if listener in self.listeners:
+            self.listeners.remove(listener)
+
+    def stop(self) -> None:
+        pass
+
+
+def h200_samples(count: int = 120, others: float = 1.0) -> list:  # type: ignore[type-arg]
+    """A minute of an H200 warming up under a bf16 sweep: the clock falls from 1980 to 1450 MHz at the power cap."""
+    from rigcheck.engine.telemetry.nvml import NvmlSource
+    from rigcheck.engine.telemetry.sample import HostSample, Sample
+
+    samples = []
+    for i in range(count):
+        clock = 1980 if i < count // 2 else 1450
+        nvml = FakeNvml(sm_clock=clock, reasons=0x4 if clock < 1980 else 0)
+        host = HostSample(
+            cpus=16,
+            load1=2.5,
+            busy_cpus=others + 1.0,
+            own_cpus=1.0,
+            per_cpu_pct=tuple(float((i * 7 + c * 13) % 100) for c in range(16)),
+        )
+        samples.append(Sample(1_000_000.0 + i * 0.5, host, tuple(NvmlSource(nvml).read())))
+    return samples

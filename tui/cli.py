@@ -56,6 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
     monitor.add_argument("--interval", type=float, default=1.0, help="seconds between samples")
     monitor.add_argument("--count", type=int, help="stop after this many samples")
 
+    app = commands.add_parser("app", help="open the live app (the default with no command)", parents=[common])
+    app.add_argument("--device", help="cpu, cuda:N or all (default: cuda:0 where a GPU is seen)")
+    app.add_argument("--profile", default="standard", help=f"one of {', '.join(PROFILES)}")
+    app.add_argument("--python", help="run the stages under this interpreter (it needs torch)")
+    app.add_argument("--ascii", action="store_true", help="plain ASCII bars, for terminals without Unicode")
+
     commands.add_parser("stages", help="list the stages")
     history = commands.add_parser("history", help="list past runs", parents=[common])
     history.add_argument("--limit", type=int, default=30)
@@ -232,6 +238,31 @@ def command_monitor(args: argparse.Namespace) -> int:
     return monitor(args.interval, args.count, args.json)
 
 
+def command_app(args: argparse.Namespace) -> int:
+    from rigcheck.engine.session import start_sampler
+    from rigcheck.engine.stage import PROFILES, parse_device
+
+    from .app import RigcheckApp
+
+    try:
+        device = parse_device(args.device) if args.device else None
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if args.profile not in PROFILES:
+        raise UsageError(f"bad profile {args.profile!r}: use one of {', '.join(PROFILES)}")
+    python = sys.executable
+    if args.python:
+        check_python(args.python)
+        python = args.python
+    store = open_store(args.store)
+    sampler = start_sampler()
+    try:
+        app = RigcheckApp(store, sampler, device=device, profile=args.profile, python=python, ascii_only=args.ascii)
+        return app.run() or 0
+    finally:
+        sampler.stop()
+
+
 def command_stages(args: argparse.Namespace) -> int:
     from rigcheck.engine.registry import STAGES
 
@@ -247,16 +278,18 @@ COMMANDS = {
     "history": command_history,
     "stages": command_stages,
     "monitor": command_monitor,
+    "app": command_app,
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--store")):
+        argv = ["app", *argv]  # `rigcheck` and `rigcheck --device cuda:0` open the app
     try:
         args = build_parser().parse_args(argv)
-        if args.command is None:
-            build_parser().print_help()
-            return 0
+        if args.command is None:  # only `--store PATH` was given
+            args = build_parser().parse_args([*argv, "app"])
         return COMMANDS[args.command](args)
     except UsageError as error:
         print(f"rigcheck: {error}", file=sys.stderr)

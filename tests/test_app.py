@@ -1,0 +1,143 @@
+"""The real app driven with Pilot: Probe by key, a crashing stage, themes, quitting during a run, history."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import fake
+from fakes import FakeSampler, h200_samples
+from rigcheck.engine.registry import STAGES
+from rigcheck.engine.store import Store
+from rigcheck.tui.app import RigcheckApp
+from rigcheck.tui.screens.confirm_quit import ConfirmQuit
+from rigcheck.tui.screens.history import HistoryScreen, compare_rows
+
+
+@pytest.fixture(autouse=True)
+def private_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "settings.json"
+    monkeypatch.setenv("RIGCHECK_CONFIG", str(path))
+    return path
+
+
+async def wait_until(pilot, condition, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "timed out"
+        await pilot.pause(0.05)
+
+
+def row(app: RigcheckApp, stage: str) -> list[str]:
+    return [str(cell) for cell in app.query_one("#stages-table").get_row(stage)]
+
+
+async def test_probe_by_key_shows_its_verdict_and_facts(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    app = RigcheckApp(store, FakeSampler(h200_samples()), stages=[STAGES["probe"]], device="cpu", profile="quick")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("1")
+        await wait_until(pilot, lambda: row(app, "probe")[2] == "done")
+        assert row(app, "probe")[4] == "PASS"
+        device_text = str(app.query_one("#device-text").render())
+        assert "torch 2." in device_text and "CPU " in device_text and "fingerprint" in device_text
+        assert not app.running
+
+
+async def test_a_crashing_stage_leaves_the_app_running(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    app = RigcheckApp(store, FakeSampler(h200_samples()), stages=[fake("segfault"), fake("ok")], device="cpu")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("1")
+        await wait_until(pilot, lambda: row(app, "segfault")[2] == "done")
+        assert row(app, "segfault")[4] == "CRASH"
+        log_text = "\n".join(app.query_one("#log").texts)
+        assert "SIGSEGV" in log_text and "initialising queue 7" in log_text
+        await pilot.press("2")  # the next stage can start
+        await wait_until(pilot, lambda: row(app, "ok")[2] == "done")
+        assert row(app, "ok")[4] == "PASS"
+        bench = app.query_one("#bench")
+        assert bench.row_count == 1 and "answer" in str(bench.get_row_at(0)[0])
+
+
+async def test_theme_switch_is_remembered(tmp_path: Path, private_settings: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    app = RigcheckApp(store, FakeSampler(h200_samples()), device="cpu")
+    async with app.run_test() as pilot:
+        assert app.theme == "rigcheck-dark"
+        app.theme = "rigcheck-contrast"
+        await pilot.pause()
+        assert app.get_css_variables()["verdict-fail"] == "#ff0000"
+    assert json.loads(private_settings.read_text())["theme"] == "rigcheck-contrast"
+    again = RigcheckApp(store, FakeSampler(h200_samples()), device="cpu")
+    async with again.run_test():
+        assert again.theme == "rigcheck-contrast"
+
+
+async def test_quitting_during_a_run_asks_then_stops_the_child(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    app = RigcheckApp(store, FakeSampler(h200_samples()), stages=[fake("ok"), fake("slow", timeout=120)], device="cpu")
+    async with app.run_test() as pilot:
+        await pilot.press("a")
+        await wait_until(pilot, lambda: row(app, "slow")[2] == "running")
+        child = next(s["pid"] for s in store.report(app.run_id)["stages"] if s["name"] == "slow")
+        await pilot.press("ctrl+q")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, ConfirmQuit)
+        await pilot.press("n")
+        await pilot.pause(0.1)
+        assert app.running and psutil.pid_exists(child)
+        await pilot.press("ctrl+q")
+        await pilot.pause(0.1)
+        await pilot.press("y")
+        await pilot.pause(0.2)
+    assert app.return_value == 130
+    assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+    report = store.report(store.latest_run_id())
+    assert report["run"]["status"] == "interrupted"
+    assert {s["name"]: s["status"] for s in report["stages"]} == {"ok": "PASS", "slow": "SKIP"}
+    assert any(v["stage"] == "slow" and "cancelled" in v["explanation"] for v in report["verdicts"])
+    assert [m["name"] for m in report["measurements"]] == ["answer"]  # nothing measured is lost
+
+
+async def test_contended_host_is_unmistakable(tmp_path: Path) -> None:
+    app = RigcheckApp(Store(tmp_path / "s.db"), FakeSampler(h200_samples(others=12.0)), device="cpu")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.3)
+        host = app.query_one("#host")
+        assert host.has_class("contended") and "CONTENDED" in str(host.render())
+    quiet = RigcheckApp(Store(tmp_path / "s2.db"), FakeSampler(h200_samples(others=1.0)), device="cpu")
+    async with quiet.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.3)
+        assert not quiet.query_one("#host").has_class("contended")
+
+
+async def test_history_opens_and_compares_runs(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    app = RigcheckApp(store, FakeSampler(h200_samples()), stages=[fake("ok")], device="cpu")
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(2):
+            await pilot.press("1")
+            await wait_until(pilot, lambda: not app.running and row(app, "ok")[2] == "done")
+            await pilot.pause(0.2)
+        await pilot.press("h")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, HistoryScreen)
+        await pilot.press("space", "down", "space", "c")
+        await pilot.pause(0.2)
+        table = app.screen.query_one("#compare-table")
+        assert table.row_count == 1 and str(table.get_row_at(0)[3]) == "1.000"
+    first, second = store.report(1), store.report(2)
+    assert compare_rows(first, second)[0][0] == "answer [cpu]"
+
+
+async def test_every_action_is_in_the_command_palette(tmp_path: Path) -> None:
+    app = RigcheckApp(Store(tmp_path / "s.db"), FakeSampler(h200_samples()), device="cpu")
+    async with app.run_test():
+        titles = [command.title for command in app.get_system_commands(app.screen)]
+    for wanted in ("Run stage probe", "Run all stages", "Cancel the running stage", "Next device", "History"):
+        assert wanted in titles

@@ -1,0 +1,124 @@
+"""Past runs from the store; open one, or mark two and compare them figure by figure."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+from rigcheck.engine.store import Store
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+
+def compare_rows(first: dict[str, Any], second: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(figure, first, second, ratio second/first) for every measurement name the two runs share."""
+
+    def values(report: dict[str, Any]) -> dict[str, tuple[float, str]]:
+        return {f"{m['name']} [{m['device']}]": (m["value"], m["unit"]) for m in report["measurements"]}
+
+    a, b = values(first), values(second)
+    rows = []
+    for name in sorted(a.keys() | b.keys()):
+        left, right = a.get(name), b.get(name)
+        ratio = f"{right[0] / left[0]:.3f}" if left and right and left[0] else ""
+        rows.append(
+            (
+                name,
+                f"{left[0]:,.4g} {left[1]}" if left else "",
+                f"{right[0]:,.4g} {right[1]}" if right else "",
+                ratio,
+            )
+        )
+    return rows
+
+
+class CompareScreen(Screen[None]):
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back")]
+
+    def __init__(self, store: Store, first: int, second: int) -> None:
+        super().__init__()
+        self.store, self.first, self.second = store, first, second
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"run {self.first} against run {self.second} (ratio = second / first)", classes="screen-title")
+        yield DataTable(id="compare-table", cursor_type="row")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for name in ("figure", f"run {self.first}", f"run {self.second}", "ratio"):
+            table.add_column(name)
+        first, second = self.store.report(self.first), self.store.report(self.second)
+        if first and second:
+            for row in compare_rows(first, second):
+                table.add_row(*row)
+
+
+class HistoryScreen(Screen[int | None]):
+    BINDINGS = [
+        Binding("escape,q", "close", "Back"),
+        Binding("enter", "open", "Open"),
+        Binding("space", "mark", "Mark"),
+        Binding("c", "compare", "Compare marked"),
+    ]
+
+    def __init__(self, store: Store) -> None:
+        super().__init__()
+        self.store = store
+        self.marked: list[int] = []
+        self.run_ids: list[int] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static("History: enter opens a run, space marks two, c compares them", classes="screen-title")
+        yield DataTable(id="history-table", cursor_type="row")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for name in ("", "run", "started", "status", "device", "profile", "stages", "fingerprint"):
+            table.add_column(name, key=name or "mark")
+        for run in self.store.runs(200):
+            self.run_ids.append(run["id"])
+            table.add_row(
+                "",
+                str(run["id"]),
+                dt.datetime.fromtimestamp(run["started"]).strftime("%Y-%m-%d %H:%M"),
+                run["status"],
+                run["device"] or "",
+                run["profile"] or "",
+                ", ".join(json.loads(run["stages"] or "[]")),
+                run["fingerprint"] or "",
+                key=str(run["id"]),
+            )
+
+    def _current(self) -> int | None:
+        table = self.query_one(DataTable)
+        return self.run_ids[table.cursor_row] if self.run_ids else None
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    def action_open(self) -> None:
+        self.dismiss(self._current())
+
+    def action_mark(self) -> None:
+        run_id = self._current()
+        if run_id is None:
+            return
+        if run_id in self.marked:
+            self.marked.remove(run_id)
+        else:
+            self.marked = [*self.marked[-1:], run_id]
+        table = self.query_one(DataTable)
+        for other in self.run_ids:
+            table.update_cell(str(other), "mark", "*" if other in self.marked else "")
+
+    def action_compare(self) -> None:
+        if len(self.marked) != 2:
+            self.notify("mark two runs with space first")
+            return
+        first, second = sorted(self.marked)
+        self.app.push_screen(CompareScreen(self.store, first, second))
