@@ -73,3 +73,17 @@ def timed(context: StageContext) -> Iterator[Event]:
     time.sleep(1.5)
     yield Measurement(context.spec.stage, "rate", 100.0, "ops/s", spread=1.0, repeats=5, t_start=start)
     yield Verdict(context.spec.stage, "timed", Status.PASS, "measured")
+
+
+def chatty(context: StageContext) -> Iterator[Event]:
+    """Streams about 200 events a second (progress and log lines) until cancelled or 60 s pass."""
+    from rigcheck.engine.events import LogLine
+
+    stage = context.spec.stage
+    end = time.monotonic() + float(context.spec.option("seconds", 60))
+    n = 0
+    while time.monotonic() < end and not context.cancelled:
+        n += 1
+        yield Progress(stage, n % 1000, 1000, f"event {n}") if n % 2 else LogLine(stage, f"line {n}")
+        time.sleep(0.005)
+    yield Verdict(stage, "chatty", Status.PASS, f"sent {n} events")

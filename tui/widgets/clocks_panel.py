@@ -5,10 +5,10 @@ from __future__ import annotations
 from rigcheck.engine.telemetry.sample import Sample, na
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from ..glyphs import UNICODE, Glyphs, level
+from .live_text import LiveText
 
 WINDOW_S = 60.0
 SMALL_HEIGHT = 9  # below this many rows a plot is unreadable: show one-line traces instead
@@ -17,8 +17,8 @@ SMALL_HEIGHT = 9  # below this many rows a plot is unreadable: show one-line tra
 class ClocksPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield PlotextPlot(id="clocks-plot")
-        yield Static(id="clocks-spark")
-        yield Static(id="clocks-info")
+        yield LiveText(id="clocks-spark")
+        yield LiveText(id="clocks-info")
 
     def on_mount(self) -> None:
         self.border_title = "Clocks"
@@ -39,21 +39,24 @@ class ClocksPanel(Vertical):
     def redraw(self, samples: list[Sample], notes: list[str], glyphs: Glyphs = UNICODE) -> None:
         """Called by the app at a few Hz with the sampler's recent window; fixed y-limits keep it cheap."""
         plot = self.query_one(PlotextPlot)
-        spark = self.query_one("#clocks-spark", Static)
+        spark = self.query_one("#clocks-spark", LiveText)
         small = self.size.height < SMALL_HEIGHT
-        plot.display, spark.display = not small, small
+        if plot.display == small:  # only on a change: setting display asks for a new layout
+            plot.display, spark.display = not small, small
         if small and samples:
-            spark.update(self.sparks(samples, glyphs))
+            spark.set(self.sparks(samples, glyphs))
         plt = plot.plt
         plt.clear_data()
         plt.clear_figure()
-        info = self.query_one("#clocks-info", Static)
+        info = self.query_one("#clocks-info", LiveText)
         if not samples:
-            info.update("waiting for telemetry")
+            info.set("waiting for telemetry")
             return
         if small:
             self._info(samples, notes, info)
             return
+        step = max(1, len(samples) // max(20, self.size.width))  # about one point a column
+        samples = samples[::-1][::step][::-1]
         now = samples[-1].t
         xs = [s.t - now for s in samples]
         gpu = samples[-1].gpus[0] if samples[-1].gpus else None
@@ -76,13 +79,13 @@ class ClocksPanel(Vertical):
         plot.refresh()
         self._info(samples, notes, info)
 
-    def _info(self, samples: list[Sample], notes: list[str], info: Static) -> None:
+    def _info(self, samples: list[Sample], notes: list[str], info: LiveText) -> None:
         gpu = samples[-1].gpus[0] if samples[-1].gpus else None
         if gpu is None:
-            info.update(notes[0][:120] if notes else "no GPU telemetry source on this host")
+            info.set(notes[0][:120] if notes else "no GPU telemetry source on this host")
             return
         reasons = ", ".join(gpu.throttle) or "none"
-        info.update(
+        info.set(
             f"{na(gpu.sm_clock_mhz, unit=' MHz')}/{na(gpu.max_sm_clock_mhz, unit=' MHz')} "
             f"{na(gpu.temperature_c, unit=' C')} {na(gpu.power_w)}/{na(gpu.power_limit_w, unit=' W')} "
             f"throttle: {reasons}"

@@ -5,14 +5,14 @@ from __future__ import annotations
 from rich.text import Text
 from rigcheck.engine.conditions import DEFAULT_POLICY
 from rigcheck.engine.telemetry.sample import HostSample
-from textual.widgets import Static
 
 from ..glyphs import UNICODE, Glyphs, bar, level
+from .live_text import LiveText
 
 GAUGE_WIDTH = 10
 
 
-class HostPanel(Static):
+class HostPanel(LiveText):
     def __init__(self, glyphs: Glyphs = UNICODE, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.glyphs = glyphs
@@ -24,7 +24,7 @@ class HostPanel(Static):
 
     def show(self, host: HostSample | None) -> None:
         if host is None:
-            self.update("waiting for telemetry")
+            self.set("waiting for telemetry")
             return
         others, own = host.others_cpus, host.own_cpus
         contended = others > DEFAULT_POLICY.others_limit(host.cpus)
@@ -33,7 +33,7 @@ class HostPanel(Static):
         head = "CONTENDED: figures now will be SUSPECT  " if contended else ""
         gauge = max(4, min(GAUGE_WIDTH, self.size.width - 28)) if self.size.width else GAUGE_WIDTH
         load = f"load {host.load1:.2f}" if host.load1 is not None else "load N/A"
-        self.update(
+        self.set(
             Text(
                 f"{head}others   {others:4.1f}/{host.cpus} {bar(others / host.cpus, gauge, self.glyphs)} {load}\n"
                 f"rigcheck {own:4.1f}/{host.cpus} {bar(own / host.cpus, gauge, self.glyphs)} CPUs [{per_cpu}]"

@@ -1,0 +1,87 @@
+"""The app's cost: CPU of the idle app (telemetry at 10 Hz, plots at 4 Hz) and key latency under 200 events/s.
+
+Usage: python bench/tui_perf.py [IDLE_SECONDS]
+Runs the app headless (Textual's test driver renders every frame but writes no terminal).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from conftest import fake
+from rigcheck.engine.session import start_sampler
+from rigcheck.engine.store import Store
+from rigcheck.tui.app import RigcheckApp
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def idle_cost(seconds: float, folder: Path) -> float:
+    sampler = start_sampler(0.1)
+    app = RigcheckApp(Store(folder / "idle.db"), sampler, device="cpu")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(2.0)
+        before, start = cpu_seconds(), time.monotonic()
+        await asyncio.sleep(seconds)
+        used, wall = cpu_seconds() - before, time.monotonic() - start
+    sampler.stop()
+    return used / wall * 100
+
+
+async def key_latency(folder: Path, presses: int = 40) -> tuple[list[float], int]:
+    sampler = start_sampler(0.1)
+    app = RigcheckApp(Store(folder / "busy.db"), sampler, stages=[fake("chatty")], device="cpu")
+    handled: list[float] = []
+    original = app.action_cycle_profile
+
+    def timed() -> None:
+        handled.append(time.monotonic())
+        original()
+
+    app.action_cycle_profile = timed  # type: ignore[method-assign]
+    latencies = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("1")
+        await pilot.pause(1.5)
+        for _ in range(presses):
+            before = len(handled)
+            pressed = time.monotonic()
+            await pilot.press("p")
+            while len(handled) == before:
+                await asyncio.sleep(0.001)
+            latencies.append((handled[-1] - pressed) * 1000)
+            await pilot.pause(0.1)
+        events = len(app.panel(__import__("rigcheck.tui.widgets.log_panel", fromlist=["LogPanel"]).LogPanel).texts)
+        app.action_cancel()
+        await pilot.pause(1.0)
+    sampler.stop()
+    return latencies, events
+
+
+def main() -> None:
+    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 20.0
+    with tempfile.TemporaryDirectory() as folder:
+        os.environ["RIGCHECK_CONFIG"] = str(Path(folder) / "settings.json")
+        idle = asyncio.run(idle_cost(seconds, Path(folder)))
+        latencies, lines = asyncio.run(key_latency(Path(folder)))
+    print(f"idle app: {idle:.2f}% of one core over {seconds:.0f} s (telemetry 10 Hz, redraw 4 Hz, 120x40)")
+    print(
+        f"key latency while a stage streams ~200 events/s: median {statistics.median(latencies):.1f} ms, "
+        f"max {max(latencies):.1f} ms over {len(latencies)} presses ({lines} log lines received)"
+    )
+
+
+if __name__ == "__main__":
+    main()
