@@ -19,6 +19,19 @@ def driver_total(index: int) -> int | None:
     return devices[index].get("memory_total") if index < len(devices) else None
 
 
+def fill_and_check(device: torch.device, target: int) -> str | None:
+    """Allocate `target` bytes in 1 GiB chunks, write each, read back a sample: a problem, or None."""
+    chunks: list[torch.Tensor] = []
+    try:
+        while len(chunks) * CHUNK < target:
+            chunks.append(torch.full((CHUNK // 4,), float(len(chunks)), dtype=torch.float32, device=device))
+        sums = [c[:: 1 << 16].sum().item() for c in chunks]
+    except torch.OutOfMemoryError as error:
+        return f"out of memory after {len(chunks)} GiB: {str(error)[:120]}"
+    expected = [float(i) * ((CHUNK // 4) >> 16) for i in range(len(chunks))]
+    return None if sums == expected else "allocated memory did not hold the values written"
+
+
 def check_memory(device: torch.device, share: float, cycles: int = 3) -> Iterator[Verdict]:
     index = device.index or 0
     torch.cuda.empty_cache()
@@ -28,19 +41,9 @@ def check_memory(device: torch.device, share: float, cycles: int = 3) -> Iterato
     torch.cuda.reset_peak_memory_stats(device)
     problems: list[str] = []
     for cycle in range(cycles):
-        chunks = []
-        try:
-            while len(chunks) * CHUNK < target:
-                chunk = torch.empty(CHUNK // 4, dtype=torch.float32, device=device)
-                chunk.fill_(float(len(chunks)))
-                chunks.append(chunk)
-            sums = [c[:: 1 << 16].sum().item() for c in chunks]
-            expected = [float(i) * ((CHUNK // 4) >> 16) for i in range(len(chunks))]
-            if sums != expected:
-                problems.append(f"cycle {cycle}: allocated memory did not hold the values written")
-        except torch.OutOfMemoryError as error:
-            problems.append(f"cycle {cycle}: out of memory after {len(chunks)} GiB: {str(error)[:120]}")
-        del chunks
+        problem = fill_and_check(device, target)  # its locals, and so every chunk, are gone on return
+        if problem:
+            problems.append(f"cycle {cycle}: {problem}")
         torch.cuda.empty_cache()
         if torch.cuda.memory_allocated(device) != baseline:
             problems.append(f"cycle {cycle}: {torch.cuda.memory_allocated(device) - baseline} bytes not freed")
