@@ -36,6 +36,9 @@ if [[ $what == all || $what == tui ]]; then
   fi
   echo "== app cost"; python3 bench/tui_perf.py 20
 fi
+if [[ $what == verify ]]; then
+  echo "== verify"; rigcheck run verify --device cuda:0 2>&1 | grep -E "^  (PASS|WARN|FAIL|SKIP|CRASH)|^<" | cut -c1-220
+fi
 if [[ $what == all || $what == bench ]]; then
   echo "== throughput vs plain"; python3 bench/throughput_vs_plain.py --json $OUT/bench.json 2>&1 | grep -v Warning
   echo "== hardware tests"; (cd tests && python3 -m pytest -q -m hardware -p no:cacheprovider 2>&1 | tail -2)

@@ -37,3 +37,30 @@ def test_nvml_agrees_with_nvidia_smi() -> None:
     gpu = SOURCES[0].read()[0]
     assert abs(gpu.memory_total / 2**20 - total_mib) <= 1
     assert gpu.max_sm_clock_mhz == max_sm
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.mark.skipif(not _cuda_available(), reason="no CUDA device")
+def test_memory_cycles_pass_clean_and_catch_a_leak(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+    from rigcheck.engine.events import Status
+    from rigcheck.engine.stages import verify_memory
+
+    device = torch.device("cuda:0")
+    clean = {v.check: v for v in verify_memory.check_memory(device, 0.02, cycles=2)}
+    assert clean["memory-cycles"].status == Status.PASS, clean["memory-cycles"].explanation
+    kept: list[torch.Tensor] = []
+    real = verify_memory.fill_and_check
+
+    def leaky(device: torch.device, target: int) -> str | None:
+        kept.append(torch.empty(2**28, device=device))  # a GiB that is never given back
+        return real(device, target)
+
+    monkeypatch.setattr(verify_memory, "fill_and_check", leaky)
+    leaked = {v.check: v for v in verify_memory.check_memory(device, 0.02, cycles=2)}
+    assert leaked["memory-cycles"].status == Status.FAIL and "not freed" in leaked["memory-cycles"].explanation
