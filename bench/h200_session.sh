@@ -41,5 +41,5 @@ if [[ $what == verify ]]; then
 fi
 if [[ $what == all || $what == bench ]]; then
   echo "== throughput vs plain"; python3 bench/throughput_vs_plain.py --json $OUT/bench.json 2>&1 | grep -v Warning
-  echo "== hardware tests"; (cd tests && python3 -m pytest -q -m hardware -p no:cacheprovider 2>&1 | tail -2)
+  echo "== hardware tests"; (cd tests && python3 -m pytest -q -p no:cacheprovider test_hardware.py 2>&1 | tail -3)
 fi
