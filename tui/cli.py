@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="before each throughput stage, wait for a quiet host",
     )
     run.add_argument("--no-telemetry", action="store_true", help="do not sample clocks and host load")
+    run.add_argument("--max-find", action="store_true", help="matmul: also search shapes for the peak bf16 rate")
+    run.add_argument("--compile", action="store_true", help="training: also measure torch.compile + channels_last")
 
     monitor = commands.add_parser("monitor", help="live telemetry for every GPU and the host")
     monitor.add_argument("--json", action="store_true", help="one JSON object per line")
@@ -123,7 +125,7 @@ def command_run(args: argparse.Namespace) -> int:
     from rigcheck.engine.session import RunSession, start_sampler
     from rigcheck.engine.stage import PROFILES, parse_device
 
-    from .cli_display import LiveDisplay, measurements_table, summary_table
+    from .cli_display import LiveDisplay, contention_table, measurements_table, summary_table
 
     try:
         infos = resolve(args.stages or list(DEFAULT_STAGES))
@@ -144,7 +146,8 @@ def command_run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     run_id = store.begin_run([i.name for i in infos], device, args.profile, python, sys.argv[1:])
     log_dir = store.path.parent / "logs" / f"run-{run_id}"
-    plan = RunPlan(run_id, infos, device, args.profile, python, log_dir, timeout_s=args.timeout)
+    options = {name: True for name in ("max_find", "compile") if getattr(args, name)}
+    plan = RunPlan(run_id, infos, device, args.profile, python, log_dir, options, timeout_s=args.timeout)
     interrupted = False
     sampler = None if args.no_telemetry else start_sampler()
     with LiveDisplay(console) as display:
@@ -171,6 +174,9 @@ def command_run(args: argparse.Namespace) -> int:
     table = measurements_table(report)
     if table is not None:
         console.print(table)
+    contention = contention_table(report)
+    if contention is not None:
+        console.print(contention)
     console.print(f"run {run_id} stored in {store.path}; logs in {log_dir}")
     if args.json:
         try:
@@ -200,7 +206,7 @@ def command_export(args: argparse.Namespace) -> int:
 def command_show(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from .cli_display import measurements_table, summary_table
+    from .cli_display import contention_table, measurements_table, summary_table
 
     store = open_store(args.store)
     report = store.report(resolve_run_id(store, args.run))
@@ -212,9 +218,9 @@ def command_show(args: argparse.Namespace) -> int:
         f"python {run['python']}, fingerprint {run['fingerprint']}"
     )
     console.print(summary_table(report))
-    table = measurements_table(report)
-    if table is not None:
-        console.print(table)
+    for table in (measurements_table(report), contention_table(report)):
+        if table is not None:
+            console.print(table)
     return 0
 
 

@@ -21,6 +21,8 @@ from rigcheck.engine.events import (
 )
 
 STATUS_STYLE = {
+    "TRUSTED": "green",
+    "SUSPECT": "yellow",
     "PASS": "green",
     "WARN": "yellow",
     "SKIP": "dim",
@@ -106,22 +108,40 @@ def summary_table(report: dict[str, Any]) -> Table:
     return table
 
 
+def trust_cell(conditions: dict[str, Any] | None) -> str:
+    conditions = conditions or {}
+    trust = conditions.get("trust", "no telemetry")
+    label = styled(trust) if trust in STATUS_STYLE else trust
+    if conditions.get("verified") is False:
+        label += ", unverified"
+    reasons = "; ".join(conditions.get("trust_reasons") or [])
+    return label + (f" ({reasons})" if reasons else "")
+
+
 def measurements_table(report: dict[str, Any]) -> Table | None:
     if not report["measurements"]:
         return None
     table = Table(title="measurements")
-    for column in ("stage", "name", "device", "value", "unit", "spread", "repeats"):
-        table.add_column(column)
+    for column in ("stage", "name", "device", "value", "unit", "spread", "trust"):
+        table.add_column(column, overflow="fold")
     for m in report["measurements"]:
         spread = "" if m["spread"] is None else f"{m['spread']:.3g}"
         table.add_row(
-            m["stage"],
-            m["name"],
-            m["device"],
-            f"{m['value']:.4g}",
-            m["unit"],
-            spread,
-            str(m["repeats"]),
+            m["stage"], m["name"], m["device"], f"{m['value']:.4g}", m["unit"], spread, trust_cell(m["conditions"])
+        )
+    return table
+
+
+def contention_table(report: dict[str, Any]) -> Table | None:
+    bands = [row for row in report["contention"]["clock_by_host_load"] if row["samples"]]
+    if not bands:
+        return None
+    table = Table(title="GPU clock by host load (other processes), while the GPU was busy")
+    for column in ("others' share of CPUs", "samples", "mean SM MHz", "lowest SM MHz"):
+        table.add_column(column)
+    for row in bands:
+        table.add_row(
+            row["others_share"], str(row["samples"]), str(row["sm_clock_mean_mhz"]), str(row["sm_clock_min_mhz"])
         )
     return table
 

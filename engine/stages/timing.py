@@ -45,14 +45,12 @@ def time_calls(
             synchronize(device)
     synchronize(device)
     cache = l2_flush_buffer(device) if flush else None
-    busy_cycles = int(60e-6 * 2e9)  # keep the GPU busy ~60 us while the host enqueues the timed call
     times: list[float] = []
     started = time.perf_counter()
     while len(times) < max_reps and (len(times) < min_reps or time.perf_counter() - started < min_seconds):
         if device.type == "cuda":
             if cache is not None:
-                cache.zero_()
-            torch.cuda._sleep(busy_cycles)  # so the begin event is not followed by an idle gap
+                cache.zero_()  # also keeps the GPU busy while the timed call is enqueued: no idle gap
             begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             begin.record()
             call()
