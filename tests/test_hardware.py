@@ -28,15 +28,16 @@ def test_a_real_gpu_reads_sane_values() -> None:
 @pytest.mark.skipif(shutil.which("nvidia-smi") is None, reason="no nvidia-smi")
 def test_nvml_agrees_with_nvidia_smi() -> None:
     out = subprocess.run(
-        ["nvidia-smi", "--query-gpu=memory.total,clocks.max.sm", "--format=csv,noheader,nounits"],
+        ["nvidia-smi", "--query-gpu=memory.total,clocks.max.sm,memory.used", "--format=csv,noheader,nounits"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.splitlines()[0]
-    total_mib, max_sm = (float(x) for x in out.split(","))
+    total_mib, max_sm, used_mib = (float(x) for x in out.split(","))
     gpu = SOURCES[0].read()[0]
     assert abs(gpu.memory_total / 2**20 - total_mib) <= 1
     assert gpu.max_sm_clock_mhz == max_sm
+    assert abs(gpu.memory_used / 2**20 - used_mib) <= 64
 
 
 def _cuda_available() -> bool:
