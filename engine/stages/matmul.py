@@ -14,12 +14,11 @@ from ..stage import StageContext
 from .devices import DeviceUnavailable, target_devices
 from .matmul_search import max_find
 from .peaks import matmul_peak
-from .timing import BENCHMARK_VERSION, time_calls
+from .timing import BENCHMARK_VERSION, time_calls, time_grouped
 
 STAGE = "matmul"
 GPU_SIZES = {"quick": [4096], "standard": [1024, 4096, 8192], "full": [1024, 2048, 4096, 8192, 16384]}
 CPU_SIZES = {"quick": [256, 512], "standard": [512, 1024, 2048], "full": [512, 1024, 2048, 4096]}
-GPU_REPS = 50
 COOL_DOWN_S = 0.3
 TORCH_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -64,6 +63,16 @@ def matmul_call(dtype: str, m: int, n: int, k: int, device: torch.device) -> Cal
     return lambda: torch.matmul(a, b, out=out)
 
 
+def rotating_calls(
+    dtype: str, m: int, n: int, k: int, device: torch.device, first: Callable[[], Any]
+) -> list[Callable[[], Any]]:
+    """Enough independent input sets that together they exceed twice the L2 (at most eight)."""
+    l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 * 2**20
+    per_set = (m * k + k * n) * (1 if dtype == "fp8" else TORCH_DTYPES[dtype].itemsize)
+    count = max(1, min(8, -(-2 * l2 // per_set)))
+    return [first, *(matmul_call(dtype, m, n, k, device) for _ in range(count - 1))]
+
+
 def set_tf32(enabled: bool) -> None:
     torch.backends.cuda.matmul.allow_tf32 = enabled
 
@@ -81,10 +90,10 @@ def measure_point(
         call = matmul_call(dtype, m, n, k, device)
     start = time.time()
     if device.type == "cuda":
-        # A fixed burst, after a pause: on a power-capped GPU a longer burst runs at a lower clock
-        # (an H200 at 700 W fell from 1980 to about 1450 MHz within a second of bf16 8192).
+        # After a pause: on a power-capped GPU a sweep heats up and later points run at a lower
+        # clock (an H200 at 700 W fell from 1980 to about 1450 MHz within a second of bf16 8192).
         time.sleep(COOL_DOWN_S)
-        stats = time_calls(call, device, min_reps=GPU_REPS, min_seconds=0.0, max_reps=GPU_REPS)
+        stats = time_grouped(rotating_calls(dtype, m, n, k, device, call), device)
     else:
         stats = time_calls(call, device, min_reps=10, min_seconds=0.5)
     flops = 2.0 * m * n * k
