@@ -34,6 +34,7 @@ from rigcheck.themes.themes import DEFAULT_THEME, THEMES, VARIABLE_DEFAULTS
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, TabbedContent, TabPane
@@ -194,13 +195,17 @@ class RigcheckApp(App[int]):
 
     # -- live telemetry, drawn from the sampler's buffer --
     def refresh_live(self) -> None:
-        if self.sampler is None:
+        if self.sampler is None or not self._main_screen.is_attached:
             return
         latest = self.sampler.latest()
-        self.panel(HostPanel).show(latest.host if latest else None)
+        try:
+            host, clocks = self.panel(HostPanel), self.panel(ClocksPanel)
+        except NoMatches:
+            return  # the timer can fire once more during shutdown, after the panels are gone
+        host.show(latest.host if latest else None)
         if latest is not None:
             samples = self.sampler.window(latest.t - PLOT_WINDOW_S, latest.t)
-            self.panel(ClocksPanel).redraw(samples, list(getattr(self.sampler, "notes", [])), self.glyphs)
+            clocks.redraw(samples, list(getattr(self.sampler, "notes", [])), self.glyphs)
 
     # -- running stages --
     @property
@@ -236,11 +241,20 @@ class RigcheckApp(App[int]):
         self.post_message(StageProgress(event) if isinstance(event, Progress) else EngineEvent(event))
 
     def on_stage_progress(self, message: StageProgress) -> None:
+        if not self._main_screen.is_attached:
+            return
         event = message.event
         self.panel(StagesPanel).set_progress(event.stage, event.done, event.total)
 
     def on_engine_event(self, message: EngineEvent) -> None:
-        event = message.event
+        if not self._main_screen.is_attached:
+            return
+        try:
+            self._show_event(message.event)
+        except NoMatches:
+            pass  # an event that lands while the app shuts down: it is in the store already
+
+    def _show_event(self, event: Any) -> None:
         stages = self.panel(StagesPanel)
         log = self.panel(LogPanel)
         if isinstance(event, StageStarted):
