@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -249,10 +250,8 @@ class RigcheckApp(App[int]):
     def on_engine_event(self, message: EngineEvent) -> None:
         if not self._main_screen.is_attached:
             return
-        try:
+        with suppress(NoMatches):  # an event that lands while the app shuts down: it is stored already
             self._show_event(message.event)
-        except NoMatches:
-            pass  # an event that lands while the app shuts down: it is in the store already
 
     def _show_event(self, event: Any) -> None:
         stages = self.panel(StagesPanel)
