@@ -16,7 +16,7 @@ import torch
 from ..events import Event, Measurement, Progress, Status, Verdict
 from ..stage import StageContext
 from .peaks import matmul_peak
-from .timing import BENCHMARK_VERSION, time_calls
+from .timing import BENCHMARK_VERSION, time_grouped
 
 STAGE = "matmul"
 M_VALUES = (1024, 2048, 4096, 8192)
@@ -29,12 +29,13 @@ def shapes() -> list[tuple[int, int, int]]:
     return list(itertools.product(M_VALUES, NK_VALUES, NK_VALUES))
 
 
-def burst(dtype: str, shape: tuple[int, int, int], device: torch.device, reps: int) -> list[float]:
-    """TFLOP/s of each of `reps` timed calls on fresh random inputs."""
-    from .matmul import matmul_call
+def burst(dtype: str, shape: tuple[int, int, int], device: torch.device, groups: int) -> list[float]:
+    """TFLOP/s of each of `groups` timed groups of calls, timed as the sweep times them."""
+    from .matmul import matmul_call, rotating_calls
 
     m, n, k = shape
-    stats = time_calls(matmul_call(dtype, m, n, k, device), device, min_reps=reps, min_seconds=0.0, max_reps=reps)
+    calls = rotating_calls(dtype, m, n, k, device, matmul_call(dtype, m, n, k, device))
+    stats = time_grouped(calls, device, groups=groups)
     return [2.0 * m * n * k / t / 1e12 for t in stats.times]
 
 
