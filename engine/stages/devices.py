@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from ..events import Status, Verdict
+
 
 class DeviceUnavailable(Exception):
     pass
@@ -20,6 +22,14 @@ def target_devices(device: str) -> list[torch.device]:
     if index >= count:
         raise DeviceUnavailable(f"{device} was asked for but torch sees {count} GPU(s)")
     return [torch.device(f"cuda:{index}")]
+
+
+def devices_or_failure(stage: str, device: str) -> tuple[list[torch.device], Verdict | None]:
+    """The devices to run on, or a FAIL verdict saying the asked-for GPU is not there."""
+    try:
+        return target_devices(device), None
+    except DeviceUnavailable as error:
+        return [], Verdict(stage, "device", Status.FAIL, str(error), device=device)
 
 
 def by_profile(profile: str, quick: object, standard: object, full: object) -> object:

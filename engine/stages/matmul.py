@@ -11,7 +11,8 @@ import torch
 
 from ..events import Event, LogLine, Measurement, Progress, Status, Verdict
 from ..stage import StageContext
-from .devices import DeviceUnavailable, target_devices
+from .devices import devices_or_failure
+from .fp8 import find_fp8
 from .matmul_search import max_find
 from .peaks import matmul_peak
 from .timing import BENCHMARK_VERSION, time_calls, time_grouped
@@ -33,19 +34,7 @@ def gpu_dtypes(device: torch.device) -> list[str]:
 
 
 def fp8_dtype(device: torch.device) -> torch.dtype | None:
-    """The fp8 type this GPU multiplies natively, found by trying a tiny scaled matmul."""
-    for name in ("float8_e4m3fn", "float8_e4m3fnuz"):
-        dtype = getattr(torch, name, None)
-        if dtype is None:
-            continue
-        try:
-            a = torch.randn(32, 32, device=device).to(dtype)
-            one = torch.tensor(1.0, device=device)
-            torch._scaled_mm(a, a.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
-            return dtype
-        except Exception:
-            continue
-    return None
+    return find_fp8(torch, device)[0]
 
 
 def matmul_call(dtype: str, m: int, n: int, k: int, device: torch.device) -> Callable[[], Any]:
@@ -189,10 +178,9 @@ def summary_verdicts(results: list[Measurement], label: str) -> Iterator[Verdict
 
 def run(context: StageContext) -> Iterator[Event]:
     spec = context.spec
-    try:
-        devices = target_devices(spec.device)
-    except DeviceUnavailable as error:
-        yield Verdict(STAGE, "device", Status.FAIL, str(error), device=spec.device)
+    devices, failure = devices_or_failure(STAGE, spec.device)
+    if failure is not None:
+        yield failure
         return
     for device in devices:
         yield from sweep(context, device)

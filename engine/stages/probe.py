@@ -14,6 +14,7 @@ from ..facts.gpu_devices import join_amd, join_nvidia, torch_device, why_no_gpu
 from ..facts.host import RISKY_VARS, cpu_facts, result_changing_env
 from ..facts.torch_build import build_facts, loaded_blas
 from ..stage import StageContext
+from .fp8 import find_fp8
 
 STAGE = "probe"
 
@@ -39,20 +40,8 @@ def dtype_runs(torch: Any, device: str) -> dict[str, str]:
 
 
 def _fp8_runs(torch: Any, device: str) -> str:
-    last = "no float8 dtype in this torch"
-    for dtype_name in ("float8_e4m3fn", "float8_e4m3fnuz"):
-        dtype = getattr(torch, dtype_name, None)
-        if dtype is None:
-            continue
-        try:
-            a = torch.randn(32, 32, device=device).to(dtype)
-            b = torch.randn(32, 32, device=device).to(dtype).t()
-            one = torch.tensor(1.0, device=device)
-            torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
-            return f"yes ({dtype_name})"
-        except Exception as error:
-            last = f"no: {str(error).splitlines()[0][:120]}"
-    return last
+    dtype, detail = find_fp8(torch, device)
+    return f"yes ({detail})" if dtype is not None else f"no: {detail}"
 
 
 def _gib(value: Any) -> str:

@@ -12,7 +12,7 @@ import torch
 from ..events import Event, Measurement, Progress, Status, Verdict
 from ..models.board_net import BoardNet, BoardNetConfig, loss_fn, parameter_count, random_batch
 from ..stage import StageContext
-from .devices import DeviceUnavailable, target_devices
+from .devices import devices_or_failure
 from .timing import BENCHMARK_VERSION, synchronize
 
 STAGE = "training"
@@ -94,10 +94,9 @@ def one(channels: int, batch: int, precision: str, device: torch.device, compile
 
 def run(context: StageContext) -> Iterator[Event]:
     spec = context.spec
-    try:
-        devices = target_devices(spec.device)
-    except DeviceUnavailable as error:
-        yield Verdict(STAGE, "device", Status.FAIL, str(error), device=spec.device)
+    devices, failure = devices_or_failure(STAGE, spec.device)
+    if failure is not None:
+        yield failure
         return
     cpu = torch.device("cpu")
     gpus = [d for d in devices if d.type == "cuda"]

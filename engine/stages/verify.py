@@ -9,7 +9,7 @@ import torch
 from ..events import Event, Progress, Status, Verdict
 from ..models.board_net import BoardNetConfig
 from ..stage import StageContext
-from .devices import DeviceUnavailable, target_devices
+from .devices import devices_or_failure
 from .verify_matmul import (
     check_dtype,
     check_reference,
@@ -35,10 +35,9 @@ def has_tf32(device: torch.device) -> bool:
 
 def run(context: StageContext) -> Iterator[Event]:
     spec = context.spec
-    try:
-        devices = target_devices(spec.device)
-    except DeviceUnavailable as error:
-        yield Verdict(STAGE, "device", Status.FAIL, str(error), device=spec.device)
+    devices, failure = devices_or_failure(STAGE, spec.device)
+    if failure is not None:
+        yield failure
         return
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
