@@ -11,11 +11,13 @@ from rigcheck.engine.stages.sgemm_race import hunt, numpy_matmul, thread_counts
 
 
 def racy(a, b, threads):  # type: ignore[no-untyped-def]
-    """Like the seed's OpenBLAS: right at 1-2 threads, some elements off by ~10 at 4 or more."""
+    """Like the seed's OpenBLAS: right at 1-2 threads; at 4 or more, 0.5% of elements off by about 10."""
     out = numpy_matmul(a, b, 1)
     if threads >= 4:
         out = out.copy()
-        out[3, 5] += 10.0
+        flat = out.reshape(-1)
+        picked = numpy.random.default_rng(threads).choice(flat.size, size=flat.size // 200, replace=False)
+        flat[picked] += 10.0
     return out
 
 

@@ -7,6 +7,9 @@ import subprocess
 import sys
 
 PARENT_MODULES = [
+    "rigcheck.engine.session",
+    "rigcheck.engine.conditions",
+    "rigcheck.engine.telemetry.sampler",
     "rigcheck.engine.runner",
     "rigcheck.engine.store",
     "rigcheck.engine.registry",
@@ -29,6 +32,11 @@ def test_engine_imports_neither_textual_nor_rich_nor_torch() -> None:
 def test_the_cli_front_end_never_imports_torch() -> None:
     modules = loaded_after("from rigcheck.tui import cli, cli_display\ncli.build_parser().parse_args(['run', 'probe'])")
     assert not {"torch", "textual"} & modules
+
+
+def test_the_app_process_never_imports_torch() -> None:
+    modules = loaded_after("import rigcheck.tui.app, rigcheck.engine.session, rigcheck.engine.telemetry.sampler")
+    assert "torch" not in modules and "textual" in modules
 
 
 def test_child_side_modules_need_only_the_standard_library() -> None:

@@ -93,6 +93,16 @@ def test_unwritten_output_elements_fail() -> None:
     assert verdict.status == Status.FAIL and "64 output elements were never written" in verdict.explanation
 
 
+def test_a_device_that_returns_nan_fails() -> None:
+    def nan_device(a, b):  # type: ignore[no-untyped-def]
+        out = a @ b
+        out[7, 7] = float("nan")
+        return out
+
+    verdict = next(check_dtype("fp32", 64, "cuda:0", gen(), nan_device, numpy_float32_matmul, "numpy"))
+    assert verdict.status == Status.FAIL and "relative error nan" in verdict.explanation
+
+
 def test_nan_and_inf_never_pass() -> None:
     ref = torch.ones(4, 4, dtype=torch.float64)
     assert math.isnan(rel_error(torch.full((4, 4), math.inf), ref))
