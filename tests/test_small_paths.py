@@ -1,0 +1,67 @@
+"""Paths that are easy to leave untested: waiting for a quiet host, a batch that does not fit, result details."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from fakes import FakeSampler
+from rigcheck.engine.events import Status, Verdict
+from rigcheck.engine.quiet import wait_quiet
+from rigcheck.engine.stages import training
+from rigcheck.engine.telemetry.sample import HostSample, Sample
+from rigcheck.tui.widgets.results_panel import detail_text
+
+
+class LiveHost(FakeSampler):
+    """Samples every 0.1 s up to now, with a fixed load by other processes."""
+
+    def __init__(self, others: float) -> None:
+        super().__init__([])
+        self.others = others
+
+    def window(self, t0: float, t1: float) -> list[Sample]:
+        host = HostSample(cpus=8, load1=1.0, busy_cpus=self.others, own_cpus=0.0)
+        now = time.time()
+        return [Sample(t, host) for t in (now - i * 0.1 for i in range(100)) if t0 <= t <= t1]
+
+
+def test_wait_quiet_returns_soon_on_a_quiet_host() -> None:
+    quiet, waited, busy = wait_quiet(LiveHost(0.5), max_wait_s=5.0, quiet_for_s=0.5)
+    assert quiet and waited < 2.0 and busy == 0.5
+
+
+def test_wait_quiet_gives_up_on_a_busy_host() -> None:
+    quiet, waited, busy = wait_quiet(LiveHost(7.0), max_wait_s=1.0, quiet_for_s=0.5)
+    assert not quiet and waited >= 1.0 and busy == 7.0
+
+
+def test_a_batch_that_does_not_fit_is_skipped_with_the_reason(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    def too_big(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 80.00 GiB")
+
+    monkeypatch.setattr(training, "train_rate", too_big)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    (verdict,) = list(training.one(128, 65536, "fp32", torch.device("cpu")))
+    assert isinstance(verdict, Verdict) and verdict.status == Status.SKIP
+    assert "does not fit" in verdict.explanation and "Tried to allocate 80.00 GiB" in verdict.explanation
+
+
+def test_result_detail_shows_conditions_and_reasons() -> None:
+    text = detail_text(
+        {
+            "kind": "measurement",
+            "stage": "matmul",
+            "name": "matmul bf16 8192",
+            "value": 682.3,
+            "unit": "TFLOP/s",
+            "device": "cuda:0",
+            "conditions": {
+                "trust": "SUSPECT",
+                "trust_reasons": ["SM clock at 76% of max: power cap"],
+                "sm_clock_mean_mhz": 1447.5,
+                "verified": False,
+            },
+        }
+    )
+    assert "SUSPECT" in text and "power cap" in text and "sm_clock_mean_mhz=1448" in text and "verified: False" in text
