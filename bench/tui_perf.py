@@ -18,8 +18,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from conftest import fake
+from fakes import FakeNvml
 from rigcheck.engine.session import start_sampler
 from rigcheck.engine.store import Store
+from rigcheck.engine.telemetry.nvml import NvmlSource
+from rigcheck.engine.telemetry.sampler import Sampler
 from rigcheck.tui.app import RigcheckApp
 
 
@@ -28,8 +31,12 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-async def idle_cost(seconds: float, folder: Path) -> float:
-    sampler = start_sampler(0.1)
+async def idle_cost(seconds: float, folder: Path, fake_gpu: bool = False) -> float:
+    """Process CPU of the app; with fake_gpu, the sampler also reads an idle GPU through a fake NVML."""
+    if fake_gpu:
+        sampler = Sampler(interval=0.1, gpus=[NvmlSource(FakeNvml(sm_clock=345, reasons=0x1))]).start()
+    else:
+        sampler = start_sampler(0.1)
     app = RigcheckApp(Store(folder / "idle.db"), sampler, device="cpu")
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(2.0)
@@ -75,8 +82,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         os.environ["RIGCHECK_CONFIG"] = str(Path(folder) / "settings.json")
         idle = asyncio.run(idle_cost(seconds, Path(folder)))
+        idle_gpu = asyncio.run(idle_cost(seconds, Path(folder), fake_gpu=True))
         latencies, lines = asyncio.run(key_latency(Path(folder)))
     print(f"idle app: {idle:.2f}% of one core over {seconds:.0f} s (telemetry 10 Hz, redraw 4 Hz, 120x40)")
+    print(f"idle app plotting an idle GPU (fake NVML, flat 345 MHz): {idle_gpu:.2f}% of one core")
     print(
         f"key latency while a stage streams ~200 events/s: median {statistics.median(latencies):.1f} ms, "
         f"max {max(latencies):.1f} ms over {len(latencies)} presses ({lines} log lines received)"

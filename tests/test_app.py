@@ -141,3 +141,20 @@ async def test_every_action_is_in_the_command_palette(tmp_path: Path) -> None:
         titles = [command.title for command in app.get_system_commands(app.screen)]
     for wanted in ("Run stage probe", "Run all stages", "Cancel the running stage", "Next device", "History"):
         assert wanted in titles
+
+
+async def test_an_unchanged_history_is_not_plotted_again(tmp_path: Path) -> None:
+    from textual_plotext import PlotextPlot
+
+    samples = h200_samples()
+    app = RigcheckApp(Store(tmp_path / "s.db"), FakeSampler(samples), device="cuda:0")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.3)
+        plot = app.query_one(PlotextPlot)
+        calls = []
+        plot.refresh = lambda *a, **k: calls.append(1)  # type: ignore[method-assign]
+        panel = app.query_one("#clocks")
+        for _ in range(5):
+            panel.redraw(samples, [])
+        assert calls == []  # the same samples: nothing to draw again
+        panel.redraw([*samples, *h200_samples(count=4)[-1:]], [])
