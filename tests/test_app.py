@@ -52,7 +52,7 @@ async def test_a_crashing_stage_leaves_the_app_running(tmp_path: Path) -> None:
     app = RigcheckApp(store, FakeSampler(h200_samples()), stages=[fake("segfault"), fake("ok")], device="cpu")
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("1")
-        await wait_until(pilot, lambda: row(app, "segfault")[2] == "done")
+        await wait_until(pilot, lambda: row(app, "segfault")[2] == "done" and not app.running)
         assert row(app, "segfault")[4] == "CRASH"
         log_text = "\n".join(app.query_one("#log").texts)
         assert "SIGSEGV" in log_text and "initialising queue 7" in log_text
