@@ -65,3 +65,16 @@ def test_result_detail_shows_conditions_and_reasons() -> None:
         }
     )
     assert "SUSPECT" in text and "power cap" in text and "sm_clock_mean_mhz=1448" in text and "verified: False" in text
+
+
+def test_a_missing_gpu_is_one_fail_verdict_and_no_work() -> None:
+    from rigcheck.engine.stage import StageContext, StageSpec
+    from rigcheck.engine.stages import bandwidth, hostbugs, matmul, verify
+
+    missing = f"cuda:{torch.cuda.device_count() + 3}"
+    for stage in (verify, matmul, bandwidth, training):
+        events = list(stage.run(StageContext(StageSpec(stage.STAGE, missing, "quick"))))
+        assert [(type(e).__name__, getattr(e, "status", None)) for e in events] == [("Verdict", Status.FAIL)]
+        assert "torch sees" in events[0].explanation
+    host = list(hostbugs.run(StageContext(StageSpec("hostbugs", missing, "quick"))))
+    assert host[0].status == Status.FAIL and host[-1].check == "summary"  # the host checks still run

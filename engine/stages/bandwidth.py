@@ -11,7 +11,7 @@ import torch
 
 from ..events import Event, Measurement, Progress, Status, Verdict
 from ..stage import StageContext
-from .devices import by_profile, devices_or_failure
+from .devices import by_profile, resolve_devices
 from .peaks import bandwidth_peak
 from .timing import BENCHMARK_VERSION, time_calls
 
@@ -99,10 +99,7 @@ def cpu_bandwidth(copy_bytes: int) -> Iterator[Event]:
 
 def run(context: StageContext) -> Iterator[Event]:
     spec = context.spec
-    devices, failure = devices_or_failure(STAGE, spec.device)
-    if failure is not None:
-        yield failure
-        return
+    devices = yield from resolve_devices(STAGE, spec.device)
     for device in devices:
         yield Progress(STAGE, 0, 1, f"bandwidth on {device}")
         if device.type == "cuda":

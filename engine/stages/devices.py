@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
+
 import torch
 
 from ..events import Status, Verdict
@@ -24,12 +26,16 @@ def target_devices(device: str) -> list[torch.device]:
     return [torch.device(f"cuda:{index}")]
 
 
-def devices_or_failure(stage: str, device: str) -> tuple[list[torch.device], Verdict | None]:
-    """The devices to run on, or a FAIL verdict saying the asked-for GPU is not there."""
+def resolve_devices(stage: str, device: str) -> Generator[Verdict, None, list[torch.device]]:
+    """The devices to run on; where the asked-for GPU is not there, yield a FAIL saying so and return none.
+
+    Use as `devices = yield from resolve_devices(STAGE, spec.device)` inside a stage.
+    """
     try:
-        return target_devices(device), None
+        return target_devices(device)
     except DeviceUnavailable as error:
-        return [], Verdict(stage, "device", Status.FAIL, str(error), device=device)
+        yield Verdict(stage, "device", Status.FAIL, str(error), device=device)
+        return []
 
 
 def by_profile(profile: str, quick: object, standard: object, full: object) -> object:

@@ -12,7 +12,7 @@ from ..events import Event, Progress, Status, Verdict
 from ..facts.torch_build import loaded_blas
 from ..models.board_net import BoardNet, BoardNetConfig, random_batch
 from ..stage import StageContext
-from .devices import DeviceUnavailable, target_devices
+from .devices import resolve_devices
 from .numerics import rel_error
 from .repeatability import onednn, repeat_twice, threads
 from .sgemm_race import (
@@ -186,11 +186,7 @@ def run(context: StageContext) -> Iterator[Event]:
     n, trials, shape, config, batch = PLANS[spec.profile]
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     counts = thread_counts(cpus)
-    try:
-        gpus = [d for d in target_devices(spec.device) if d.type == "cuda"]
-    except DeviceUnavailable as error:
-        yield Verdict(STAGE, "device", Status.FAIL, str(error), device=spec.device)
-        gpus = []
+    gpus = [d for d in (yield from resolve_devices(STAGE, spec.device)) if d.type == "cuda"]
     seen: list[Verdict] = []
     total = 3 + len(gpus)
     yield Progress(STAGE, 1, total, f"sgemm at {counts} threads, {trials} trials each")

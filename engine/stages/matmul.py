@@ -11,7 +11,7 @@ import torch
 
 from ..events import Event, LogLine, Measurement, Progress, Status, Verdict
 from ..stage import StageContext
-from .devices import devices_or_failure
+from .devices import resolve_devices
 from .fp8 import find_fp8
 from .matmul_search import max_find
 from .peaks import matmul_peak
@@ -178,10 +178,7 @@ def summary_verdicts(results: list[Measurement], label: str) -> Iterator[Verdict
 
 def run(context: StageContext) -> Iterator[Event]:
     spec = context.spec
-    devices, failure = devices_or_failure(STAGE, spec.device)
-    if failure is not None:
-        yield failure
-        return
+    devices = yield from resolve_devices(STAGE, spec.device)
     for device in devices:
         yield from sweep(context, device)
         if device.type == "cuda" and (spec.option("max_find", False) or spec.profile == "full"):

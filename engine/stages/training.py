@@ -12,7 +12,7 @@ import torch
 from ..events import Event, Measurement, Progress, Status, Verdict
 from ..models.board_net import BoardNet, BoardNetConfig, loss_fn, parameter_count, random_batch
 from ..stage import StageContext
-from .devices import devices_or_failure
+from .devices import resolve_devices
 from .timing import BENCHMARK_VERSION, synchronize
 
 STAGE = "training"
@@ -94,9 +94,8 @@ def one(channels: int, batch: int, precision: str, device: torch.device, compile
 
 def run(context: StageContext) -> Iterator[Event]:
     spec = context.spec
-    devices, failure = devices_or_failure(STAGE, spec.device)
-    if failure is not None:
-        yield failure
+    devices = yield from resolve_devices(STAGE, spec.device)
+    if not devices:
         return
     cpu = torch.device("cpu")
     gpus = [d for d in devices if d.type == "cuda"]

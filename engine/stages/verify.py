@@ -9,7 +9,7 @@ import torch
 from ..events import Event, Progress, Status, Verdict
 from ..models.board_net import BoardNetConfig
 from ..stage import StageContext
-from .devices import devices_or_failure
+from .devices import resolve_devices
 from .verify_matmul import (
     check_dtype,
     check_reference,
@@ -35,10 +35,7 @@ def has_tf32(device: torch.device) -> bool:
 
 def run(context: StageContext) -> Iterator[Event]:
     spec = context.spec
-    devices, failure = devices_or_failure(STAGE, spec.device)
-    if failure is not None:
-        yield failure
-        return
+    devices = yield from resolve_devices(STAGE, spec.device)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     gpu_n, cpu_n, low_n, config, batch, soak_steps, share = PLANS[spec.profile]
