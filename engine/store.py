@@ -302,6 +302,20 @@ class Store:
         rows = self._read("SELECT * FROM runs WHERE id = ?", (run_id,))
         return dict(rows[0]) if rows else None
 
+    def latest_probe(self) -> tuple[dict[str, Any], str | None, list[str]] | None:
+        """The newest Probe facts, that run's fingerprint, and Probe's non-PASS explanations."""
+        rows = self._read(
+            "SELECT f.run_id, f.data, r.fingerprint FROM facts f JOIN runs r ON r.id = f.run_id"
+            " WHERE f.stage = 'probe' ORDER BY f.id DESC LIMIT 1"
+        )
+        if not rows:
+            return None
+        warnings = self._read(
+            "SELECT explanation FROM verdicts WHERE run_id = ? AND stage = 'probe' AND status != 'PASS' ORDER BY id",
+            (rows[0]["run_id"],),
+        )
+        return json.loads(rows[0]["data"]), rows[0]["fingerprint"], [w["explanation"] for w in warnings]
+
     def latest_run_id(self) -> int | None:
         rows = self._read("SELECT max(id) FROM runs")
         return rows[0][0] if rows else None

@@ -79,3 +79,17 @@ def test_a_dead_writer_leaves_its_run_interrupted(tmp_path: Path) -> None:
     assert report["stages"][0]["status"] == "INTERRUPTED"
     live = store.begin_run(["probe"], "cpu", "quick", "python", [])
     assert store.run(live)["status"] == "running"  # this process is alive
+
+
+def test_latest_probe_facts_come_from_the_newest_probe_run(tmp_path: Path) -> None:
+    from rigcheck.engine.events import Facts, Fingerprint
+
+    store = Store(tmp_path / "s.db")
+    assert store.latest_probe() is None
+    for digest, model in (("aaaa", "old"), ("bbbb", "new")):
+        run_id = store.begin_run(["probe"], "cpu", "quick", "python", [])
+        store.record(run_id, Fingerprint("probe", digest, {}))
+        store.record(run_id, Facts("probe", {"cpu": {"model": model}}))
+        store.record(run_id, Verdict("probe", "environment", Status.WARN, f"{model} warning"))
+    store.begin_run(["matmul"], "cpu", "quick", "python", [])  # a later run without Probe
+    assert store.latest_probe() == ({"cpu": {"model": "new"}}, "bbbb", ["new warning"])

@@ -183,15 +183,9 @@ class RigcheckApp(App[int]):
         self.panel(StagesPanel).set_choice(self.device, self.profile, self.running)
 
     def _load_last_probe(self) -> None:
-        for run in self.store.runs(50):
-            report = self.store.report(run["id"])
-            if report and "probe" in report["facts"]:
-                self.probe_facts = report["facts"]["probe"]
-                self.fingerprint = report["fingerprint"]["digest"]
-                self.probe_warnings = [
-                    v["explanation"] for v in report["verdicts"] if v["stage"] == "probe" and v["status"] != "PASS"
-                ]
-                break
+        latest = self.store.latest_probe()  # one query at start-up, not a full report per past run
+        if latest is not None:
+            self.probe_facts, self.fingerprint, self.probe_warnings = latest
         self.panel(DevicePanel).show(self.probe_facts, self.fingerprint, self.probe_warnings)
 
     # -- live telemetry, drawn from the sampler's buffer --
