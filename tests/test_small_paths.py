@@ -78,3 +78,9 @@ def test_a_missing_gpu_is_one_fail_verdict_and_no_work() -> None:
         assert "torch sees" in events[0].explanation
     host = list(hostbugs.run(StageContext(StageSpec("hostbugs", missing, "quick"))))
     assert host[0].status == Status.FAIL and host[-1].check == "summary"  # the host checks still run
+
+
+def test_tf32_needs_a_cuda_device_of_compute_capability_8() -> None:
+    from rigcheck.engine.stages.devices import has_tf32
+
+    assert has_tf32(torch.device("cpu")) is False

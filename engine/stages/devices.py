@@ -38,5 +38,12 @@ def resolve_devices(stage: str, device: str) -> Generator[Verdict, None, list[to
         return []
 
 
+def has_tf32(device: torch.device) -> bool:
+    """TF32 matrix units: NVIDIA compute capability 8.0 and later (Ampere on)."""
+    return (
+        device.type == "cuda" and torch.version.cuda is not None and torch.cuda.get_device_capability(device) >= (8, 0)
+    )
+
+
 def by_profile(profile: str, quick: object, standard: object, full: object) -> object:
     return {"quick": quick, "standard": standard, "full": full}[profile]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -11,7 +12,7 @@ import torch
 
 from ..events import Event, LogLine, Measurement, Progress, Status, Verdict
 from ..stage import StageContext
-from .devices import resolve_devices
+from .devices import has_tf32, resolve_devices
 from .fp8 import find_fp8
 from .matmul_search import max_find
 from .peaks import matmul_peak
@@ -26,15 +27,21 @@ TORCH_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.floa
 
 def gpu_dtypes(device: torch.device) -> list[str]:
     names = ["fp32", "fp16", "bf16"]
-    if torch.version.cuda and torch.cuda.get_device_capability(device) >= (8, 0):
+    if has_tf32(device):
         names.insert(1, "tf32")
     if fp8_dtype(device) is not None:
         names.append("fp8")
     return names
 
 
+@functools.cache
+def _fp8_for(device: str) -> torch.dtype | None:
+    return find_fp8(torch, torch.device(device))[0]
+
+
 def fp8_dtype(device: torch.device) -> torch.dtype | None:
-    return find_fp8(torch, device)[0]
+    """Probed once per device: every fp8 input set of the sweep and of max-find asks again."""
+    return _fp8_for(str(device))
 
 
 def matmul_call(dtype: str, m: int, n: int, k: int, device: torch.device) -> Callable[[], Any]:

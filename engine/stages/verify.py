@@ -9,7 +9,7 @@ import torch
 from ..events import Event, Progress, Status, Verdict
 from ..models.board_net import BoardNetConfig
 from ..stage import StageContext
-from .devices import resolve_devices
+from .devices import has_tf32, resolve_devices
 from .verify_matmul import (
     check_dtype,
     check_reference,
@@ -27,10 +27,6 @@ PLANS = {
     "standard": (4096, 1024, 1024, BoardNetConfig(64, 3), 64, 200, 0.5),
     "full": (4096, 2048, 1024, BoardNetConfig(128, 6), 128, 400, 0.8),
 }
-
-
-def has_tf32(device: torch.device) -> bool:
-    return device.type == "cuda" and torch.version.cuda is not None and torch.cuda.get_device_capability(device)[0] >= 8
 
 
 def run(context: StageContext) -> Iterator[Event]:
