@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -170,7 +171,7 @@ def history_table(runs: list[dict[str, Any]]) -> Table:
             "" if run["exit_code"] is None else str(run["exit_code"]),
             run["device"] or "",
             run["profile"] or "",
-            ", ".join(__import__("json").loads(run["stages"] or "[]")),
+            ", ".join(json.loads(run["stages"] or "[]")),
             run["fingerprint"] or "",
         )
     return table

@@ -54,20 +54,14 @@ def gpu_bandwidth(device: torch.device, copy_bytes: int, transfer_bytes: int) ->
         if pinned:
             host = host.pin_memory()
         kind = "pinned" if pinned else "pageable"
-        yield measure(
-            f"host to device {kind} {size}",
-            lambda h=host, p=pinned: gpu.copy_(h, non_blocking=p),
-            transfer_bytes,
-            device,
-            {"direction": "h2d", "pinned": pinned},
-        )
-        yield measure(
-            f"device to host {kind} {size}",
-            lambda h=host, p=pinned: h.copy_(gpu, non_blocking=p),
-            transfer_bytes,
-            device,
-            {"direction": "d2h", "pinned": pinned},
-        )
+        for direction, label, dst, src in (("h2d", "host to device", gpu, host), ("d2h", "device to host", host, gpu)):
+            yield measure(
+                f"{label} {kind} {size}",
+                lambda d=dst, s=src, p=pinned: d.copy_(s, non_blocking=p),
+                transfer_bytes,
+                device,
+                {"direction": direction, "pinned": pinned},
+            )
     if peak:
         yield Verdict(
             STAGE,
@@ -103,9 +97,9 @@ def run(context: StageContext) -> Iterator[Event]:
     for device in devices:
         yield Progress(STAGE, 0, 1, f"bandwidth on {device}")
         if device.type == "cuda":
-            copy_bytes = int(by_profile(spec.profile, 2**30, 4 * 2**30, 8 * 2**30))  # type: ignore[call-overload]
-            transfer = int(by_profile(spec.profile, 256 * 2**20, 2**30, 2**30))  # type: ignore[call-overload]
+            copy_bytes = by_profile(spec.profile, 2**30, 4 * 2**30, 8 * 2**30)
+            transfer = by_profile(spec.profile, 256 * 2**20, 2**30, 2**30)
             yield from gpu_bandwidth(device, copy_bytes, transfer)
         else:
-            yield from cpu_bandwidth(int(by_profile(spec.profile, 256 * 2**20, 2**30, 2**30)))  # type: ignore[call-overload]
+            yield from cpu_bandwidth(by_profile(spec.profile, 256 * 2**20, 2**30, 2**30))
         yield Progress(STAGE, 1, 1, "done")

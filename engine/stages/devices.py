@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Generator
+from typing import TypeVar
 
 import torch
 
 from ..events import Status, Verdict
+
+T = TypeVar("T")
 
 
 class DeviceUnavailable(Exception):
@@ -45,5 +48,5 @@ def has_tf32(device: torch.device) -> bool:
     )
 
 
-def by_profile(profile: str, quick: object, standard: object, full: object) -> object:
+def by_profile(profile: str, quick: T, standard: T, full: T) -> T:
     return {"quick": quick, "standard": standard, "full": full}[profile]
