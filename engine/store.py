@@ -28,6 +28,7 @@ from .events import (
 )
 
 STORE_ENV = "RIGCHECK_STORE"
+BUSY_TIMEOUT_S = 30.0
 
 MIGRATIONS: list[str] = [
     # version 1
@@ -109,7 +110,7 @@ class Store:
             raise StoreError(f"store {self.path} is a folder, not a rigcheck store")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
+            self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None)
             self._db.row_factory = sqlite3.Row
             self._migrate()
         except sqlite3.DatabaseError as error:
@@ -122,8 +123,10 @@ class Store:
 
     def _check_schema(self) -> int:
         """Read-only look at the file: refuse a foreign or newer one before anything is written to it."""
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        tables = self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        # One statement, so another process's migration cannot commit between reading the two.
+        version, tables = self._db.execute(
+            "SELECT user_version, (SELECT count(*) FROM sqlite_master) FROM pragma_user_version"
+        ).fetchone()
         if version == 0 and tables:
             raise sqlite3.DatabaseError("it holds tables but no rigcheck schema version")
         if version > SCHEMA_VERSION:
@@ -137,7 +140,7 @@ class Store:
         if self._check_schema() == SCHEMA_VERSION:
             self._db.execute("PRAGMA synchronous=NORMAL")
             return
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._enable_wal()
         self._db.execute("PRAGMA synchronous=NORMAL")
         while True:
             self._db.execute("BEGIN IMMEDIATE")  # one process migrates; the others wait, then see it
@@ -154,6 +157,18 @@ class Store:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+
+    def _enable_wal(self) -> None:
+        """Switch to WAL, retrying: SQLite answers 'locked' at once here, without its busy wait."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
 
     def close(self) -> None:
         with self._lock:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,27 @@ def test_two_processes_writing_at_once_corrupt_nothing(tmp_path: Path) -> None:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert db.execute("SELECT count(*) FROM measurements").fetchone()[0] == 2 * WRITES
         assert db.execute("SELECT count(*) FROM runs WHERE status = 'complete'").fetchone()[0] == 2
+
+
+def _open_at(path: str, moment: float) -> None:
+    time.sleep(max(0.0, moment - time.time()))
+    Store(path).close()
+
+
+def test_many_processes_creating_one_store_at_the_same_moment_all_succeed(tmp_path: Path) -> None:
+    """The first-open race: WAL switch and schema check must not fail when others migrate at once."""
+    context = multiprocessing.get_context("fork")
+    for trial in range(12):
+        path = str(tmp_path / f"fresh{trial}.db")
+        moment = time.time() + 0.15
+        openers = [context.Process(target=_open_at, args=(path, moment)) for _ in range(6)]
+        for opener in openers:
+            opener.start()
+        for opener in openers:
+            opener.join(60)
+        assert [opener.exitcode for opener in openers] == [0] * 6, f"trial {trial}"
+        with sqlite3.connect(path) as db:
+            assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
 def test_new_store_has_the_current_schema_version(tmp_path: Path) -> None:
