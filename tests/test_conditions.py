@@ -89,6 +89,15 @@ def test_sampler_runs_without_drift() -> None:
     assert abs((times[-1] - times[0]) / (len(times) - 1) - 0.05) < 0.005
 
 
+def test_sampler_window_gives_the_samples_inside_or_the_nearest_on_each_side() -> None:
+    sampler = Sampler(interval=0.1, host=FakeHostSource(0.0), gpus=[])
+    sampler.buffer.extend(Sample(float(t), None, ()) for t in range(10))  # type: ignore[arg-type]
+    assert [s.t for s in sampler.window(3.0, 5.0)] == [3.0, 4.0, 5.0]
+    assert [s.t for s in sampler.window(4.2, 4.8)] == [4.0, 5.0]
+    assert [s.t for s in sampler.window(-5.0, -1.0)] == [0.0]
+    assert [s.t for s in sampler.window(20.0, 30.0)] == [9.0]
+
+
 def test_contention_report_bands_clock_by_host_load() -> None:
     quiet = [s.to_dict() for s in samples(others=1.0, sm_clock=2084)]
     busy = [s.to_dict() for s in samples(others=20.0, sm_clock=1059)]

@@ -88,12 +88,21 @@ class Sampler:
             return self.buffer[-1] if self.buffer else None
 
     def window(self, t0: float, t1: float) -> list[Sample]:
-        """Samples taken between t0 and t1; if none fell inside, the nearest one on each side."""
+        """Samples taken between t0 and t1; if none fell inside, the nearest one on each side.
+
+        Walks back from the newest sample and stops before t0: the app asks 4 times a second for the
+        last minute, and the buffer holds an hour."""
+        inside: list[Sample] = []
+        before = after = None
         with self._lock:
-            samples = list(self.buffer)
-        inside = [s for s in samples if t0 <= s.t <= t1]
+            for sample in reversed(self.buffer):
+                if sample.t > t1:
+                    after = sample  # ends as the earliest one after t1
+                elif sample.t >= t0:
+                    inside.append(sample)
+                else:
+                    before = sample
+                    break
         if inside:
-            return inside
-        before = [s for s in samples if s.t < t0][-1:]
-        after = [s for s in samples if s.t > t1][:1]
-        return before + after
+            return inside[::-1]
+        return [s for s in (before, after) if s is not None]
