@@ -32,9 +32,11 @@ def wait_for(session: str, predicate, timeout: float) -> str:  # type: ignore[no
 def test_probe_by_key_then_quit_fast(tmp_path: Path) -> None:
     session = f"rigcheck-test-{os.getpid()}"
     rigcheck = str(Path(sys.executable).with_name("rigcheck"))
+    # The exit status lands through a rename: the shell's `>` creates the file before echo fills it.
     command = (
         f"RIGCHECK_STORE={tmp_path / 's.db'} RIGCHECK_CONFIG={tmp_path / 'settings.json'} "
-        f"TEXTUAL_ANIMATIONS=none {rigcheck} --profile quick --device cpu; echo EXITED $? > {tmp_path / 'exit'}"
+        f"TEXTUAL_ANIMATIONS=none {rigcheck} --profile quick --device cpu; "
+        f"echo EXITED $? > {tmp_path / 'exit.tmp'}; mv {tmp_path / 'exit.tmp'} {tmp_path / 'exit'}"
     )
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command], check=True)
     try:
