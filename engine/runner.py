@@ -21,6 +21,7 @@ from pathlib import Path
 from .childpath import shim_dir
 from .events import (
     Event,
+    Fingerprint,
     LogLine,
     Measurement,
     RunFinished,
@@ -96,6 +97,7 @@ class Run:
         self.stage_status: dict[str, Status] = {}
         self.listener_errors: list[str] = []
         self.status = "pending"
+        self.fingerprint: Fingerprint | None = None  # the run's: the first stage's
         self._cancel_stage = threading.Event()
         self._cancel_run = threading.Event()
         self._done = threading.Event()  # not Thread.join: a Ctrl-C inside join() can break the next join
@@ -121,6 +123,10 @@ class Run:
 
     # -- the supervisor thread --
     def _emit(self, event: Event) -> None:
+        if isinstance(event, Fingerprint):
+            event = self._check_fingerprint(event)
+            if event is None:
+                return
         if isinstance(event, Measurement) and self.annotate is not None:
             event = self.annotate(event)
         if isinstance(event, StageFinished):
@@ -130,6 +136,28 @@ class Run:
                 listener(event)
             except Exception as error:  # a broken display or a full disk must not stop the stages
                 self.listener_errors.append(f"{type(error).__name__}: {error}")
+
+    def _check_fingerprint(self, event: Fingerprint) -> Event | None:
+        """The first stage's fingerprint is the run's; a later one that differs becomes a WARN naming what changed."""
+        if self.fingerprint is None:
+            self.fingerprint = event
+            return event
+        if event.digest == self.fingerprint.digest:
+            return None
+        before, after = self.fingerprint.basis, event.basis
+        changed = [
+            f"{key}: {before.get(key)!r} -> {after.get(key)!r}"
+            for key in sorted(set(before) | set(after))
+            if before.get(key) != after.get(key)
+        ]
+        return Verdict(
+            event.stage,
+            "environment",
+            Status.WARN,
+            f"the environment changed since the run began ({'; '.join(changed)[:400]}): "
+            "this stage's figures and the earlier stages' are not comparable",
+            {"run_fingerprint": self.fingerprint.digest, "stage_fingerprint": event.digest, "changed": changed},
+        )
 
     def _supervise(self) -> None:
         try:

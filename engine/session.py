@@ -34,8 +34,12 @@ class RunSession:
         self.wait_quiet_s = wait_quiet_s
         self.policy = policy
         self._last_stored = 0.0
-        self._conditions = ConditionsAnnotator(sampler, policy) if sampler else None
+        self._conditions = ConditionsAnnotator(sampler, policy, self._earlier_clocks) if sampler else None
         self.run = Run(plan, [self._record, *listeners], annotate=self._annotate, before_stage=self._before_stage)
+
+    def _earlier_clocks(self, measurement: Measurement) -> list[float]:
+        uuid = str(measurement.params.get("gpu_uuid"))
+        return self.store.earlier_clean_clocks(self.plan.run_id, measurement.name, uuid)
 
     def _annotate(self, measurement: Measurement) -> Measurement:
         """Telemetry conditions and trust, plus whether Verify has vouched for this device's answers."""
@@ -58,18 +62,25 @@ class RunSession:
         if not info.throughput or self.sampler is None:
             return
         if self.wait_quiet_s:
-            quiet, waited, _ = wait_quiet(self.sampler, self.wait_quiet_s, policy=self.policy)
-            state = "quiet" if quiet else "still busy"
+            waiter = wait_quiet(self.sampler, self.wait_quiet_s, policy=self.policy)
+            while True:
+                try:
+                    busy = next(waiter)
+                except StopIteration as stop:
+                    quiet, waited, last = stop.value
+                    break
+                yield LogLine(info.name, f"waiting for a quiet host: {busy.describe()}")
+            state = "quiet" if quiet else "still busy: " + (last.describe() if last else "no reading")
             yield LogLine(info.name, f"waited {waited:.1f} s for a quiet host: {state}")
         busy_now = others_busy(self.sampler, 1.0)
-        if busy_now and busy_now[0] > self.policy.others_limit(busy_now[1]):
+        if busy_now and self.policy.contended(busy_now.others, busy_now.cpus):
             yield Verdict(
                 info.name,
                 "quiet-check",
                 Status.WARN,
-                f"host busy before the stage: other processes kept {busy_now[0]:.1f} of "
-                f"{busy_now[1]} CPUs busy; figures taken now will be marked SUSPECT",
-                {"others_cpus": round(busy_now[0], 2), "cpus": busy_now[1]},
+                f"host busy before the stage: {busy_now.describe()}; figures that need those CPUs "
+                "will be marked SUSPECT",
+                {"others_cpus": round(busy_now.others, 2), "cpus": busy_now.cpus},
             )
 
     def start(self) -> None:

@@ -1,4 +1,4 @@
-"""Summary statistics of repeated timings: median, best, interquartile spread, and whether it is noisy.
+"""Summary statistics of repeated timings: median, best, interquartile spread, noise, and a second clock.
 
 Standard library only, so the parent and tests can use it without torch.
 """
@@ -9,11 +9,22 @@ import statistics
 from dataclasses import dataclass
 
 NOISY_SPREAD = 0.05  # interquartile range above 5% of the median
+LAUNCH_BOUND_S = 20e-6  # a GPU call shorter than this is mostly host launch overhead
 
 
 @dataclass(frozen=True)
 class TimingStats:
+    """Seconds per call of each timing, and the same intervals by a second, independent clock.
+
+    `check_times` are per call like `times`: on a GPU the host's wall clock around each timed group
+    (launch and synchronisation included), on the CPU CLOCK_MONOTONIC_RAW against perf_counter.
+    """
+
     times: tuple[float, ...]
+    check_times: tuple[float, ...] = ()
+    primary: str = "events"  # what `times` came from
+    check: str = "wall clock"  # what `check_times` came from
+    calls_per_timing: int = 1
 
     @property
     def median(self) -> float:
@@ -43,3 +54,38 @@ class TimingStats:
         """(median rate, best rate, spread of the rate in rate units) for `work` units per timing."""
         median_rate = work / self.median
         return median_rate, work / self.best, median_rate * self.spread
+
+    def disagreement(self) -> str | None:
+        """Why the two clocks cannot both be right, or None when they agree (see `clocks_disagree`)."""
+        if not self.check_times:
+            return None
+        return clocks_disagree(
+            statistics.median(self.times) * self.calls_per_timing,
+            statistics.median(self.check_times) * self.calls_per_timing,
+            self.primary,
+            self.check,
+        )
+
+
+def clocks_disagree(primary_s: float, check_s: float, primary: str, check: str) -> str | None:
+    """One timed interval read by two clocks; None when they agree within what overhead explains.
+
+    With device events the check clock (wall) encloses the events, so the events can never be
+    longer; the wall may exceed them by launch and synchronisation overhead, a fraction of a
+    millisecond, but not by many times on a multi-millisecond interval. Two host clocks must agree
+    to within a percent.
+    """
+    text = f"{primary} {_ms(primary_s)}, {check} {_ms(check_s)}"
+    if primary == "events":
+        if primary_s > check_s * 1.02 + 20e-6:
+            return f"the device timer read longer than the wall clock around it ({text})"
+        if check_s > 1e-3 and check_s > 4.0 * primary_s + 0.5e-3:
+            return f"the device timer disagrees with the wall clock ({text})"
+        return None
+    if abs(primary_s - check_s) > 0.01 * max(primary_s, check_s) + 50e-6:
+        return f"two host clocks disagree ({text})"
+    return None
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms"

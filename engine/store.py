@@ -278,7 +278,8 @@ class Store:
                 "INSERT OR IGNORE INTO fingerprints (digest, basis, first_seen) VALUES (?, ?, ?)",
                 (event.digest, _dumps(event.basis), event.t),
             )
-            self._write("UPDATE runs SET fingerprint = ? WHERE id = ?", (event.digest, run_id))
+            # the run's first fingerprint stands; a later stage that differs is a finding (see runner)
+            self._write("UPDATE runs SET fingerprint = ? WHERE id = ? AND fingerprint IS NULL", (event.digest, run_id))
         elif isinstance(event, RunFinished):
             self.end_run(run_id, event.status, event.exit_code)
 
@@ -288,6 +289,20 @@ class Store:
     def samples(self, run_id: int) -> list[dict[str, Any]]:
         rows = self._read("SELECT data FROM samples WHERE run_id = ? ORDER BY t", (run_id,))
         return [json.loads(row["data"]) for row in rows]
+
+    def earlier_clean_clocks(self, run_id: int, name: str, gpu_uuid: str, limit: int = 20) -> list[float]:
+        """The mean SM clock of this figure on this GPU (by UUID) in earlier runs where it was TRUSTED."""
+        rows = self._read(
+            "SELECT params, conditions FROM measurements WHERE name = ? AND run_id < ? ORDER BY id DESC LIMIT ?",
+            (name, run_id, 5 * limit),
+        )
+        clocks = []
+        for row in rows:
+            params, conditions = json.loads(row["params"] or "{}"), json.loads(row["conditions"] or "{}")
+            clock = conditions.get("sm_clock_mean_mhz")
+            if params.get("gpu_uuid") == gpu_uuid and conditions.get("trust") == "TRUSTED" and clock:
+                clocks.append(float(clock))
+        return clocks[:limit]
 
     def verified(self, run_id: int, device: str) -> bool:
         """Has Verify passed for this device in this run, or in an earlier one with the same fingerprint?"""

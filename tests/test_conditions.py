@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from fakes import FakeNvml
-from rigcheck.engine.conditions import ConditionsAnnotator, judge, nvml_index, summarise
+from rigcheck.engine.conditions import ConditionsAnnotator, Judgement, judge, nvml_index, summarise
 from rigcheck.engine.contention import contention_report
 from rigcheck.engine.events import Measurement
 from rigcheck.engine.telemetry.nvml import NvmlSource
@@ -19,36 +19,41 @@ def samples(others: float = 0.0, sm_clock: int = 1980, reasons: int = 0, pids=()
     return [Sample(1000.0 + i * 0.1, host, tuple(gpu)) for i in range(n)]
 
 
+def figure(value: float = 700.0, spread: float = 3.0, **params) -> Measurement:  # type: ignore[no-untyped-def]
+    return Measurement("matmul", "bf16 4096", value, "TFLOP/s", spread, 10, "cuda:0", params)
+
+
 def test_quiet_and_full_clock_is_trusted() -> None:
     conditions = summarise(samples(), 0)
     assert conditions["clock_ratio"] == 1.0 and conditions["host_others_cpus"] == 0.0
-    assert judge(conditions, 700.0, 3.0) == ("TRUSTED", [])
+    assert judge(conditions, figure()) == Judgement("TRUSTED", [], [])
 
 
-def test_host_contention_is_named() -> None:
-    trust, reasons = judge(summarise(samples(others=23.0), 0), 700.0, 3.0)
-    assert trust == "SUSPECT" and reasons == ["other processes kept 23.0 of 32 CPUs busy"]
+def test_host_contention_that_took_the_figures_cpus_is_named() -> None:
+    judged = judge(summarise(samples(others=31.5), 0), figure())
+    assert judged.trust == "SUSPECT"
+    assert judged.reasons == ["other processes kept 31.5 of 32 CPUs busy while this figure needed 1"]
 
 
-def test_low_clock_names_its_cause() -> None:
-    trust, reasons = judge(summarise(samples(sm_clock=1208, reasons=0x4), 0), 700.0, 3.0)
-    assert trust == "SUSPECT" and reasons == ["SM clock at 61% of max: power cap"]
+def test_low_clock_without_a_cause_in_the_load_is_suspect() -> None:
+    judged = judge(summarise(samples(sm_clock=1208), 0), figure())
+    assert judged.trust == "SUSPECT" and judged.reasons == ["SM clock at 61% of max: no reason reported"]
 
 
 def test_thermal_throttle_other_gpu_processes_and_noise() -> None:
     conditions = summarise(samples(reasons=0x40, pids=(1, 777)), 0)
     assert conditions["other_gpu_pids"] == [777]  # pid 1 is rigcheck's own
-    trust, reasons = judge(conditions, 100.0, 12.0)
-    assert trust == "SUSPECT"
-    assert reasons == [
+    judged = judge(conditions, figure(100.0, 12.0))
+    assert judged.trust == "SUSPECT"
+    assert judged.reasons == [
+        "1 other process(es) on the GPU: ? (pid 777)",
         "clocks held back by hardware thermal slowdown",
-        "1 other process(es) on the GPU (pids 777)",
-        "timing spread 12% of the median",
     ]
+    assert judged.notes == ["timing spread 12% of the median"]
 
 
 def test_idle_gpu_low_clock_is_not_blamed() -> None:
-    assert judge(summarise(samples(sm_clock=345, reasons=0x1), 0), 1.0, None)[0] == "TRUSTED"
+    assert judge(summarise(samples(sm_clock=345, reasons=0x1), 0), figure(1.0, 0.0)).trust == "TRUSTED"
 
 
 def test_nvml_index_follows_visible_devices() -> None:
@@ -77,7 +82,7 @@ def test_annotator_attaches_conditions_from_the_window() -> None:
     conditions = annotated.conditions
     assert 6 <= conditions["samples"] <= 10
     assert conditions["trust"] == "SUSPECT"
-    assert conditions["trust_reasons"] == ["other processes kept 3.5 of 4 CPUs busy"]
+    assert conditions["trust_reasons"] == ["other processes kept 3.5 of 4 CPUs busy while this figure needed 1"]
 
 
 def test_sampler_runs_without_drift() -> None:

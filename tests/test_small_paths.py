@@ -7,9 +7,9 @@ import time
 import torch
 from fakes import FakeSampler
 from rigcheck.engine.events import Status, Verdict
-from rigcheck.engine.quiet import wait_quiet
+from rigcheck.engine.quiet import wait_quiet, wait_quiet_blocking
 from rigcheck.engine.stages import training
-from rigcheck.engine.telemetry.sample import HostSample, Sample
+from rigcheck.engine.telemetry.sample import HostSample, ProcessUse, Sample
 from rigcheck.tui.widgets.results_panel import detail_text
 
 
@@ -19,21 +19,32 @@ class LiveHost(FakeSampler):
     def __init__(self, others: float) -> None:
         super().__init__([])
         self.others = others
+        self.top: tuple[ProcessUse, ...] = ()
 
     def window(self, t0: float, t1: float) -> list[Sample]:
-        host = HostSample(cpus=8, load1=1.0, busy_cpus=self.others, own_cpus=0.0)
+        host = HostSample(cpus=8, load1=1.0, busy_cpus=self.others, own_cpus=0.0, top_others=self.top)
         now = time.time()
         return [Sample(t, host) for t in (now - i * 0.1 for i in range(100)) if t0 <= t <= t1]
 
 
 def test_wait_quiet_returns_soon_on_a_quiet_host() -> None:
-    quiet, waited, busy = wait_quiet(LiveHost(0.5), max_wait_s=5.0, quiet_for_s=0.5)
-    assert quiet and waited < 2.0 and busy == 0.5
+    quiet, waited, busy = wait_quiet_blocking(LiveHost(0.2), max_wait_s=5.0, quiet_for_s=0.5)
+    assert quiet and waited < 2.0 and busy is not None and busy.others == 0.2
 
 
-def test_wait_quiet_gives_up_on_a_busy_host() -> None:
-    quiet, waited, busy = wait_quiet(LiveHost(7.0), max_wait_s=1.0, quiet_for_s=0.5)
-    assert not quiet and waited >= 1.0 and busy == 7.0
+def test_wait_quiet_gives_up_on_a_busy_host_and_says_what_it_waits_for() -> None:
+    host = LiveHost(1.0)
+    host.top = (ProcessUse(4242, "burner", cpus=1.0),)
+    waiter = wait_quiet(host, max_wait_s=1.0, quiet_for_s=0.5, say_every_s=0.1)
+    said = []
+    while True:
+        try:
+            said.append(next(waiter).describe())
+        except StopIteration as stop:
+            quiet, waited, busy = stop.value
+            break
+    assert not quiet and waited >= 1.0 and busy is not None and busy.others == 1.0
+    assert said and said[0] == "other processes keep 1.0 of 8 CPUs busy: burner (pid 4242, 1.0 CPUs)"
 
 
 def test_a_batch_that_does_not_fit_is_skipped_with_the_reason(monkeypatch) -> None:  # type: ignore[no-untyped-def]

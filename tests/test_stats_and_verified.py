@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import fake
 from rigcheck.engine.conditions import judge
-from rigcheck.engine.events import Fingerprint, StageFinished, StageStarted, Status
+from rigcheck.engine.events import Fingerprint, Measurement, StageFinished, StageStarted, Status
 from rigcheck.engine.runner import RunPlan
 from rigcheck.engine.session import RunSession
 from rigcheck.engine.stats import TimingStats
@@ -28,8 +28,9 @@ def test_a_noisy_measurement_is_reported_as_noisy() -> None:
     stats = TimingStats((1.0, 1.3, 0.8, 1.5, 0.9, 1.2, 1.0, 1.4))
     assert stats.noisy and stats.spread > 0.05
     median, _, spread = stats.rate(100.0)
-    trust, reasons = judge({}, median, spread)
-    assert trust == "SUSPECT" and reasons[0].startswith("timing spread")
+    quiet = {"samples": 5, "window_s": 0.4, "host_cpus": 8, "host_others_cpus": 0.0}
+    judged = judge(quiet, Measurement("matmul", "x", median, "GFLOP/s", spread))
+    assert judged.trust == "NOISY" and judged.reasons[0].startswith("timing spread")
 
 
 def fingerprinted(store: Store, run_id: int, digest: str) -> None:

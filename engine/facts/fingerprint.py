@@ -14,8 +14,14 @@ from .host import cpu_facts, result_changing_env
 from .torch_build import loaded_blas
 
 
+def blas_identity(libraries: list[dict[str, Any]]) -> list[list[Any]]:
+    """Each BLAS/OpenMP library once, in a fixed order: threadpoolctl lists them in no fixed order."""
+    rows = {(str(b.get("internal_api")), str(b.get("version")), str(b.get("architecture"))) for b in libraries}
+    return [list(row) for row in sorted(rows)]
+
+
 def fingerprint_basis(torch: Any, driver_version: str | None) -> dict[str, Any]:
-    """Stable facts only: versions, devices and settings, never free memory, clocks or PIDs."""
+    """Stable facts only: versions, devices and settings, never free memory, clocks, PIDs or load order."""
     import numpy
 
     devices = []
@@ -38,7 +44,7 @@ def fingerprint_basis(torch: Any, driver_version: str | None) -> dict[str, Any]:
         "dnn": cudnn,
         "driver": driver_version,
         "numpy": numpy.__version__,
-        "blas": [[b.get("internal_api"), b.get("version"), b.get("architecture")] for b in loaded_blas()],
+        "blas": blas_identity(loaded_blas()),
         "devices": devices,
         "env": result_changing_env(),
     }

@@ -10,85 +10,112 @@ import numpy
 import torch
 
 from ..events import Event, Measurement, Progress, Status, Verdict
+from ..plausibility import Limit
 from ..stage import StageContext
 from .devices import by_profile, resolve_devices
+from .figures import checked, device_identity, usable
+from .limits import device_copy_limit, host_link_limit
 from .peaks import bandwidth_peak
-from .timing import BENCHMARK_VERSION, time_calls
+from .timing import BENCHMARK_VERSION, on_device, time_calls
 
 STAGE = "bandwidth"
 
 
 def measure(
-    name: str, call: Callable[[], Any], moved_bytes: float, device: torch.device, extra: dict[str, Any]
-) -> Measurement:
+    name: str,
+    call: Callable[[], Any],
+    moved_bytes: float,
+    device: torch.device,
+    extra: dict[str, Any],
+    limit: Limit | None,
+) -> list[Event]:
+    """The figure and, when it is broken, its FAIL: the measurement comes first."""
     start = time.time()
     stats = time_calls(call, device, min_reps=10, min_seconds=0.3, flush=False)
     median, best, spread = (v / 1e9 for v in stats.rate(moved_bytes))
-    params = {"bytes": moved_bytes, "best": best, "noisy": stats.noisy, "benchmark_version": BENCHMARK_VERSION}
-    return Measurement(
+    params = {"bytes": moved_bytes, "best": best, "benchmark_version": BENCHMARK_VERSION} | device_identity(device)
+    figure = Measurement(
         STAGE, name, median, "GB/s", spread, len(stats.times), str(device), params | extra, t_start=start
     )
+    return list(checked(figure, stats, limit))
 
 
-def device_copy(device: torch.device, copy_bytes: int, peak: float | None, source: str | None) -> Measurement:
+def device_copy(device: torch.device, copy_bytes: int, peak: float | None, source: str | None) -> list[Event]:
     src = torch.randn(copy_bytes // 4, device=device)
     dst = torch.empty_like(src)
-    extra = {"peak": peak, "peak_source": source, "direction": "d2d"}
-    result = measure(
-        f"device copy {copy_bytes / 2**30:.0f} GiB", lambda: dst.copy_(src), 2.0 * copy_bytes, device, extra
+    extra = {
+        "peak": peak,
+        "peak_source": source,
+        "direction": "d2d",
+        "bound": "memory",
+        "share_of_peak": None,
+    }
+    events = measure(
+        f"device copy {copy_bytes / 2**30:.0f} GiB",
+        lambda: dst.copy_(src),
+        2.0 * copy_bytes,
+        device,
+        extra,
+        device_copy_limit(device),
     )
-    result.params["share_of_peak"] = result.value / peak if peak else None
-    return result
+    figure = events[0]
+    if isinstance(figure, Measurement) and peak:
+        figure.params["share_of_peak"] = figure.value / peak
+    return events
 
 
 def gpu_bandwidth(device: torch.device, copy_bytes: int, transfer_bytes: int) -> Iterator[Event]:
     name = torch.cuda.get_device_name(device)
     peak, source = bandwidth_peak(name)
-    d2d = device_copy(device, copy_bytes, peak, source)
-    yield d2d
+    events = device_copy(device, copy_bytes, peak, source)
+    yield from events
+    d2d = events[0]
     torch.cuda.empty_cache()
     gpu = torch.empty(transfer_bytes // 4, device=device)
     size = f"{transfer_bytes / 2**30:.0f} GiB" if transfer_bytes >= 2**30 else f"{transfer_bytes >> 20} MiB"
+    link = host_link_limit(device)
     for pinned in (True, False):
         host = torch.randn(transfer_bytes // 4)
         if pinned:
             host = host.pin_memory()
         kind = "pinned" if pinned else "pageable"
         for direction, label, dst, src in (("h2d", "host to device", gpu, host), ("d2h", "device to host", host, gpu)):
-            yield measure(
+            yield from measure(
                 f"{label} {kind} {size}",
                 lambda d=dst, s=src, p=pinned: d.copy_(s, non_blocking=p),
                 transfer_bytes,
                 device,
-                {"direction": direction, "pinned": pinned},
+                {"direction": direction, "pinned": pinned, "bound": "link"},
+                link,
             )
-    if peak:
-        yield Verdict(
-            STAGE,
-            "device-copy",
-            Status.PASS,
-            f"device copy on {device}: {d2d.value:.0f} GB/s, {d2d.value / peak:.0%} of the datasheet's {peak:.0f}",
-            {"value": d2d.value, "peak": peak},
-            device=str(device),
-        )
-    else:
-        yield Verdict(
-            STAGE, "device-copy", Status.PASS, f"device copy on {device}: {d2d.value:.0f} GB/s", device=str(device)
-        )
+    if not isinstance(d2d, Measurement) or not usable(d2d):
+        return
+    tail = f", {d2d.value / peak:.0%} of the datasheet's {peak:.0f}" if peak else ""
+    yield Verdict(
+        STAGE,
+        "device-copy",
+        Status.PASS,
+        f"device copy on {device}: {d2d.value:.0f} GB/s{tail}",
+        {"value": d2d.value, "peak": peak},
+        device=str(device),
+    )
 
 
 def cpu_bandwidth(copy_bytes: int) -> Iterator[Event]:
     src = numpy.random.default_rng(0).standard_normal(copy_bytes // 8)
     dst = numpy.empty_like(src)
-    result = measure(
+    events = measure(
         f"host memory copy {copy_bytes >> 20} MiB",
         lambda: numpy.copyto(dst, src),
         2.0 * copy_bytes,
         torch.device("cpu"),
-        {"direction": "host"},
+        {"direction": "host", "bound": "host", "threads": 1},
+        None,
     )
-    yield result
-    yield Verdict(STAGE, "host-copy", Status.PASS, f"host memory copy: {result.value:.1f} GB/s", device="cpu")
+    yield from events
+    result = events[0]
+    if isinstance(result, Measurement) and usable(result):
+        yield Verdict(STAGE, "host-copy", Status.PASS, f"host memory copy: {result.value:.1f} GB/s", device="cpu")
 
 
 def run(context: StageContext) -> Iterator[Event]:
@@ -99,7 +126,8 @@ def run(context: StageContext) -> Iterator[Event]:
         if device.type == "cuda":
             copy_bytes = by_profile(spec.profile, 2**30, 4 * 2**30, 8 * 2**30)
             transfer = by_profile(spec.profile, 256 * 2**20, 2**30, 2**30)
-            yield from gpu_bandwidth(device, copy_bytes, transfer)
+            with on_device(device):
+                yield from gpu_bandwidth(device, copy_bytes, transfer)
         else:
             yield from cpu_bandwidth(by_profile(spec.profile, 256 * 2**20, 2**30, 2**30))
         yield Progress(STAGE, 1, 1, "done")

@@ -13,10 +13,12 @@ import torch
 from ..events import Event, LogLine, Measurement, Progress, Status, Verdict
 from ..stage import StageContext
 from .devices import has_tf32, resolve_devices
+from .figures import checked, device_identity, usable
 from .fp8 import find_fp8
+from .limits import cpu_limit, gpu_matmul_limit
 from .matmul_search import max_find
 from .peaks import matmul_peak
-from .timing import BENCHMARK_VERSION, time_calls, time_grouped
+from .timing import BENCHMARK_VERSION, on_device, time_calls, time_grouped
 
 STAGE = "matmul"
 GPU_SIZES = {"quick": [4096], "standard": [1024, 4096, 8192], "full": [1024, 2048, 4096, 8192, 16384]}
@@ -75,7 +77,8 @@ def set_tf32(enabled: bool) -> None:
 
 def measure_point(
     dtype: str, m: int, n: int, k: int, device: torch.device, device_name: str, library: str = "torch"
-) -> Measurement:
+) -> Iterator[Event]:
+    """One point of the sweep: the figure, checked against its clocks and its limit."""
     set_tf32(dtype == "tf32")
     if library == "numpy":
         a = numpy.random.default_rng(0).standard_normal((m, k), dtype=numpy.float32)
@@ -90,8 +93,10 @@ def measure_point(
         # clock (an H200 at 700 W fell from 1980 to about 1450 MHz within a second of bf16 8192).
         time.sleep(COOL_DOWN_S)
         stats = time_grouped(rotating_calls(dtype, m, n, k, device, call), device)
+        limit = gpu_matmul_limit(device, dtype)
     else:
         stats = time_calls(call, device, min_reps=10, min_seconds=0.5)
+        limit = cpu_limit(dtype)
     flops = 2.0 * m * n * k
     scale, unit = (1e12, "TFLOP/s") if device.type == "cuda" else (1e9, "GFLOP/s")
     median, best, spread = (value / scale for value in stats.rate(flops))
@@ -104,16 +109,30 @@ def measure_point(
         "k": k,
         "library": library,
         "best": best,
-        "median_s": stats.median,
-        "noisy": stats.noisy,
-        "spread_rel": stats.spread,
         "peak": peak,
         "peak_source": source,
         "share_of_peak": median / peak if peak else None,
+        "bound": "compute" if device.type == "cuda" else "host",
+        "threads": threads_used(library) if device.type == "cpu" else 1,
         "benchmark_version": BENCHMARK_VERSION,
-    }
+    } | device_identity(device)
     name = f"matmul {dtype} {shape}" + ("" if library == "torch" else f" ({library})")
-    return Measurement(STAGE, name, median, unit, spread, len(stats.times), str(device), params, t_start=start)
+    figure = Measurement(STAGE, name, median, unit, spread, len(stats.times), str(device), params, t_start=start)
+    yield from checked(figure, stats, limit)
+
+
+def threads_used(library: str) -> int:
+    """The CPUs a CPU figure's own threads wanted: torch's pool, or numpy's BLAS pool."""
+    if library == "numpy":
+        try:
+            from threadpoolctl import threadpool_info
+
+            pools = [p["num_threads"] for p in threadpool_info() if p.get("user_api") == "blas"]
+            if pools:
+                return max(pools)
+        except ImportError:
+            pass
+    return torch.get_num_threads()
 
 
 def warm_up_cpu(seconds: float = 1.0) -> None:
@@ -142,25 +161,28 @@ def sweep(context: StageContext, device: torch.device) -> Iterator[Event]:
             return
         yield Progress(STAGE, index, len(points), f"{dtype} {size} ({library}) on {label}")
         try:
-            measurement = measure_point(dtype, size, size, size, device, device_name, library)
+            events = list(measure_point(dtype, size, size, size, device, device_name, library))
         except torch.OutOfMemoryError as error:
             yield Verdict(STAGE, f"{dtype}-{size}", Status.SKIP, f"does not fit: {str(error)[:160]}", device=label)
             continue
-        results.append(measurement)
-        yield measurement
-        if measurement.params["noisy"]:
-            yield LogLine(STAGE, f"{measurement.name}: noisy, spread {measurement.params['spread_rel']:.0%}", "warn")
+        for event in events:
+            if isinstance(event, Measurement):
+                results.append(event)
+                if event.params["noisy"]:
+                    yield LogLine(STAGE, f"{event.name}: noisy, spread {event.params['spread_rel']:.0%}", "warn")
+            yield event
     set_tf32(False)
     yield from summary_verdicts(results, label)
 
 
 def summary_verdicts(results: list[Measurement], label: str) -> Iterator[Verdict]:
     by_dtype: dict[str, Measurement] = {}
-    for m in results:
+    for m in filter(usable, results):
         key = m.params["dtype"] + ("" if m.params["library"] == "torch" else f" ({m.params['library']})")
         if key not in by_dtype or m.value > by_dtype[key].value:
             by_dtype[key] = m
-    noisy = [m.name for m in results if m.params["noisy"]]
+    # launch-bound figures are noisy by nature and are labelled so on their own; they do not warn
+    noisy = [m.name for m in results if m.params["noisy"] and usable(m) and not m.params.get("launch_bound")]
     for key, best in by_dtype.items():
         share = best.params["share_of_peak"]
         tail = f", {share:.0%} of the datasheet's {best.params['peak']:g}" if share else ""
@@ -187,6 +209,7 @@ def run(context: StageContext) -> Iterator[Event]:
     spec = context.spec
     devices = yield from resolve_devices(STAGE, spec.device)
     for device in devices:
-        yield from sweep(context, device)
-        if device.type == "cuda" and (spec.option("max_find", False) or spec.profile == "full"):
-            yield from max_find(context, device, float(spec.option("max_find_seconds", 60.0)))
+        with on_device(device):
+            yield from sweep(context, device)
+            if device.type == "cuda" and (spec.option("max_find", False) or spec.profile == "full"):
+                yield from max_find(context, device, float(spec.option("max_find_seconds", 60.0)))

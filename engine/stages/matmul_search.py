@@ -15,6 +15,9 @@ import torch
 
 from ..events import Event, Measurement, Progress, Status, Verdict
 from ..stage import StageContext
+from ..stats import TimingStats
+from .figures import checked, device_identity, usable
+from .limits import gpu_matmul_limit
 from .peaks import matmul_peak
 from .timing import BENCHMARK_VERSION, time_grouped
 
@@ -29,14 +32,16 @@ def shapes() -> list[tuple[int, int, int]]:
     return list(itertools.product(M_VALUES, NK_VALUES, NK_VALUES))
 
 
-def burst(dtype: str, shape: tuple[int, int, int], device: torch.device, groups: int) -> list[float]:
-    """TFLOP/s of each of `groups` timed groups of calls, timed as the sweep times them."""
+def burst(
+    dtype: str, shape: tuple[int, int, int], device: torch.device, groups: int
+) -> tuple[list[float], TimingStats]:
+    """TFLOP/s of each of `groups` timed groups of calls, timed as the sweep times them, and the timings."""
     from .matmul import matmul_call, rotating_calls
 
     m, n, k = shape
     calls = rotating_calls(dtype, m, n, k, device, matmul_call(dtype, m, n, k, device))
     stats = time_grouped(calls, device, groups=groups)
-    return [2.0 * m * n * k / t / 1e12 for t in stats.times]
+    return [2.0 * m * n * k / t / 1e12 for t in stats.times], stats
 
 
 def max_find(context: StageContext, device: torch.device, budget_s: float, dtype: str = "bf16") -> Iterator[Event]:
@@ -48,16 +53,19 @@ def max_find(context: StageContext, device: torch.device, budget_s: float, dtype
         if context.cancelled or time.monotonic() - started > budget_s * 0.6:
             break
         yield Progress(STAGE, index, len(candidates), f"max-find {dtype} {'x'.join(map(str, shape))}")
-        scored.append((max(burst(dtype, shape, device, 10)), shape))
+        rates, stats = burst(dtype, shape, device, 10)
+        if stats.disagreement() is None:  # a broken timer must not pick the finalists
+            scored.append((max(rates), shape))
     torch.cuda.empty_cache()
     best: Measurement | None = None
     peak, source = matmul_peak(torch.cuda.get_device_name(device), dtype)
+    limit = gpu_matmul_limit(device, dtype)
     for _, shape in sorted(scored, reverse=True)[:FINALISTS]:
         if context.cancelled or time.monotonic() - started > budget_s * 0.95:
             break
         time.sleep(COOL_DOWN_S)
         start = time.time()
-        rates = burst(dtype, shape, device, 30)
+        rates, stats = burst(dtype, shape, device, 30)
         mean, top = statistics.fmean(rates), max(rates)
         measurement = Measurement(
             STAGE,
@@ -79,13 +87,18 @@ def max_find(context: StageContext, device: torch.device, budget_s: float, dtype
                 "share_of_peak": top / peak if peak else None,
                 "searched_shapes": len(scored),
                 "library": "torch",
-                "noisy": False,
+                "bound": "compute",
                 "benchmark_version": BENCHMARK_VERSION,
-            },
+            }
+            | device_identity(device),
             t_start=start,
         )
-        yield measurement
-        if best is None or top > best.params["best"]:
+        for event in checked(measurement, stats, limit):
+            yield event
+            if isinstance(event, Measurement):
+                measurement = event
+        # the mean of 30 groups is the figure; their spread is reported as its own, not as noise
+        if usable(measurement) and (best is None or top > best.params["best"]):
             best = measurement
     elapsed = time.monotonic() - started
     if best is None:

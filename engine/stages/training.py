@@ -12,8 +12,10 @@ import torch
 from ..events import Event, Measurement, Progress, Status, Verdict
 from ..models.board_net import BoardNet, BoardNetConfig, loss_fn, parameter_count, random_batch
 from ..stage import StageContext
+from ..stats import clocks_disagree
 from .devices import resolve_devices
-from .timing import BENCHMARK_VERSION, synchronize
+from .figures import checked, device_identity
+from .timing import BENCHMARK_VERSION, on_device, raw_clock, synchronize
 
 STAGE = "training"
 BLOCKS = 6
@@ -32,7 +34,11 @@ CPU_PLAN = {
 def train_rate(
     channels: int, batch: int, precision: str, device: torch.device, compiled: bool = False, min_seconds: float = 0.5
 ) -> tuple[float, int, float, dict[str, Any]]:
-    """(samples/s, timed steps, start time, extras) for SGD steps on random boards."""
+    """(samples/s, timed steps, start time, extras) for SGD steps on random boards.
+
+    The wall clock times the loop; a second clock checks it: the device's events on a GPU,
+    CLOCK_MONOTONIC_RAW on the CPU. Their disagreement, if any, is in extras["timer_disagrees"].
+    """
     torch.manual_seed(0)
     model = BoardNet(BoardNetConfig(channels, BLOCKS)).to(device).train()
     data = random_batch(batch, device)
@@ -55,19 +61,29 @@ def train_rate(
     synchronize(device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    start, t0 = time.time(), time.perf_counter()
+    events = None
+    if device.type == "cuda":
+        events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        events[0].record(torch.cuda.current_stream(device))
+    start, t0, r0 = time.time(), time.perf_counter(), raw_clock()
     steps = 0
     while steps < 5 or time.perf_counter() - t0 < min_seconds:
         step()  # no synchronisation inside the loop: it would drain the GPU's queue every time
         steps += 1
+    if events is not None:
+        events[1].record(torch.cuda.current_stream(device))
     synchronize(device)
     elapsed = time.perf_counter() - t0
-    extras: dict[str, Any] = {"parameters": parameter_count(model)}
+    if events is not None:
+        # the start event was queued just before t0, so the events must fit inside the wall time
+        disagrees = clocks_disagree(events[0].elapsed_time(events[1]) / 1000.0, elapsed, "events", "wall clock")
+    else:
+        disagrees = clocks_disagree(elapsed, raw_clock() - r0, "perf_counter", "CLOCK_MONOTONIC_RAW")
+    extras: dict[str, Any] = {"parameters": parameter_count(model), "timer_disagrees": disagrees}
     if device.type == "cuda":
         _, total = torch.cuda.mem_get_info(device)
         extras["peak_memory_share"] = torch.cuda.max_memory_allocated(device) / total
-    else:
-        extras["threads"] = torch.get_num_threads()
+    extras["threads"] = torch.get_num_threads() if device.type == "cpu" else 1
     return batch * steps / elapsed, steps, start, extras
 
 
@@ -81,15 +97,22 @@ def one(channels: int, batch: int, precision: str, device: torch.device, compile
             STAGE, tag, Status.SKIP, f"{tag} does not fit on {device}: {str(error)[:160]}", device=str(device)
         )
         return
-    params = {
-        "channels": channels,
-        "batch": batch,
-        "precision": precision,
-        "compiled": compiled,
-        "steps": steps,
-        "benchmark_version": BENCHMARK_VERSION,
-    } | extras
-    yield Measurement(STAGE, f"train {tag}", rate, "samples/s", None, steps, str(device), params, t_start=start)
+    params = (
+        {
+            "channels": channels,
+            "batch": batch,
+            "precision": precision,
+            "compiled": compiled,
+            "steps": steps,
+            "bound": "compute" if device.type == "cuda" else "host",
+            "benchmark_version": BENCHMARK_VERSION,
+        }
+        | extras
+        | device_identity(device)
+    )
+    timer_reason = params.pop("timer_disagrees")
+    figure = Measurement(STAGE, f"train {tag}", rate, "samples/s", None, steps, str(device), params, t_start=start)
+    yield from checked(figure, None, None, timer_reason)
 
 
 def run(context: StageContext) -> Iterator[Event]:
@@ -111,13 +134,15 @@ def run(context: StageContext) -> Iterator[Event]:
                         return
                     yield Progress(STAGE, done, total, f"c{channels} b{batch} {precision} on {device}")
                     done += 1
-                    for event in one(channels, batch, precision, device):
-                        if isinstance(event, Measurement):
-                            rates[(device.type, channels, batch, precision)] = event.value
-                        yield event
+                    with on_device(device):
+                        for event in one(channels, batch, precision, device):
+                            if isinstance(event, Measurement) and not event.params.get("broken"):
+                                rates[(device.type, channels, batch, precision)] = event.value
+                            yield event
     if spec.option("compile", False) and gpus:
         yield Progress(STAGE, done, total, "torch.compile c128 b4096 bf16")
-        yield from one(128, 4096, "bf16", gpus[0], compiled=True)
+        with on_device(gpus[0]):
+            yield from one(128, 4096, "bf16", gpus[0], compiled=True)
     yield from speedups(rates, str(gpus[0]) if gpus else "cpu")
 
 

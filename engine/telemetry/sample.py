@@ -7,6 +7,17 @@ from typing import Any
 
 
 @dataclass(frozen=True)
+class ProcessUse:
+    """One process using a GPU or the host's CPUs."""
+
+    pid: int
+    name: str
+    cpus: float | None = None  # CPUs' worth of busy time (host list)
+    gpu_memory: int | None = None  # bytes used on this GPU (GPU list)
+    sm_pct: float | None = None  # SM use in % where the driver reports it (GPU list)
+
+
+@dataclass(frozen=True)
 class GpuSample:
     index: int
     name: str
@@ -25,6 +36,10 @@ class GpuSample:
     gtt_total: int | None = None
     throttle: tuple[str, ...] = ()
     process_pids: tuple[int, ...] = ()
+    pci_bus_id: str | None = None
+    uuid: str | None = None
+    processes: tuple[ProcessUse, ...] = ()
+    max_mem_clock_mhz: float | None = None
 
 
 @dataclass(frozen=True)
@@ -37,6 +52,9 @@ class HostSample:
     cpu_mhz: float | None = None
     temperature_c: float | None = None
     own_pids: tuple[int, ...] = ()
+    top_others: tuple[ProcessUse, ...] = ()
+    cpu_max_mhz: float | None = None
+    package_power_w: float | None = None
 
     @property
     def others_cpus(self) -> float:

@@ -27,7 +27,7 @@ class HostPanel(LiveText):
             self.set("waiting for telemetry")
             return
         others, own = host.others_cpus, host.own_cpus
-        contended = others > DEFAULT_POLICY.others_limit(host.cpus)
+        contended = DEFAULT_POLICY.contended(others, host.cpus)
         self.set_class(contended, "contended")
         per_cpu = "".join(level(p / 100, self.glyphs) for p in host.per_cpu_pct)
         head = "CONTENDED: figures now will be SUSPECT  " if contended else ""
