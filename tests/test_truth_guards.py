@@ -245,6 +245,9 @@ def test_burners_on_every_cpu_make_a_gpu_figure_suspect_but_one_burner_on_sixtee
     gpu_figure = figure()
     assert judge(summarise(window(15.1, cpus=16, gpus=(gpu(0),)), 0), gpu_figure).trust == "SUSPECT"
     assert judge(summarise(window(1.0, cpus=16, gpus=(gpu(0),)), 0), gpu_figure).trust == "TRUSTED"
+    # seen on the H200 host: 32 burners left the figure's own thread its CPU, yet its core was shared
+    assert judge(summarise(window(30.95, cpus=32, gpus=(gpu(0),)), 0), gpu_figure).trust == "SUSPECT"
+    assert judge(summarise(window(16.0, cpus=32, gpus=(gpu(0),)), 0), gpu_figure).trust == "TRUSTED"
 
 
 def test_another_process_on_the_gpu_is_named() -> None:
@@ -262,3 +265,31 @@ def test_noise_alone_is_noisy_not_suspect_and_launch_bound_is_said() -> None:
     judged = judge(summarise(window(gpus=(gpu(0),)), 0), noisy)
     assert judged.trust == "NOISY" and judged.reasons == ["timing spread 12% of the median"]
     assert judged.notes == ["launch-bound: one call takes 4.0 us, near the host's launch overhead"]
+
+
+def test_earlier_clean_clocks_come_from_trusted_runs_of_the_same_gpu(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import sys
+
+    from rigcheck.engine.store import Store
+
+    store = Store(tmp_path / "s.db")
+    for trust, uuid, clock in (("TRUSTED", "u0", 1975.0), ("SUSPECT", "u0", 1400.0), ("TRUSTED", "u1", 1500.0)):
+        run = store.begin_run(["matmul"], "cuda:0", "standard", sys.executable, [])
+        m = figure(gpu_uuid=uuid)
+        store.record(
+            run,
+            Measurement(
+                m.stage,
+                m.name,
+                700.0,
+                "TFLOP/s",
+                1.0,
+                5,
+                "cuda:0",
+                m.params,
+                {"trust": trust, "sm_clock_mean_mhz": clock},
+            ),
+        )
+    later = store.begin_run(["matmul"], "cuda:0", "standard", sys.executable, [])
+    assert store.earlier_clean_clocks(later, "matmul bf16 4096", "u0") == [1975.0]
+    assert store.earlier_clean_clocks(later, "matmul bf16 4096", "u9") == []

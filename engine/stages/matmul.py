@@ -87,11 +87,12 @@ def measure_point(
         call: Callable[[], Any] = lambda: numpy.matmul(a, b, out=out)  # noqa: E731
     else:
         call = matmul_call(dtype, m, n, k, device)
-    start = time.time()
     if device.type == "cuda":
         # After a pause: on a power-capped GPU a sweep heats up and later points run at a lower
         # clock (an H200 at 700 W fell from 1980 to about 1450 MHz within a second of bf16 8192).
         time.sleep(COOL_DOWN_S)
+    start = time.time()  # after the pause, so the figure's telemetry window holds only its own work
+    if device.type == "cuda":
         stats = time_grouped(rotating_calls(dtype, m, n, k, device, call), device)
         limit = gpu_matmul_limit(device, dtype)
     else:
