@@ -16,6 +16,8 @@ class StageInfo:
     extra_paths: tuple[str, ...] = ()
     fingerprint: bool = True  # the child sends the environment fingerprint before the stage runs
     throughput: bool = False  # a quiet-host check runs before it
+    per_device: bool = False  # on several GPUs: one child per GPU, all at once
+    cpu_part: bool = False  # ...and its GPU-independent host work once, in one more child after them
 
     def timeout(self, profile: str) -> float:
         return self.timeouts.get(profile, max(self.timeouts.values()))
@@ -35,12 +37,15 @@ STAGES: dict[str, StageInfo] = {
             "rigcheck.engine.stages.verify:run",
             "are the answers right: every dtype, the board network and memory against float64",
             {"quick": 240.0, "standard": 600.0, "full": 1200.0},
+            per_device=True,
         ),
         StageInfo(
             "hostbugs",
             "rigcheck.engine.stages.hostbugs:run",
             "the host's own silent bugs: sgemm races by thread count, CPU/GPU results that do not repeat",
             {"quick": 240.0, "standard": 600.0, "full": 1800.0},
+            per_device=True,
+            cpu_part=True,
         ),
         StageInfo(
             "matmul",
@@ -48,6 +53,7 @@ STAGES: dict[str, StageInfo] = {
             "matrix multiply sweep over sizes and dtypes, TFLOP/s against the datasheet (max-find option)",
             {"quick": 240.0, "standard": 600.0, "full": 1200.0},
             throughput=True,
+            per_device=True,
         ),
         StageInfo(
             "bandwidth",
@@ -55,6 +61,7 @@ STAGES: dict[str, StageInfo] = {
             "memory bandwidth: device copy, host to device and back, pinned and pageable",
             {"quick": 120.0, "standard": 300.0, "full": 600.0},
             throughput=True,
+            per_device=True,
         ),
         StageInfo(
             "training",
@@ -62,6 +69,8 @@ STAGES: dict[str, StageInfo] = {
             "training throughput of the board network, GPU against CPU, fp32 and bf16",
             {"quick": 300.0, "standard": 600.0, "full": 1800.0},
             throughput=True,
+            per_device=True,
+            cpu_part=True,
         ),
     )
 }

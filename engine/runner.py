@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
 from .childpath import shim_dir
@@ -29,7 +29,9 @@ from .events import (
     StageFinished,
     Status,
     Verdict,
+    worst,
 )
+from .peers import PEER_TOLERANCE, gpu_over_cpu, peer_verdicts
 from .registry import StageInfo
 from .stage import StageSpec
 
@@ -78,6 +80,53 @@ class RunPlan:
     log_dir: Path = Path(".")
     options: dict[str, object] = field(default_factory=dict)
     timeout_s: float | None = None
+    gpus: tuple[str, ...] = ()  # the GPUs `device` names, where it names several ("all", "cuda:0,cuda:3")
+    serial: bool = False  # one GPU after another, for hosts whose power supply cannot feed them all at once
+    peer_tolerance: float = PEER_TOLERANCE
+
+
+@dataclass(frozen=True)
+class Child:
+    """One stage child: the device it measures, options added to the run's, and its log file's name."""
+
+    device: str
+    options: tuple[tuple[str, object], ...] = ()
+    log_suffix: str = ""
+
+    def log_path(self, log_dir: Path, stage: str) -> Path:
+        return log_dir / f"{stage}{self.log_suffix}.log"
+
+
+def stage_batches(info: StageInfo, plan: RunPlan) -> list[list[Child]]:
+    """The children of one stage, in batches run one after another; the children of a batch run at once.
+
+    A per-device stage on several GPUs gets one child per GPU (all at once, or one by one with
+    `serial`), then, where it has host work that does not depend on the GPU, one CPU child after them.
+    """
+    if not (info.per_device and len(plan.gpus) > 1):
+        return [[Child(plan.device)]]
+    gpus = [Child(gpu, (("parts", "gpu"),), "-" + gpu.replace(":", "")) for gpu in plan.gpus]
+    batches = [[child] for child in gpus] if plan.serial else [gpus]
+    if info.cpu_part:
+        batches.append([Child("cpu", (("parts", "cpu"),), "-cpu")])
+    return batches
+
+
+@dataclass
+class _Running:
+    child: Child
+    proc: subprocess.Popen[bytes]
+    conn: Connection
+    log_path: Path
+    finished: StageFinished | None = None
+
+
+@dataclass(frozen=True)
+class _Settled:
+    child: Child
+    status: Status
+    log_path: Path
+    code: int | None
 
 
 class Run:
@@ -98,6 +147,7 @@ class Run:
         self.listener_errors: list[str] = []
         self.status = "pending"
         self.fingerprint: Fingerprint | None = None  # the run's: the first stage's
+        self._stage_figures: list[Measurement] = []
         self._cancel_stage = threading.Event()
         self._cancel_run = threading.Event()
         self._done = threading.Event()  # not Thread.join: a Ctrl-C inside join() can break the next join
@@ -129,6 +179,8 @@ class Run:
                 return
         if isinstance(event, Measurement) and self.annotate is not None:
             event = self.annotate(event)
+        if isinstance(event, Measurement):
+            self._stage_figures.append(event)
         if isinstance(event, StageFinished):
             self.stage_status[event.stage] = event.status
         for listener in self.listeners:
@@ -182,9 +234,10 @@ class Run:
         self.status = "cancelled" if self._cancel_run.is_set() else "complete"
         self._emit(RunFinished(plan.run_id, self.status, self.exit_code))
 
-    def _spawn(self, info: StageInfo, log_path: Path) -> tuple[subprocess.Popen[bytes], Connection]:
+    def _spawn(self, info: StageInfo, child: Child, log_path: Path) -> tuple[subprocess.Popen[bytes], Connection]:
         plan = self.plan
-        spec = StageSpec(info.name, plan.device, plan.profile, tuple(sorted(plan.options.items())))
+        options = dict(plan.options) | dict(child.options)
+        spec = StageSpec(info.name, child.device, plan.profile, tuple(sorted(options.items())))
         spec_json = json.dumps(
             {
                 "stage": spec.stage,
@@ -215,57 +268,93 @@ class Run:
 
     def _run_one(self, info: StageInfo) -> None:
         plan = self.plan
-        log_path = plan.log_dir / f"{info.name}.log"
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        limit = plan.timeout_s or info.timeout(plan.profile)
-        try:
-            proc, conn = self._spawn(info, log_path)
-        except OSError as error:
-            self._finish(info.name, Status.CRASH, f"could not start {plan.python}: {error}", None, log_path)
-            return
-        deadline = time.monotonic() + limit
-        finished: StageFinished | None = None
-        outcome: tuple[Status, str] | None = None
-        with conn:
-            while True:
-                if self._cancel_stage.is_set():
-                    self._stop(proc, conn)
-                    outcome = (Status.SKIP, "cancelled by the user")
-                    break
-                if time.monotonic() > deadline:
-                    self._stop(proc, conn, dump_stack=True)
-                    outcome = (Status.TIMEOUT, f"ran past its {limit:.0f} s limit and was killed")
-                    break
-                try:
-                    if not conn.poll(POLL_S):
-                        if proc.poll() is not None and not conn.poll(0):
-                            break
-                        continue
-                    event = conn.recv()
-                except (EOFError, OSError):
-                    break
-                if isinstance(event, StageFinished):
-                    finished = event
-                    continue
-                self._emit(event)
-        code = proc.wait()
-        if outcome is None and finished is not None:
-            self._emit(StageFinished(info.name, finished.status, code, str(log_path)))
-            return
-        if outcome is None:
-            outcome = (Status.CRASH, describe_death(code))
-        self._finish(info.name, outcome[0], outcome[1], code, log_path)
+        self._stage_figures = []
+        plan.log_dir.mkdir(parents=True, exist_ok=True)
+        settled: list[_Settled] = []
+        for batch in stage_batches(info, plan):
+            if settled and self._cancel_stage.is_set():
+                break
+            settled += self._run_batch(info, batch)
+        statuses = [s.status for s in settled]
+        if len({s.child.device for s in settled}) > 1:
+            analyses = [*peer_verdicts(self._stage_figures, info.name, plan.peer_tolerance)]
+            if any(s.child.device == "cpu" for s in settled):
+                analyses += gpu_over_cpu(self._stage_figures, info.name)
+            for verdict in analyses:
+                self._emit(verdict)
+                statuses.append(verdict.status)
+        status = worst(statuses) or Status.SKIP
+        first = settled[0]
+        code = first.code if len(settled) == 1 else None
+        self._emit(StageFinished(info.name, status, code, str(first.log_path)))
 
-    def _finish(self, stage: str, status: Status, why: str, code: int | None, log_path: Path) -> None:
+    def _run_batch(self, info: StageInfo, batch: list[Child]) -> list[_Settled]:
+        """Start every child of the batch, forward their events as they come, and settle each one."""
+        plan = self.plan
+        limit = plan.timeout_s or info.timeout(plan.profile)
+        settled: list[_Settled] = []
+        running: list[_Running] = []
+        for child in batch:
+            log_path = child.log_path(plan.log_dir, info.name)
+            try:
+                proc, conn = self._spawn(info, child, log_path)
+            except OSError as error:
+                why = f"could not start {plan.python}: {error}"
+                self._child_failed(info.name, child, Status.CRASH, why, None, log_path)
+                settled.append(_Settled(child, Status.CRASH, log_path, None))
+                continue
+            running.append(_Running(child, proc, conn, log_path))
+        deadline = time.monotonic() + limit
+        live = {r.conn: r for r in running}
+        outcome: tuple[Status, str] | None = None
+        while live:
+            if self._cancel_stage.is_set():
+                outcome = (Status.SKIP, "cancelled by the user")
+                break
+            if time.monotonic() > deadline:
+                outcome = (Status.TIMEOUT, f"ran past its {limit:.0f} s limit and was killed")
+                break
+            for conn in wait(list(live), timeout=POLL_S):
+                entry = live[conn]  # type: ignore[index]
+                try:
+                    event = conn.recv()  # type: ignore[union-attr]
+                except (EOFError, OSError):
+                    del live[conn]  # type: ignore[arg-type]
+                    continue
+                if isinstance(event, StageFinished):
+                    entry.finished = event
+                else:
+                    self._emit(event)
+            for conn, entry in list(live.items()):
+                if entry.proc.poll() is not None and not conn.poll(0):
+                    del live[conn]
+        for entry in running:
+            cut_off = entry.conn in live  # still running when the batch was cancelled or timed out
+            if cut_off:
+                self._stop(entry.proc, entry.conn, dump_stack=outcome is not None and outcome[0] == Status.TIMEOUT)
+            entry.conn.close()
+            code = entry.proc.wait()
+            if entry.finished is not None and not cut_off:
+                settled.append(_Settled(entry.child, entry.finished.status, entry.log_path, code))
+                continue
+            status, why = outcome if cut_off and outcome is not None else (Status.CRASH, describe_death(code))
+            self._child_failed(info.name, entry.child, status, why, code, entry.log_path)
+            settled.append(_Settled(entry.child, status, entry.log_path, code))
+        return settled
+
+    def _child_failed(
+        self, stage: str, child: Child, status: Status, why: str, code: int | None, log_path: Path
+    ) -> None:
+        """The verdict (and log line) for a child that did not finish its stage; the caller emits StageFinished."""
         tail = log_tail(log_path)
         explanation = why + (f"; last log lines:\n{tail}" if tail and status != Status.SKIP else "")
         numbers: dict[str, object] = {"exit_code": code, "log": str(log_path)}
         if code is not None and code < 0:
             numbers["signal"] = signal_name(code)
-        self._emit(Verdict(stage, "stage", status, explanation, numbers, device=self.plan.device))
+        where = child.device if len(self.plan.gpus) > 1 else self.plan.device
+        self._emit(Verdict(stage, "stage", status, explanation, numbers, device=where))
         if tail and status in (Status.CRASH, Status.TIMEOUT):
             self._emit(LogLine(stage, f"{status.value}: {why}\n{tail}", level="error"))
-        self._emit(StageFinished(stage, status, code, str(log_path)))
 
     def _stop(self, proc: subprocess.Popen[bytes], conn: Connection, dump_stack: bool = False) -> None:
         """Ask the child to stop (SIGTERM sets its cancel flag), then kill it after a grace period."""

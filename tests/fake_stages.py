@@ -87,3 +87,20 @@ def chatty(context: StageContext) -> Iterator[Event]:
         yield Progress(stage, n % 1000, 1000, f"event {n}") if n % 2 else LogLine(stage, f"line {n}")
         time.sleep(0.005)
     yield Verdict(stage, "chatty", Status.PASS, f"sent {n} events")
+
+
+def per_gpu(context: StageContext) -> Iterator[Event]:
+    """One second of 'work' per child; cuda:1 crashes; the figure is slower on cuda:2 when asked."""
+    spec = context.spec
+    device, parts = spec.device, spec.option("parts", "all")
+    start = time.time()
+    if device == "cuda:1" and spec.option("crash_cuda1", False):
+        os.kill(os.getpid(), signal.SIGSEGV)
+    time.sleep(1.0)
+    value = 700.0 * (0.85 if device == "cuda:2" and spec.option("slow_cuda2", False) else 1.0)
+    params = {"bound": "compute", "parts": parts, "threads": 1}
+    conditions = {"trust": "TRUSTED", "gpu_name": "FakeGPU", "utilization_mean_pct": 99.0}
+    yield Measurement(spec.stage, "matmul bf16 4096", value, "TFLOP/s", 1.0, 5, device, params, conditions, start)
+    yield Verdict(
+        spec.stage, "done", Status.PASS, f"{device} ({parts}) at {start:.3f}", {"start": start}, device=device
+    )

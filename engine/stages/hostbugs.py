@@ -188,22 +188,24 @@ def run(context: StageContext) -> Iterator[Event]:
     counts = thread_counts(cpus)
     gpus = [d for d in (yield from resolve_devices(STAGE, spec.device)) if d.type == "cuda"]
     seen: list[Verdict] = []
-    total = 3 + len(gpus)
-    yield Progress(STAGE, 1, total, f"sgemm at {counts} threads, {trials} trials each")
-    libraries: dict[str, Any] = {
-        "numpy": (numpy_matmul, numpy_kernel()),
-        "torch": (torch_matmul, torch_kernel()),
-    }
-    records, repeats = hunt(libraries, counts, trials, n, cancelled=lambda: context.cancelled)
-    for verdict in sgemm_verdicts(records, repeats, n):
-        seen.append(verdict)
-        yield verdict
-    yield Progress(STAGE, 2, total, "CPU convolution repeatability")
-    for verdict in cpu_conv_checks(shape, config, batch, cpus):
-        seen.append(verdict)
-        yield verdict
+    cpu_checks = spec.option("parts", "all") != "gpu"  # "gpu": the host's checks run once, in a child of their own
+    total = (3 if cpu_checks else 1) + len(gpus)
+    if cpu_checks:
+        yield Progress(STAGE, 1, total, f"sgemm at {counts} threads, {trials} trials each")
+        libraries: dict[str, Any] = {
+            "numpy": (numpy_matmul, numpy_kernel()),
+            "torch": (torch_matmul, torch_kernel()),
+        }
+        records, repeats = hunt(libraries, counts, trials, n, cancelled=lambda: context.cancelled)
+        for verdict in sgemm_verdicts(records, repeats, n):
+            seen.append(verdict)
+            yield verdict
+        yield Progress(STAGE, 2, total, "CPU convolution repeatability")
+        for verdict in cpu_conv_checks(shape, config, batch, cpus):
+            seen.append(verdict)
+            yield verdict
     for index, device in enumerate(gpus):
-        yield Progress(STAGE, 3 + index, total, f"repeatability on {device}")
+        yield Progress(STAGE, total - len(gpus) + index, total, f"repeatability on {device}")
         for verdict in gpu_repeat_checks(device, shape, config, batch):
             seen.append(verdict)
             yield verdict

@@ -11,6 +11,7 @@ import torch
 
 from ..events import Event, Measurement, Progress, Status, Verdict
 from ..models.board_net import BoardNet, BoardNetConfig, loss_fn, parameter_count, random_batch
+from ..peers import gpu_over_cpu
 from ..stage import StageContext
 from ..stats import clocks_disagree
 from .devices import resolve_devices
@@ -122,9 +123,12 @@ def run(context: StageContext) -> Iterator[Event]:
         return
     cpu = torch.device("cpu")
     gpus = [d for d in devices if d.type == "cuda"]
-    plans = [(d, *GPU_PLAN[spec.profile]) for d in gpus] + [(cpu, *CPU_PLAN[spec.profile])]
+    parts = spec.option("parts", "all")  # "gpu" when the CPU arm runs once, in a child of its own
+    plans = [(d, *GPU_PLAN[spec.profile]) for d in gpus]
+    if parts != "gpu":
+        plans.append((cpu, *CPU_PLAN[spec.profile]))
     total = sum(len(c) * len(b) * len(p) for _, c, b, p in plans)
-    rates: dict[tuple[str, int, int, str], float] = {}
+    figures: list[Measurement] = []
     done = 0
     for device, channel_list, batches, precisions in plans:
         for channels in channel_list:
@@ -136,28 +140,15 @@ def run(context: StageContext) -> Iterator[Event]:
                     done += 1
                     with on_device(device):
                         for event in one(channels, batch, precision, device):
-                            if isinstance(event, Measurement) and not event.params.get("broken"):
-                                rates[(device.type, channels, batch, precision)] = event.value
+                            if isinstance(event, Measurement):
+                                figures.append(event)
                             yield event
     if spec.option("compile", False) and gpus:
         yield Progress(STAGE, done, total, "torch.compile c128 b4096 bf16")
         with on_device(gpus[0]):
             yield from one(128, 4096, "bf16", gpus[0], compiled=True)
-    yield from speedups(rates, str(gpus[0]) if gpus else "cpu")
-
-
-def speedups(rates: dict[tuple[str, int, int, str], float], label: str) -> Iterator[Verdict]:
-    pairs = {
-        key[1:]: (rates[key], rates[("cpu", *key[1:])])
-        for key in rates
-        if key[0] == "cuda" and ("cpu", *key[1:]) in rates
-    }
-    if not pairs:
-        best = max(rates.items(), key=lambda item: item[1], default=None)
-        if best:
-            (kind, c, b, p), value = best
-            yield Verdict(STAGE, "throughput", Status.PASS, f"best {value:,.0f} samples/s (c{c} b{b} {p}) on {kind}")
-        return
-    table = {f"c{c} b{b} {p}": round(gpu / cpu, 1) for (c, b, p), (gpu, cpu) in pairs.items()}
-    text = ", ".join(f"{k}: {v}x" for k, v in table.items())
-    yield Verdict(STAGE, "speedup", Status.PASS, f"{label} over the CPU: {text}", {"speedup": table}, device=label)
+    yield from gpu_over_cpu(figures, STAGE)
+    if not gpus:
+        best = max((m for m in figures if not m.params.get("broken")), key=lambda m: m.value, default=None)
+        if best is not None:
+            yield Verdict(STAGE, "throughput", Status.PASS, f"best {best.value:,.0f} samples/s ({best.name}) on cpu")
