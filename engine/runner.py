@@ -253,6 +253,7 @@ class Run:
         if env.get("PYTHONPATH"):
             paths.append(env["PYTHONPATH"])
         env.update(PYTHONPATH=os.pathsep.join(paths), PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1")
+        env["RIGCHECK_SHARED_DIR"] = str(plan.log_dir / "shared")  # host work done once, read by every GPU's child
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(
                 [plan.python, "-m", "rigcheck.engine.child", str(write_fd), spec_json, info.target],

@@ -108,3 +108,27 @@ def test_gpu_over_cpu_speedups_per_gpu() -> None:
         ("cuda:0", {"c64 b256 fp32": 10.0}),
         ("cuda:1", {"c64 b256 fp32": 5.0}),
     ]
+
+
+def test_host_work_is_computed_once_and_shared_between_children(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    import torch
+    from rigcheck.engine.stages.shared_cache import SHARED_DIR_ENV, cached_tensor
+
+    monkeypatch.setenv(SHARED_DIR_ENV, str(tmp_path / "shared"))
+    calls: list[int] = []
+
+    def compute() -> torch.Tensor:
+        calls.append(1)
+        time.sleep(0.3)
+        return torch.arange(4.0, dtype=torch.float64)
+
+    results: list[torch.Tensor] = []
+    threads = [threading.Thread(target=lambda: results.append(cached_tensor("ref 4096", compute))) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(calls) == 1 and all(torch.equal(r, results[0]) for r in results) and len(results) == 3
+    assert torch.equal(cached_tensor("ref 1024", lambda: torch.zeros(2)), torch.zeros(2)) and len(calls) == 1

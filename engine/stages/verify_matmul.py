@@ -10,6 +10,7 @@ import torch
 
 from ..events import Status, Verdict
 from .numerics import TOLERANCES, Matmul, attribute, float64_matmul, rel_error, repeatable_reference, within
+from .shared_cache import cached_tensor, generator_key
 
 STAGE = "verify"
 
@@ -72,11 +73,12 @@ def check_dtype(
 ) -> Iterator[Verdict]:
     """One dtype: the device against float64, and if the device and the CPU disagree, say who is wrong."""
     tolerance = TOLERANCES[name]
+    key = f"float64 reference {name} {n} {generator_key(generator)} {reference.__module__}.{reference.__qualname__}"
     a, b = torch.randn(n, n, generator=generator), torch.randn(n, n, generator=generator)
     if name in ("fp16", "bf16"):
         rounded = torch.float16 if name == "fp16" else torch.bfloat16
         a, b = a.to(rounded).float(), b.to(rounded).float()  # the reference sees the same inputs
-    ref = reference(a, b)
+    ref = cached_tensor(key, lambda: reference(a, b))
     result = device_matmul(a, b)
     unwritten = int(torch.isnan(result).sum().item())
     device_error = rel_error(result, ref)

@@ -1,0 +1,46 @@
+"""CPU work that does not depend on the GPU, done once per run: the first stage child to need a result
+computes it and leaves it in the run's shared folder; the others, running at the same time on other
+GPUs, wait for it and read it instead of computing it again."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+SHARED_DIR_ENV = "RIGCHECK_SHARED_DIR"
+
+
+def shared_dir() -> Path | None:
+    folder = os.environ.get(SHARED_DIR_ENV)
+    return Path(folder) if folder else None
+
+
+def generator_key(generator: torch.Generator) -> str:
+    """The generator's state: two children that draw from equal states draw equal inputs."""
+    return hashlib.sha256(generator.get_state().numpy().tobytes()).hexdigest()[:16]
+
+
+def cached_tensor(key: str, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
+    """`compute()`, or the result another child of this run already computed for the same key."""
+    folder = shared_dir()
+    if folder is None:
+        return compute()
+    folder.mkdir(parents=True, exist_ok=True)
+    name = hashlib.sha256(key.encode()).hexdigest()[:24]
+    path = folder / f"{name}.pt"
+    with open(folder / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one child computes; the others wait here, then read
+        if path.exists():
+            with contextlib.suppress(Exception):
+                return torch.load(path, weights_only=True)
+        value = compute()
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        torch.save(value, partial)
+        os.replace(partial, path)
+        return value
