@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -10,29 +11,67 @@ class NVMLError(Exception):
     pass
 
 
-class FakeNvml:
-    """Answers like pynvml for one H200-like GPU; `broken` names calls that raise (missing sensors)."""
+@dataclass(frozen=True)
+class FakeGpuProcess:
+    """A process as NVML lists it, with the name /proc would give and its SM use (None: no sample)."""
 
-    def __init__(self, sm_clock: int = 1980, reasons: int = 0, pids: tuple[int, ...] = (), broken=()) -> None:  # type: ignore[no-untyped-def]
+    pid: int
+    name: str
+    memory: int | None = 2**30
+    sm: float | None = None
+
+
+class FakeNvml:
+    """Answers like pynvml for H200-like GPUs, one per bus id; `broken` names calls that raise
+    (missing sensors); `processes` maps a device index to the compute processes on it."""
+
+    def __init__(  # type: ignore[no-untyped-def]
+        self,
+        sm_clock: int = 1980,
+        reasons: int = 0,
+        pids: tuple[int, ...] = (),
+        broken=(),
+        bus_ids: tuple[str | bytes, ...] = (b"00000000:1B:00.0",),
+        processes: dict[int, list[FakeGpuProcess]] | None = None,
+    ) -> None:
         self.sm_clock, self.reasons, self.pids, self.broken = sm_clock, reasons, pids, set(broken)
+        self.bus_ids = bus_ids
+        self.processes = processes or {}
+        self.util_calls: list[int] = []
         self.shut = False
 
     def _check(self, name: str) -> None:
         if name in self.broken:
             raise NVMLError(f"{name}: Not Supported")
 
+    def _index(self, handle: str) -> int:
+        return int(handle.removeprefix("handle"))
+
+    def process_name(self, pid: int) -> str:
+        """What NvmlSource's `name_of` would read from /proc/PID/comm."""
+        found = [p.name for procs in self.processes.values() for p in procs if p.pid == pid]
+        return found[0] if found else "?"
+
     def nvmlInit(self) -> None: ...
     def nvmlShutdown(self) -> None:
         self.shut = True
 
     def nvmlDeviceGetCount(self) -> int:
-        return 1
+        return len(self.bus_ids)
 
     def nvmlDeviceGetHandleByIndex(self, index: int) -> str:
         return f"handle{index}"
 
     def nvmlDeviceGetName(self, handle: str) -> str:
         return "NVIDIA H200"
+
+    def nvmlDeviceGetPciInfo(self, handle: str) -> SimpleNamespace:
+        self._check("pci")
+        return SimpleNamespace(busId=self.bus_ids[self._index(handle)], domain=0)
+
+    def nvmlDeviceGetUUID(self, handle: str) -> str:
+        self._check("uuid")
+        return f"GPU-00000000-0000-0000-0000-00000000000{self._index(handle)}"
 
     def nvmlDeviceGetMaxClockInfo(self, handle: str, kind: int) -> int:
         return 1980
@@ -62,7 +101,21 @@ class FakeNvml:
         return self.reasons
 
     def nvmlDeviceGetComputeRunningProcesses(self, handle: str) -> list[SimpleNamespace]:
-        return [SimpleNamespace(pid=p, usedGpuMemory=1) for p in self.pids]
+        listed = [SimpleNamespace(pid=p, usedGpuMemory=1) for p in self.pids if self._index(handle) == 0]
+        listed += [
+            SimpleNamespace(pid=p.pid, usedGpuMemory=p.memory) for p in self.processes.get(self._index(handle), [])
+        ]
+        return listed
+
+    def nvmlDeviceGetProcessUtilization(self, handle: str, since_us: int) -> list[SimpleNamespace]:
+        """Like the driver: NotFound when it holds no sample newer than `since_us`."""
+        self._check("process utilization")
+        self.util_calls.append(since_us)
+        procs = [p for p in self.processes.get(self._index(handle), []) if p.sm is not None]
+        if not procs:
+            raise NVMLError("Not Found")
+        stamp = since_us + 1000
+        return [SimpleNamespace(pid=p.pid, timeStamp=stamp, smUtil=p.sm, memUtil=0) for p in procs]
 
 
 class FakeAmdGpu:
