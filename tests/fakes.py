@@ -157,6 +157,36 @@ class FakeAmdModule:
         return FakeAmdGpu()
 
 
+def rapl_tree(root: Path, packages: dict[str, int], wrap: int = 262_143_328_850) -> Path:
+    """A fake /sys/class/powercap: one package zone per entry (name -> energy_uj), each with a core
+    sub-zone and a dram sub-zone that must not be counted again, and an mmio duplicate."""
+    for index, (name, energy) in enumerate(packages.items()):
+        zone = root / f"intel-rapl:{index}"
+        for sub, sub_name in ((f"intel-rapl:{index}:0", "core"), (f"intel-rapl:{index}:1", "dram")):
+            (root / sub).mkdir(parents=True)
+            (root / sub / "name").write_text(sub_name + "\n")
+            (root / sub / "energy_uj").write_text("5\n")
+        zone.mkdir(parents=True, exist_ok=True)
+        (zone / "name").write_text(name + "\n")
+        (zone / "energy_uj").write_text(f"{energy}\n")
+        (zone / "max_energy_range_uj").write_text(f"{wrap}\n")
+    (root / "intel-rapl-mmio:0").mkdir(exist_ok=True)
+    (root / "intel-rapl-mmio:0" / "name").write_text("package-0\n")
+    (root / "intel-rapl-mmio:0" / "energy_uj").write_text("1\n")
+    return root
+
+
+def proc_tree(root: Path, processes: dict[int, tuple[str, int]]) -> Path:
+    """A fake /proc: pid -> (name, CPU ticks used, split between user and system)."""
+    for pid, (name, ticks) in processes.items():
+        (root / str(pid)).mkdir(parents=True, exist_ok=True)
+        fields = ["S", "1", *["0"] * 9, str(ticks - ticks // 2), str(ticks // 2), *["0"] * 10]
+        (root / str(pid) / "stat").write_text(f"{pid} ({name}) {' '.join(fields)}\n")
+    (root / "self").mkdir(exist_ok=True)
+    (root / "stat").write_text("cpu 1 2 3 4\n")
+    return root
+
+
 def amd_sysfs_tree(root: Path) -> Path:
     """A fake /sys/class/drm with one APU (card1) and a connector entry that must be ignored."""
     device = root / "devices" / "0000:c5:00.0"
@@ -186,8 +216,8 @@ FAKE_CLOCK = [1000.0]  # advanced by tests; HostSource reads it through its `clo
 
 
 class FakeProcess:
-    def __init__(self, pid: int, percent: float, children: list[FakeProcess] | None = None) -> None:
-        self.pid, self.percent, self._children = pid, percent, children or []
+    def __init__(self, pid: int, percent: float, children: list[FakeProcess] | None = None, name: str = "x") -> None:
+        self.pid, self.percent, self._children, self.name = pid, percent, children or [], name
 
     def children(self, recursive: bool = False) -> list[FakeProcess]:
         return list(self._children)
@@ -201,10 +231,20 @@ class FakeProcess:
 
 
 class FakePsutil:
-    """psutil look-alike: 4 CPUs, three of them fully busy, of which rigcheck's tree uses half a CPU."""
+    """psutil look-alike: 4 CPUs, three of them fully busy, of which rigcheck's tree uses half a CPU;
+    of the others, "burn" keeps two CPUs busy and "editor" half of one."""
 
     def __init__(self) -> None:
-        self.tree = FakeProcess(100, 20.0, [FakeProcess(101, 30.0)])
+        self.tree = FakeProcess(100, 20.0, [FakeProcess(101, 30.0, name="stage")], name="rigcheck")
+        self.others = [
+            FakeProcess(7, 1.0, name="idle"),
+            FakeProcess(500, 200.0, name="burn"),
+            FakeProcess(501, 50.0, name="editor"),
+        ]
+
+    def process_iter(self, attrs: list[str]) -> list[SimpleNamespace]:
+        every = [self.tree, *self.tree.children(), *self.others]
+        return [SimpleNamespace(pid=p.pid, info={"name": p.name, "cpu_times": p.cpu_times()}) for p in every]
 
     def cpu_percent(self, percpu: bool = False) -> list[float]:
         return [100.0, 100.0, 100.0, 0.0]
@@ -219,7 +259,7 @@ class FakePsutil:
         return (3.1, 2.0, 1.0)
 
     def cpu_freq(self) -> SimpleNamespace:
-        return SimpleNamespace(current=3200.0)
+        return SimpleNamespace(current=3200.0, min=400.0, max=5100.0)
 
     def sensors_temperatures(self) -> dict:
         return {"k10temp": [SimpleNamespace(label="Tctl", current=71.5)]}
