@@ -25,12 +25,13 @@ def visible(values: list[float], top: float, rows: int) -> tuple[int, ...]:
     return tuple(round(v / grain) for v in values)
 
 
-def spark_line(trace: Trace, width: int, glyphs: Glyphs) -> str:
+def spark_line(trace: Trace, width: int, glyphs: Glyphs, value_width: int = 0) -> str:
     """`label ▁▂▃ value`: the trace over the minute, one column a time bin, then its latest value."""
     value = trace.latest_text()
-    room = max(4, width - 7 - len(value))
+    value_width = max(value_width, len(value))
+    room = max(4, width - 7 - value_width)
     spark = "".join(" " if v is None else level(v / trace.top, glyphs) for v in trace.values[-room:])
-    return f"{trace.label:<5} {spark:<{room}} {value}"
+    return f"{trace.label:<5} {spark:<{room}} {value:>{value_width}}"
 
 
 def host_line(host: HostSample) -> str:
@@ -61,7 +62,9 @@ class ClocksPanel(Vertical):
         why there is no GPU telemetry follow where rows are left."""
         width = max(16, self.size.width)
         rows = max(1, self.size.height - 1)  # the info line takes one
-        lines = [spark_line(t, width, glyphs) for t in traces][:rows]
+        traces = traces[:rows]
+        value_width = max((len(t.latest_text()) for t in traces), default=0)
+        lines = [spark_line(t, width, glyphs, value_width) for t in traces]
         if missing and len(lines) < rows:
             lines.append("not readable: " + ", ".join(missing))
         if note and len(lines) < rows:
@@ -75,31 +78,34 @@ class ClocksPanel(Vertical):
         host = self.query_one("#clocks-host", LiveText)
         info = self.query_one("#clocks-info", LiveText)
         small = self.size.height < SMALL_HEIGHT
-        if plot.display == small:  # only on a change: setting display asks for a new layout
-            plot.display, spark.display, host.display = not small, small, not small
         if not samples:
             info.set("waiting for telemetry")
             return
         latest = samples[-1]
-        columns = max(20, self.size.width)
+        # A one-line trace spans the whole minute too: one bin a character (values take about 10).
+        columns = max(4, self.size.width - 17) if small else max(20, self.size.width)
         xs, kept = binned(samples, WINDOW_S, columns)
         has_gpu = bool(latest.gpus)
-        traces, missing = gpu_traces(kept) if has_gpu else host_traces(kept)
-        note = "" if has_gpu else "no GPU telemetry: " + ("; ".join(notes) if notes else "no GPU found")
         if has_gpu:
-            info.set(self._gpu_info(latest))
-            host_traces_, _ = host_traces(kept, busy=False)
-            if small:
-                spark.set(self.sparks([*traces, *host_traces_], [], "", glyphs))
-            else:
-                host.set(host_line(latest.host))
+            traces, _ = gpu_traces(kept)
+            cpu, _ = host_traces(kept, busy=False)  # on an APU the CPU shares the GPU's power budget
+            info.set(self._gpu_info(latest, small))
+            spark_text = self.sparks([*traces, *cpu], [], "", glyphs) if small else ""
+            host_text = host_line(latest.host) if cpu else ""
         else:
+            traces, missing = host_traces(kept)
+            note = "no GPU telemetry: " + ("; ".join(notes) if notes else "no GPU found")
             info.set(host_line(latest.host))
-            if small:
-                spark.set(self.sparks(traces, missing, note, glyphs))
-            else:
-                host.set(note)
-        if not small:
+            spark_text = self.sparks(traces, missing, note, glyphs) if small else ""
+            host_text = note
+        # Only on a change: setting display asks for a new layout of the screen.
+        for widget, wanted in ((plot, not small), (spark, small), (host, not small and bool(host_text))):
+            if widget.display != wanted:
+                widget.display = wanted
+        if small:
+            spark.set(spark_text)
+        else:
+            host.set(host_text)
             self._plot(plot, xs, traces, latest, has_gpu)
 
     def _plot(self, plot: PlotextPlot, xs: list[float], traces: list[Trace], latest: Sample, has_gpu: bool) -> None:
@@ -107,6 +113,7 @@ class ClocksPanel(Vertical):
         # would change (a column more of history, or a step the plot's rows can show), which on an
         # idle machine, a flat line sliding left, is seldom.
         rows = max(1, self.size.height)
+        traces = [t for t in traces if t.plotted]
         shown = tuple(visible([v or 0.0 for v in t.values], t.top, rows) for t in traces)
         signature = (self.size, has_gpu, len(xs), tuple(t.legend for t in traces), shown)
         if signature == self._drawn:
@@ -130,9 +137,11 @@ class ClocksPanel(Vertical):
         plot.refresh()
 
     @staticmethod
-    def _gpu_info(latest: Sample) -> str:
+    def _gpu_info(latest: Sample, small: bool) -> str:
         gpu = latest.gpus[0]
         reasons = ", ".join(gpu.throttle) or "none"
+        if small:  # clock, temperature and power have their own labelled lines above
+            return f"throttle: {reasons}"
         return (
             f"{na(gpu.sm_clock_mhz, unit=' MHz')}/{na(gpu.max_sm_clock_mhz, unit=' MHz')} "
             f"{na(gpu.temperature_c, unit=' C')} {na(gpu.power_w)}/{na(gpu.power_limit_w, unit=' W')} "

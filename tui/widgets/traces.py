@@ -18,10 +18,13 @@ class Trace:
     top: float  # fixed y-limit, so an unchanged history draws the same picture
     right: bool = False  # on the plot's right axis
     fmt: str = "{:.0f}"
+    plotted: bool = True  # False: only as a one-line trace (its scale would flatten the others)
+    of: float | None = None  # a limit the latest value is shown against, as in "126/700 W"
 
     def latest_text(self) -> str:
         latest = next((v for v in reversed(self.values) if v is not None), None)
-        return na(latest, self.fmt, f" {self.unit}")
+        limit = f"/{self.of:.0f}" if self.of and latest is not None else ""
+        return na(latest, self.fmt + limit, f" {self.unit}")
 
 
 def binned(samples: list[Sample], window_s: float, columns: int) -> tuple[list[float], list[Sample]]:
@@ -38,13 +41,18 @@ def _step_up(value: float, step: float) -> float:
 
 
 def gpu_traces(samples: list[Sample]) -> tuple[list[Trace], list[str]]:
-    """The first GPU's shader clock (left axis, up to its maximum) and temperature (right, 0-100 C)."""
+    """The first GPU's shader clock (left axis, up to its maximum), temperature (right, 0-100 C), and
+    its power against the limit (one-line trace only)."""
     gpus = [s.gpus[0] if s.gpus else None for s in samples]
     clocks = tuple(g.sm_clock_mhz if g else None for g in gpus)
-    top = samples[-1].gpus[0].max_sm_clock_mhz or _step_up(max((c for c in clocks if c), default=1.0), 500)
+    latest = samples[-1].gpus[0]
+    top = latest.max_sm_clock_mhz or _step_up(max((c for c in clocks if c), default=1.0), 500)
+    power = tuple(g.power_w if g else None for g in gpus)
+    power_top = latest.power_limit_w or _step_up(max((v for v in power if v), default=1.0), 50)
     return [
         Trace("SM", "SM MHz", "MHz", clocks, top),
         Trace("temp", "temp C", "C", tuple(g.temperature_c if g else None for g in gpus), 100.0, right=True),
+        Trace("power", "power W", "W", power, power_top, plotted=False, of=latest.power_limit_w),
     ], []
 
 
