@@ -79,3 +79,13 @@ def test_host_samples_carry_package_power_from_the_slow_path(tmp_path: Path) -> 
     now[0] = 2.0
     sample = host.read()
     assert sample.package_power_w == pytest.approx(25.0) and sample.cpu_max_mhz == 5100.0
+
+
+def test_monitor_line_names_the_cpu_clocks_and_power() -> None:
+    from rigcheck.engine.telemetry.sample import HostSample, Sample
+    from rigcheck.tui.monitor import format_line
+
+    host = HostSample(4, 1.0, 1.0, 0.0, cpu_mhz=3200.0, cpu_max_mhz=5100.0, temperature_c=71.0, package_power_w=45.5)
+    assert format_line(Sample(1.0, host)).endswith("CPU 3200/5100 MHz temp 71 C pkg 45.5 W")
+    bare = HostSample(2, None, 0.5, 0.0, cpu_mhz=2596.0)
+    assert format_line(Sample(1.0, bare)).endswith("CPU 2596 MHz temp N/A pkg N/A")
