@@ -9,7 +9,14 @@ from fakes import FAKE_CLOCK, FakeGpuProcess, FakeNvml, FakePsutil, amd_sysfs_tr
 from rigcheck.engine.telemetry.host import HostSource
 from rigcheck.engine.telemetry.nvml import NvmlSource
 from rigcheck.engine.telemetry.others import CLOCK_TICKS, BusiestOthers, scan_procfs
-from rigcheck.engine.telemetry.sample import HostSample, ProcessUse, Sample, find_gpu, normalise_bus_id
+from rigcheck.engine.telemetry.sample import (
+    HostSample,
+    ProcessUse,
+    Sample,
+    bus_id_from_parts,
+    find_gpu,
+    normalise_bus_id,
+)
 from rigcheck.engine.telemetry.sysfs import AmdSysfsSource
 
 
@@ -28,6 +35,11 @@ def test_what_is_not_a_bus_id_is_none(text: str | None) -> None:
 
 def test_domains_are_kept() -> None:
     assert normalise_bus_id("00000001:C5:00.0") == "0001:c5:00.0"
+
+
+def test_torch_numbers_give_the_same_address() -> None:
+    assert bus_id_from_parts(0, 0x1B, 0) == normalise_bus_id("00000000:1B:00.0")
+    assert bus_id_from_parts(1, 0xC5, 3) == "0001:c5:03.0"
 
 
 def test_reordered_devices_keep_their_own_bus_ids_and_readings() -> None:

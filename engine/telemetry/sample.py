@@ -23,6 +23,12 @@ def normalise_bus_id(text: str | None) -> str | None:
     return f"{int(domain or '0', 16):04x}:{int(bus, 16):02x}:{int(device, 16):02x}.{function}"
 
 
+def bus_id_from_parts(domain: int, bus: int, device: int, function: int = 0) -> str:
+    """torch's device properties give the address as numbers (pci_domain_id, pci_bus_id,
+    pci_device_id); CUDA has no function number, and a GPU is function 0."""
+    return f"{domain:04x}:{bus:02x}:{device:02x}.{function}"
+
+
 @dataclass(frozen=True)
 class ProcessUse:
     """One process using a GPU or the host's CPUs."""
