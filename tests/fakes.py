@@ -176,11 +176,12 @@ def rapl_tree(root: Path, packages: dict[str, int], wrap: int = 262_143_328_850)
     return root
 
 
-def proc_tree(root: Path, processes: dict[int, tuple[str, int]]) -> Path:
-    """A fake /proc: pid -> (name, CPU ticks used, split between user and system)."""
+def proc_tree(root: Path, processes: dict[int, tuple[str, int]], parents: dict[int, int] | None = None) -> Path:
+    """A fake /proc: pid -> (name, CPU ticks used, split between user and system); parents default to 1."""
     for pid, (name, ticks) in processes.items():
         (root / str(pid)).mkdir(parents=True, exist_ok=True)
-        fields = ["S", "1", *["0"] * 9, str(ticks - ticks // 2), str(ticks // 2), *["0"] * 10]
+        ppid = (parents or {}).get(pid, 1)
+        fields = ["S", str(ppid), *["0"] * 9, str(ticks - ticks // 2), str(ticks // 2), *["0"] * 10]
         (root / str(pid) / "stat").write_text(f"{pid} ({name}) {' '.join(fields)}\n")
     (root / "self").mkdir(exist_ok=True)
     (root / "stat").write_text("cpu 1 2 3 4\n")
@@ -243,8 +244,15 @@ class FakePsutil:
         ]
 
     def process_iter(self, attrs: list[str]) -> list[SimpleNamespace]:
-        every = [self.tree, *self.tree.children(), *self.others]
-        return [SimpleNamespace(pid=p.pid, info={"name": p.name, "cpu_times": p.cpu_times()}) for p in every]
+        every = [
+            (self.tree, 1),
+            *((child, self.tree.pid) for child in self.tree.children()),
+            *((p, 1) for p in self.others),
+        ]
+        return [
+            SimpleNamespace(pid=p.pid, info={"name": p.name, "cpu_times": p.cpu_times(), "ppid": ppid})
+            for p, ppid in every
+        ]
 
     def cpu_percent(self, percpu: bool = False) -> list[float]:
         return [100.0, 100.0, 100.0, 0.0]

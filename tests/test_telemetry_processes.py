@@ -8,7 +8,7 @@ import pytest
 from fakes import FAKE_CLOCK, FakeGpuProcess, FakeNvml, FakePsutil, amd_sysfs_tree, proc_tree
 from rigcheck.engine.telemetry.host import HostSource
 from rigcheck.engine.telemetry.nvml import NvmlSource
-from rigcheck.engine.telemetry.others import CLOCK_TICKS, BusiestOthers, scan_procfs
+from rigcheck.engine.telemetry.others import CLOCK_TICKS, BusiestOthers, descendants, scan_procfs
 from rigcheck.engine.telemetry.sample import (
     HostSample,
     ProcessUse,
@@ -157,3 +157,12 @@ def test_samples_with_processes_still_store_as_json() -> None:
     host = HostSample(2, 1.0, 1.0, 0.0, top_others=(ProcessUse(5, "burn", cpus=1.0),), package_power_w=12.5)
     data = json.loads(json.dumps(Sample(1.0, host).to_dict()))
     assert data["host"]["top_others"][0] == {"pid": 5, "name": "burn", "cpus": 1.0, "gpu_memory": None, "sm_pct": None}
+
+
+def test_own_tree_comes_from_the_same_scan_grandchildren_included(tmp_path: Path) -> None:
+    """A stage child's own workers (torch.compile starts some) are rigcheck's too, not contention."""
+    processes = {1: ("init", 0), 100: ("rigcheck", 0), 101: ("stage", 0), 102: ("compile worker", 0), 500: ("burn", 0)}
+    scan = scan_procfs(proc_tree(tmp_path, processes, parents={101: 100, 102: 101, 100: 1, 500: 1}))
+    assert descendants(100, scan) == {100, 101, 102}
+    assert scan[102].name == "compile worker" and scan[102].ppid == 101
+    assert descendants(999, scan) == {999}

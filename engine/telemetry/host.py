@@ -13,7 +13,7 @@ from typing import Any
 
 import psutil
 
-from .others import BusiestOthers, Scan, scan_procfs, scan_psutil
+from .others import BusiestOthers, Scan, descendants, scan_procfs, scan_psutil
 from .procfs import CpuBusy, ProcessTicks
 from .rapl import POWERCAP, RaplPower
 from .safe import safe
@@ -64,6 +64,20 @@ class HostSource:
     def track(self, pid: int) -> None:
         self._tracked.add(pid)
 
+    def _refresh_slow(self) -> None:
+        """Every `slow_every_s`: one scan of all processes gives rigcheck's own tree (from the
+        parents) and the busiest others; then the slow sensors."""
+        scan = safe(self.others.scan)
+        if scan and self.root_pid in scan:
+            self._tree = descendants(self.root_pid, scan)
+        else:
+            self._refresh_tree()
+        own = self._tree | self._tracked
+        self._top = (safe(self.others.rank, scan, own) or ()) if scan else ()
+        freq = safe(self.ps.cpu_freq)
+        self._slow = (getattr(freq, "current", None) or None, self._temperature())
+        self._power = safe(self.rapl.read)
+
     def _refresh_tree(self) -> None:
         try:
             root = self.ps.Process(self.root_pid)
@@ -111,11 +125,7 @@ class HostSource:
         now = self.clock()
         if now - self._slow_at >= self.slow_every_s:
             self._slow_at = now
-            self._refresh_tree()
-            freq = safe(self.ps.cpu_freq)
-            self._slow = (getattr(freq, "current", None) or None, self._temperature())
-            self._top = safe(self.others.read, self._tree | self._tracked) or ()
-            self._power = safe(self.rapl.read)
+            self._refresh_slow()
         per_cpu = self._busy.percent() if self._busy else tuple(self.ps.cpu_percent(percpu=True))
         own, pids = self._own_cpus()
         load = safe(os.getloadavg) if self._fast else safe(self.ps.getloadavg)
