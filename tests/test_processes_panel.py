@@ -128,3 +128,25 @@ async def test_clocks_panel_names_what_the_host_cannot_read(tmp_path: Path) -> N
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause(0.4)
         assert "not readable: temp, power" in app.query_one("#clocks-spark").plain
+
+
+async def test_beside_a_gpu_the_cpu_package_power_has_a_line(tmp_path: Path) -> None:
+    """An APU: the CPU and the GPU share one power budget, so the CPU's package power is shown too."""
+    from fakes import FakeAmdModule
+    from rigcheck.engine.telemetry.amdgpu import AmdGpuInfoSource
+
+    gpus = tuple(AmdGpuInfoSource(FakeAmdModule()).read())
+    host = HostSample(
+        cpus=32, load1=10.7, busy_cpus=11.0, own_cpus=1.0, cpu_mhz=4100.0, temperature_c=80.0, package_power_w=61.0
+    )
+    samples = [Sample(1_000_000.0 + i * 0.5, host, gpus) for i in range(20)]
+    app = RigcheckApp(Store(tmp_path / "s.db"), FakeSampler(samples), device="cuda:0")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.4)
+        lines = app.query_one("#clocks-spark").plain.splitlines()
+        assert [line.split()[0] for line in lines[:3]] == ["SM", "temp", "power"]
+        assert lines[3].startswith("CPU W") and lines[3].endswith("61.0 W")
+    app = RigcheckApp(Store(tmp_path / "s2.db"), FakeSampler(samples), device="cuda:0")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.4)
+        assert app.query_one("#clocks-host").plain == "CPU 4100 MHz  pkg 80 C  61.0 W"

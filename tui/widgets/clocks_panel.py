@@ -88,7 +88,9 @@ class ClocksPanel(Vertical):
         has_gpu = bool(latest.gpus)
         if has_gpu:
             traces, _ = gpu_traces(kept)
-            cpu, _ = host_traces(kept, busy=False)  # on an APU the CPU shares the GPU's power budget
+            cpu, _ = host_traces(kept, busy=False)
+            # On an APU the CPU shares the GPU's power budget: its power comes first where rows are few.
+            cpu.sort(key=lambda t: t.label != "CPU W")
             info.set(self._gpu_info(latest, small))
             spark_text = self.sparks([*traces, *cpu], [], "", glyphs) if small else ""
             host_text = host_line(latest.host) if cpu else ""
