@@ -198,6 +198,10 @@ def _named(processes: list[dict[str, Any]], key: str, fmt: Callable[[Any], str])
     return ", ".join(parts)
 
 
+def _size(count: float) -> str:
+    return f"{count / 2**30:.1f} GiB" if count >= 2**30 else f"{count / 2**20:.0f} MiB"
+
+
 @dataclass
 class Judgement:
     trust: str
@@ -235,7 +239,7 @@ def judge(
         procs = conditions["other_gpu_processes"]
         reasons.append(
             f"{len(procs)} other process(es) on the GPU: "
-            + _named(procs, "gpu_memory", lambda b: f"{b / 2**30:.1f} GiB")
+            + _named(procs, "gpu_memory", _size)
         )
     throttle = conditions.get("throttle", [])
     slowdowns = [r for r in throttle if r in SLOWDOWN_REASONS]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -10,23 +11,53 @@ class NVMLError(Exception):
     pass
 
 
-class FakeNvml:
-    """Answers like pynvml for one H200-like GPU; `broken` names calls that raise (missing sensors)."""
+@dataclass(frozen=True)
+class FakeGpuProcess:
+    """A process as NVML lists it, with the name /proc would give and its SM use (None: no sample)."""
 
-    def __init__(self, sm_clock: int = 1980, reasons: int = 0, pids: tuple[int, ...] = (), broken=()) -> None:  # type: ignore[no-untyped-def]
+    pid: int
+    name: str
+    memory: int | None = 2**30
+    sm: float | None = None
+
+
+class FakeNvml:
+    """Answers like pynvml for H200-like GPUs, one per bus id; `broken` names calls that raise
+    (missing sensors); `processes` maps a device index to the compute processes on it."""
+
+    def __init__(  # type: ignore[no-untyped-def]
+        self,
+        sm_clock: int = 1980,
+        reasons: int = 0,
+        pids: tuple[int, ...] = (),
+        broken=(),
+        bus_ids: tuple[str | bytes, ...] = (b"00000000:1B:00.0",),
+        processes: dict[int, list[FakeGpuProcess]] | None = None,
+    ) -> None:
         self.sm_clock, self.reasons, self.pids, self.broken = sm_clock, reasons, pids, set(broken)
+        self.bus_ids = bus_ids
+        self.processes = processes or {}
+        self.util_calls: list[int] = []
         self.shut = False
 
     def _check(self, name: str) -> None:
         if name in self.broken:
             raise NVMLError(f"{name}: Not Supported")
 
+    def _index(self, handle: str) -> int:
+        return int(handle.removeprefix("handle"))
+
+    def process_name(self, pid: int) -> str:
+        """What NvmlSource's `name_of` would read from /proc/PID/comm."""
+        found = [p.name for procs in self.processes.values() for p in procs if p.pid == pid]
+        return found[0] if found else "?"
+
     def nvmlInit(self) -> None: ...
     def nvmlShutdown(self) -> None:
         self.shut = True
 
     def nvmlDeviceGetCount(self) -> int:
-        return 1
+        return len(self.bus_ids)
 
     def nvmlDeviceGetHandleByIndex(self, index: int) -> str:
         return f"handle{index}"
@@ -34,8 +65,16 @@ class FakeNvml:
     def nvmlDeviceGetName(self, handle: str) -> str:
         return "NVIDIA H200"
 
+    def nvmlDeviceGetPciInfo(self, handle: str) -> SimpleNamespace:
+        self._check("pci")
+        return SimpleNamespace(busId=self.bus_ids[self._index(handle)], domain=0)
+
+    def nvmlDeviceGetUUID(self, handle: str) -> str:
+        self._check("uuid")
+        return f"GPU-00000000-0000-0000-0000-00000000000{self._index(handle)}"
+
     def nvmlDeviceGetMaxClockInfo(self, handle: str, kind: int) -> int:
-        return 1980
+        return 1980 if kind == 1 else 3201
 
     def nvmlDeviceGetEnforcedPowerLimit(self, handle: str) -> int:
         return 700_000  # mW
@@ -62,7 +101,21 @@ class FakeNvml:
         return self.reasons
 
     def nvmlDeviceGetComputeRunningProcesses(self, handle: str) -> list[SimpleNamespace]:
-        return [SimpleNamespace(pid=p, usedGpuMemory=1) for p in self.pids]
+        listed = [SimpleNamespace(pid=p, usedGpuMemory=1) for p in self.pids if self._index(handle) == 0]
+        listed += [
+            SimpleNamespace(pid=p.pid, usedGpuMemory=p.memory) for p in self.processes.get(self._index(handle), [])
+        ]
+        return listed
+
+    def nvmlDeviceGetProcessUtilization(self, handle: str, since_us: int) -> list[SimpleNamespace]:
+        """Like the driver: NotFound when it holds no sample newer than `since_us`."""
+        self._check("process utilization")
+        self.util_calls.append(since_us)
+        procs = [p for p in self.processes.get(self._index(handle), []) if p.sm is not None]
+        if not procs:
+            raise NVMLError("Not Found")
+        stamp = since_us + 1000
+        return [SimpleNamespace(pid=p.pid, timeStamp=stamp, smUtil=p.sm, memUtil=0) for p in procs]
 
 
 class FakeAmdGpu:
@@ -104,6 +157,37 @@ class FakeAmdModule:
         return FakeAmdGpu()
 
 
+def rapl_tree(root: Path, packages: dict[str, int], wrap: int = 262_143_328_850) -> Path:
+    """A fake /sys/class/powercap: one package zone per entry (name -> energy_uj), each with a core
+    sub-zone and a dram sub-zone that must not be counted again, and an mmio duplicate."""
+    for index, (name, energy) in enumerate(packages.items()):
+        zone = root / f"intel-rapl:{index}"
+        for sub, sub_name in ((f"intel-rapl:{index}:0", "core"), (f"intel-rapl:{index}:1", "dram")):
+            (root / sub).mkdir(parents=True)
+            (root / sub / "name").write_text(sub_name + "\n")
+            (root / sub / "energy_uj").write_text("5\n")
+        zone.mkdir(parents=True, exist_ok=True)
+        (zone / "name").write_text(name + "\n")
+        (zone / "energy_uj").write_text(f"{energy}\n")
+        (zone / "max_energy_range_uj").write_text(f"{wrap}\n")
+    (root / "intel-rapl-mmio:0").mkdir(exist_ok=True)
+    (root / "intel-rapl-mmio:0" / "name").write_text("package-0\n")
+    (root / "intel-rapl-mmio:0" / "energy_uj").write_text("1\n")
+    return root
+
+
+def proc_tree(root: Path, processes: dict[int, tuple[str, int]], parents: dict[int, int] | None = None) -> Path:
+    """A fake /proc: pid -> (name, CPU ticks used, split between user and system); parents default to 1."""
+    for pid, (name, ticks) in processes.items():
+        (root / str(pid)).mkdir(parents=True, exist_ok=True)
+        ppid = (parents or {}).get(pid, 1)
+        fields = ["S", str(ppid), *["0"] * 9, str(ticks - ticks // 2), str(ticks // 2), *["0"] * 10]
+        (root / str(pid) / "stat").write_text(f"{pid} ({name}) {' '.join(fields)}\n")
+    (root / "self").mkdir(exist_ok=True)
+    (root / "stat").write_text("cpu 1 2 3 4\n")
+    return root
+
+
 def amd_sysfs_tree(root: Path) -> Path:
     """A fake /sys/class/drm with one APU (card1) and a connector entry that must be ignored."""
     device = root / "devices" / "0000:c5:00.0"
@@ -133,8 +217,8 @@ FAKE_CLOCK = [1000.0]  # advanced by tests; HostSource reads it through its `clo
 
 
 class FakeProcess:
-    def __init__(self, pid: int, percent: float, children: list[FakeProcess] | None = None) -> None:
-        self.pid, self.percent, self._children = pid, percent, children or []
+    def __init__(self, pid: int, percent: float, children: list[FakeProcess] | None = None, name: str = "x") -> None:
+        self.pid, self.percent, self._children, self.name = pid, percent, children or [], name
 
     def children(self, recursive: bool = False) -> list[FakeProcess]:
         return list(self._children)
@@ -148,10 +232,27 @@ class FakeProcess:
 
 
 class FakePsutil:
-    """psutil look-alike: 4 CPUs, three of them fully busy, of which rigcheck's tree uses half a CPU."""
+    """psutil look-alike: 4 CPUs, three of them fully busy, of which rigcheck's tree uses half a CPU;
+    of the others, "burn" keeps two CPUs busy and "editor" half of one."""
 
     def __init__(self) -> None:
-        self.tree = FakeProcess(100, 20.0, [FakeProcess(101, 30.0)])
+        self.tree = FakeProcess(100, 20.0, [FakeProcess(101, 30.0, name="stage")], name="rigcheck")
+        self.others = [
+            FakeProcess(7, 1.0, name="idle"),
+            FakeProcess(500, 200.0, name="burn"),
+            FakeProcess(501, 50.0, name="editor"),
+        ]
+
+    def process_iter(self, attrs: list[str]) -> list[SimpleNamespace]:
+        every = [
+            (self.tree, 1),
+            *((child, self.tree.pid) for child in self.tree.children()),
+            *((p, 1) for p in self.others),
+        ]
+        return [
+            SimpleNamespace(pid=p.pid, info={"name": p.name, "cpu_times": p.cpu_times(), "ppid": ppid})
+            for p, ppid in every
+        ]
 
     def cpu_percent(self, percpu: bool = False) -> list[float]:
         return [100.0, 100.0, 100.0, 0.0]
@@ -166,7 +267,7 @@ class FakePsutil:
         return (3.1, 2.0, 1.0)
 
     def cpu_freq(self) -> SimpleNamespace:
-        return SimpleNamespace(current=3200.0)
+        return SimpleNamespace(current=3200.0, min=400.0, max=5100.0)
 
     def sensors_temperatures(self) -> dict:
         return {"k10temp": [SimpleNamespace(label="Tctl", current=71.5)]}

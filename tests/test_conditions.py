@@ -46,7 +46,7 @@ def test_thermal_throttle_other_gpu_processes_and_noise() -> None:
     judged = judge(conditions, figure(100.0, 12.0))
     assert judged.trust == "SUSPECT"
     assert judged.reasons == [
-        "1 other process(es) on the GPU: ? (pid 777)",
+        "1 other process(es) on the GPU: ? (pid 777, 0 MiB)",
         "clocks held back by hardware thermal slowdown",
     ]
     assert judged.notes == ["timing spread 12% of the median"]

@@ -38,7 +38,7 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 
 from .glyphs import ASCII, UNICODE
 from .messages import EngineEvent, StageProgress
@@ -50,6 +50,7 @@ from .widgets.clocks_panel import ClocksPanel
 from .widgets.device_panel import DevicePanel
 from .widgets.host_panel import HostPanel
 from .widgets.log_panel import LogPanel
+from .widgets.processes_panel import ProcessesPanel
 from .widgets.results_panel import ResultsPanel
 from .widgets.stages_panel import StagesPanel
 
@@ -101,6 +102,7 @@ class RigcheckApp(App[int]):
         Binding("d", "cycle_device", "Device"),
         Binding("p", "cycle_profile", "Profile"),
         Binding("h", "history", "History"),
+        Binding("o", "show_processes", "Processes", show=False),
         Binding("ctrl+q,ctrl+c", "request_quit", "Quit", priority=True),
         *(Binding(str(n), f"start_stage({n - 1})", f"Stage {n}", show=False) for n in range(1, 10)),
     ]
@@ -147,6 +149,8 @@ class RigcheckApp(App[int]):
                 yield DevicePanel(id="device")
             with TabPane("Log", id="tab-log"):
                 yield LogPanel(id="log")
+            with TabPane("Processes", id="tab-processes"):
+                yield ProcessesPanel(id="processes")
         yield Footer()
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
@@ -198,6 +202,7 @@ class RigcheckApp(App[int]):
         except NoMatches:
             return  # the timer can fire once more during shutdown, after the panels are gone
         host.show(latest.host if latest else None)
+        self.panel(ProcessesPanel).show(latest)
         if latest is not None:
             samples = self.sampler.window(latest.t - PLOT_WINDOW_S, latest.t)
             clocks.redraw(samples, list(getattr(self.sampler, "notes", [])), self.glyphs)
@@ -327,6 +332,15 @@ class RigcheckApp(App[int]):
         self.profile = PROFILES[(PROFILES.index(self.profile) + 1) % len(PROFILES)]
         self._refresh_choice()
 
+    def action_show_processes(self) -> None:
+        self.panel(TabbedContent).active = "tab-processes"
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The Processes panel marks what ran beside the figure highlighted in Results."""
+        if event.data_table.id == "results-table":
+            rows = self.panel(ResultsPanel).rows
+            self.panel(ProcessesPanel).select(rows[event.cursor_row] if 0 <= event.cursor_row < len(rows) else None)
+
     def action_history(self) -> None:
         self.push_screen(HistoryScreen(self.store), self.show_run)
 
@@ -368,3 +382,4 @@ class RigcheckApp(App[int]):
         yield SystemCommand("Next device", f"now {self.device}", self.action_cycle_device)
         yield SystemCommand("Next profile", f"now {self.profile}", self.action_cycle_profile)
         yield SystemCommand("History", "past runs; compare two side by side", self.action_history)
+        yield SystemCommand("Processes", "other processes on each GPU and the host", self.action_show_processes)

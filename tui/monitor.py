@@ -14,7 +14,9 @@ def format_line(sample: Sample) -> str:
     host = sample.host
     parts = [
         f"host load {na(host.load1, '{:.2f}')} | busy {host.busy_cpus:.1f}/{host.cpus} CPUs "
-        f"(others {host.others_cpus:.1f}, rigcheck {host.own_cpus:.1f}) | CPU {na(host.cpu_mhz, unit=' MHz')}"
+        f"(others {host.others_cpus:.1f}, rigcheck {host.own_cpus:.1f}) | CPU {na(host.cpu_mhz)}"
+        f"{f'/{host.cpu_max_mhz:.0f}' if host.cpu_max_mhz else ''} MHz temp {na(host.temperature_c, unit=' C')} "
+        f"pkg {na(host.package_power_w, '{:.1f}', ' W')}"
     ]
     for gpu in sample.gpus:
         memory = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .safe import safe
-from .sample import GpuSample
+from .sample import GpuSample, normalise_bus_id
 
 
 class AmdGpuInfoSource:
@@ -47,6 +47,8 @@ class AmdGpuInfoSource:
                     memory_total=info.get("vram_size"),
                     gtt_used=safe(gpu.query_gtt_usage),
                     gtt_total=info.get("gtt_size"),
+                    # pyamdgpuinfo names the PCI slot in some versions; where it does not, None
+                    pci_bus_id=normalise_bus_id(getattr(gpu, "pci_slot", None)),
                 )
             )
         return out

@@ -8,18 +8,24 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import psutil
 
+from .others import BusiestOthers, Scan, descendants, scan_procfs, scan_psutil
 from .procfs import CpuBusy, ProcessTicks
+from .rapl import POWERCAP, RaplPower
 from .safe import safe
-from .sample import HostSample
+from .sample import HostSample, ProcessUse
+
+CPU_SYSFS = Path("/sys/devices/system/cpu")
 
 
 class HostSource:
-    """`track(pid)` registers a stage child at once; the full descendant scan (costly: it reads all
-    of /proc) and the slow sensors (temperature, frequency) refresh only every `slow_every_s`.
+    """`track(pid)` registers a stage child at once; the full descendant scan and the scan for the
+    busiest other processes (costly: they read all of /proc) and the slow sensors (temperature,
+    frequency, package power) refresh only every `slow_every_s`.
     On Linux with the real psutil the 10 Hz part reads /proc directly (see procfs.py)."""
 
     def __init__(
@@ -28,6 +34,9 @@ class HostSource:
         root_pid: int | None = None,
         slow_every_s: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
+        powercap_root: Path = POWERCAP,
+        cpu_root: Path = CPU_SYSFS,
+        others_scan: Scan | None = None,
     ) -> None:
         self.ps = psutil_module
         self.clock = clock
@@ -37,8 +46,15 @@ class HostSource:
         self._tree: set[int] = set()
         self._slow_at = float("-inf")
         self._slow: tuple[float | None, float | None] = (None, None)
+        self._top: tuple[ProcessUse, ...] = ()
+        self._power: float | None = None
         self.cpus = self.ps.cpu_count() or 1
         self._fast = psutil_module is psutil and os.path.exists("/proc/stat")
+        if others_scan is None:
+            others_scan = scan_procfs if self._fast else lambda: scan_psutil(self.ps)
+        self.others = BusiestOthers(others_scan, clock)
+        self.rapl = RaplPower(powercap_root, clock)
+        self.cpu_max_mhz = cpu_max_mhz(self.ps, cpu_root)
         self._busy = CpuBusy() if self._fast else None
         if self._busy is None:
             self.ps.cpu_percent(percpu=True)  # the first call only primes the counters
@@ -47,6 +63,20 @@ class HostSource:
 
     def track(self, pid: int) -> None:
         self._tracked.add(pid)
+
+    def _refresh_slow(self) -> None:
+        """Every `slow_every_s`: one scan of all processes gives rigcheck's own tree (from the
+        parents) and the busiest others; then the slow sensors."""
+        scan = safe(self.others.scan)
+        if scan and self.root_pid in scan:
+            self._tree = descendants(self.root_pid, scan)
+        else:
+            self._refresh_tree()
+        own = self._tree | self._tracked
+        self._top = (safe(self.others.rank, scan, own) or ()) if scan else ()
+        freq = safe(self.ps.cpu_freq)
+        self._slow = (getattr(freq, "current", None) or None, self._temperature())
+        self._power = safe(self.rapl.read)
 
     def _refresh_tree(self) -> None:
         try:
@@ -95,9 +125,7 @@ class HostSource:
         now = self.clock()
         if now - self._slow_at >= self.slow_every_s:
             self._slow_at = now
-            self._refresh_tree()
-            freq = safe(self.ps.cpu_freq)
-            self._slow = (getattr(freq, "current", None) or None, self._temperature())
+            self._refresh_slow()
         per_cpu = self._busy.percent() if self._busy else tuple(self.ps.cpu_percent(percpu=True))
         own, pids = self._own_cpus()
         load = safe(os.getloadavg) if self._fast else safe(self.ps.getloadavg)
@@ -111,6 +139,9 @@ class HostSource:
             cpu_mhz=self._slow[0],
             temperature_c=self._slow[1],
             own_pids=pids,
+            top_others=self._top,
+            cpu_max_mhz=self.cpu_max_mhz,
+            package_power_w=self._power,
         )
 
     def _temperature(self) -> float | None:
@@ -119,4 +150,16 @@ class HostSource:
             readings = [r.current for r in sensors.get(chip, []) if r.current]
             if readings:
                 return max(readings)
+        return None
+
+
+def cpu_max_mhz(ps: Any, cpu_root: Path = CPU_SYSFS) -> float | None:
+    """The CPU's top frequency: psutil's, else cpufreq's cpuinfo_max_freq (kHz); None on VMs without either."""
+    freq = safe(ps.cpu_freq)
+    top = getattr(freq, "max", None)
+    if top:
+        return float(top)
+    try:
+        return int((cpu_root / "cpu0" / "cpufreq" / "cpuinfo_max_freq").read_text()) / 1000.0
+    except (OSError, ValueError):
         return None

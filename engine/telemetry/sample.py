@@ -2,8 +2,31 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+# [domain:]bus:device.function; NVML writes an 8-digit domain, torch and sysfs 4, some tools none.
+_BUS_ID = re.compile(r"^(?:([0-9a-f]{1,8}):)?([0-9a-f]{1,2}):([0-9a-f]{1,2})\.([0-7])$")
+
+
+def normalise_bus_id(text: str | None) -> str | None:
+    """A PCI address as "0000:1b:00.0" (lower case, 4-digit domain), or None where it is not one."""
+    if text is None:
+        return None
+    if isinstance(text, bytes):
+        text = text.decode("ascii", "replace")
+    match = _BUS_ID.match(text.strip().strip("\x00").lower())
+    if match is None:
+        return None
+    domain, bus, device, function = match.groups()
+    return f"{int(domain or '0', 16):04x}:{int(bus, 16):02x}:{int(device, 16):02x}.{function}"
+
+
+def bus_id_from_parts(domain: int, bus: int, device: int, function: int = 0) -> str:
+    """torch's device properties give the address as numbers (pci_domain_id, pci_bus_id,
+    pci_device_id); CUDA has no function number, and a GPU is function 0."""
+    return f"{domain:04x}:{bus:02x}:{device:02x}.{function}"
 
 
 @dataclass(frozen=True)
@@ -36,9 +59,9 @@ class GpuSample:
     gtt_total: int | None = None
     throttle: tuple[str, ...] = ()
     process_pids: tuple[int, ...] = ()
-    pci_bus_id: str | None = None
-    uuid: str | None = None
-    processes: tuple[ProcessUse, ...] = ()
+    pci_bus_id: str | None = None  # normalised, "0000:1b:00.0": how a torch device finds its telemetry
+    uuid: str | None = None  # "GPU-..." on NVIDIA; None where unknown
+    processes: tuple[ProcessUse, ...] = ()  # every compute process on this GPU, rigcheck's own included
     max_mem_clock_mhz: float | None = None
 
 
@@ -52,13 +75,31 @@ class HostSample:
     cpu_mhz: float | None = None
     temperature_c: float | None = None
     own_pids: tuple[int, ...] = ()
-    top_others: tuple[ProcessUse, ...] = ()
+    top_others: tuple[ProcessUse, ...] = ()  # busiest processes not rigcheck's own, busiest first, at most 5
     cpu_max_mhz: float | None = None
-    package_power_w: float | None = None
+    package_power_w: float | None = None  # CPU package power from RAPL; None where unreadable
 
     @property
     def others_cpus(self) -> float:
         return max(0.0, self.busy_cpus - self.own_cpus)
+
+
+def find_gpu(gpus: tuple[GpuSample, ...], bus_id: str | None = None, uuid: str | None = None) -> GpuSample | None:
+    """The reading of the GPU with this PCI address or UUID: never by position, which visible-device
+    lists reorder."""
+    wanted = normalise_bus_id(bus_id)
+    for gpu in gpus:
+        if wanted is not None and gpu.pci_bus_id == wanted:
+            return gpu
+        if uuid and gpu.uuid and _bare_uuid(gpu.uuid) == _bare_uuid(uuid):
+            return gpu
+    return None
+
+
+def _bare_uuid(text: str) -> str:
+    """torch prints a UUID without NVML's "GPU-" prefix."""
+    text = str(text).strip().lower()
+    return text[4:] if text.startswith("gpu-") else text
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from ..facts.amd_driver import AMD_VENDOR
-from .sample import GpuSample
+from .sample import GpuSample, normalise_bus_id
 
 
 def _num(path: Path) -> float | None:
@@ -41,10 +41,12 @@ class AmdSysfsSource:
                 continue
         if not self.cards:
             raise RuntimeError("no amdgpu card in sysfs")
+        self.addresses = [device.resolve().name for device in self.cards]  # cardN/device links to the PCI folder
 
     def read(self) -> list[GpuSample]:
         out = []
         for index, device in enumerate(self.cards):
+            address = self.addresses[index]
             hwmon = next(iter(sorted(device.glob("hwmon/hwmon*"))), device)
             try:
                 current, top = parse_dpm((device / "pp_dpm_sclk").read_text())
@@ -59,7 +61,7 @@ class AmdSysfsSource:
             out.append(
                 GpuSample(
                     index=index,
-                    name=f"AMD GPU ({device.resolve().name})",
+                    name=f"AMD GPU ({address})",
                     vendor=self.vendor,
                     source="sysfs",
                     sm_clock_mhz=freq / 1e6 if freq is not None else current,
@@ -72,6 +74,7 @@ class AmdSysfsSource:
                     memory_total=_int(_num(device / "mem_info_vram_total")),
                     gtt_used=_int(_num(device / "mem_info_gtt_used")),
                     gtt_total=_int(_num(device / "mem_info_gtt_total")),
+                    pci_bus_id=normalise_bus_id(address),
                 )
             )
         return out

@@ -1,14 +1,19 @@
-"""The Clocks panel: shader clock and temperature over time (plotext), power and throttle reasons beside."""
+"""The Clocks panel: the GPU's shader clock and temperature over the last minute, or, on a host without
+GPU telemetry, the CPU's frequency, package temperature and package power; every trace labelled.
+
+On a small terminal the plot gives way to one labelled line a trace, each ending in its latest value.
+"""
 
 from __future__ import annotations
 
-from rigcheck.engine.telemetry.sample import Sample, na
+from rigcheck.engine.telemetry.sample import HostSample, Sample, na
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual_plotext import PlotextPlot
 
 from ..glyphs import UNICODE, Glyphs, level
 from .live_text import LiveText
+from .traces import Trace, binned, gpu_traces, host_traces
 
 WINDOW_S = 60.0
 SMALL_HEIGHT = 9  # below this many rows a plot is unreadable: show one-line traces instead
@@ -20,95 +25,126 @@ def visible(values: list[float], top: float, rows: int) -> tuple[int, ...]:
     return tuple(round(v / grain) for v in values)
 
 
+def spark_line(trace: Trace, width: int, glyphs: Glyphs, value_width: int = 0) -> str:
+    """`label ▁▂▃ value`: the trace over the minute, one column a time bin, then its latest value."""
+    value = trace.latest_text()
+    value_width = max(value_width, len(value))
+    room = max(4, width - 7 - value_width)
+    spark = "".join(" " if v is None else level(v / trace.top, glyphs) for v in trace.values[-room:])
+    return f"{trace.label:<5} {spark:<{room}} {value:>{value_width}}"
+
+
+def host_line(host: HostSample) -> str:
+    """The CPU's own readings in one line: frequency against its maximum, package heat and power,
+    naming those this host does not report."""
+    parts = [
+        na(host.cpu_mhz) + (f"/{host.cpu_max_mhz:.0f}" if host.cpu_max_mhz else "") + " MHz",
+        f"pkg {host.temperature_c:.0f} C" if host.temperature_c is not None else "",
+        f"{host.package_power_w:.1f} W" if host.package_power_w is not None else "",
+    ]
+    missing = [name for name, value in (("temp", host.temperature_c), ("power", host.package_power_w)) if value is None]
+    return "CPU " + "  ".join(p for p in parts if p) + (f" (no {', '.join(missing)})" if missing else "")
+
+
 class ClocksPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield PlotextPlot(id="clocks-plot")
         yield LiveText(id="clocks-spark")
+        yield LiveText(id="clocks-host")
         yield LiveText(id="clocks-info")
 
     def on_mount(self) -> None:
         self.border_title = "Clocks"
         self._drawn: tuple[object, ...] | None = None
 
-    def sparks(self, samples: list[Sample], glyphs: Glyphs) -> str:
-        """Two one-line traces for terminals too small for a plot."""
-        width = max(8, self.size.width - 12)
-        recent = [s for s in samples if s.gpus][-width:]
-        if not recent:
-            busy = samples[-width:]
-            cpus = samples[-1].host.cpus or 1
-            return "busy " + "".join(level(s.host.busy_cpus / cpus, glyphs) for s in busy)
-        top = recent[-1].gpus[0].max_sm_clock_mhz or 1
-        clock = "".join(level((s.gpus[0].sm_clock_mhz or 0) / top, glyphs) for s in recent)
-        temp = "".join(level((s.gpus[0].temperature_c or 0) / 100, glyphs) for s in recent)
-        return f"SM   {clock}\ntemp {temp}"
+    def sparks(self, traces: list[Trace], missing: list[str], note: str, glyphs: Glyphs) -> str:
+        """One labelled line a trace for terminals too small for a plot; what could not be read and
+        why there is no GPU telemetry follow where rows are left."""
+        width = max(16, self.size.width)
+        rows = max(1, self.size.height - 1)  # the info line takes one
+        traces = traces[:rows]
+        value_width = max((len(t.latest_text()) for t in traces), default=0)
+        lines = [spark_line(t, width, glyphs, value_width) for t in traces]
+        if missing and len(lines) < rows:
+            lines.append("not readable: " + ", ".join(missing))
+        if note and len(lines) < rows:
+            lines.append(note)
+        return "\n".join(line if len(line) <= width else line[: width - 1] + "…" for line in lines)
 
     def redraw(self, samples: list[Sample], notes: list[str], glyphs: Glyphs = UNICODE) -> None:
         """Called by the app at a few Hz with the sampler's recent window; fixed y-limits keep it cheap."""
         plot = self.query_one(PlotextPlot)
         spark = self.query_one("#clocks-spark", LiveText)
-        small = self.size.height < SMALL_HEIGHT
-        if plot.display == small:  # only on a change: setting display asks for a new layout
-            plot.display, spark.display = not small, small
-        if small and samples:
-            spark.set(self.sparks(samples, glyphs))
+        host = self.query_one("#clocks-host", LiveText)
         info = self.query_one("#clocks-info", LiveText)
+        small = self.size.height < SMALL_HEIGHT
         if not samples:
             info.set("waiting for telemetry")
             return
-        self._info(samples, notes, info)
-        if small:
-            return
-        # One point a column, in bins fixed in time, so an unchanged history draws the same picture.
-        columns = max(20, self.size.width)
-        column_s = WINDOW_S / columns
-        binned = {int(s.t // column_s): s for s in samples}
-        keys = sorted(binned)[-columns:]
-        samples = [binned[key] for key in keys]
-        xs = [(key - keys[-1]) * column_s for key in keys]
-        gpu = samples[-1].gpus[0] if samples[-1].gpus else None
-        rows = max(1, self.size.height)
-        if gpu is not None:
-            top = gpu.max_sm_clock_mhz or 1
-            series = (
-                [s.gpus[0].sm_clock_mhz or 0 for s in samples if s.gpus],
-                [s.gpus[0].temperature_c or 0 for s in samples if s.gpus],
-            )
-            shown = (visible(series[0], top, rows), visible(series[1], 100, rows))
+        latest = samples[-1]
+        # A one-line trace spans the whole minute too: one bin a character (values take about 10).
+        columns = max(4, self.size.width - 17) if small else max(20, self.size.width)
+        xs, kept = binned(samples, WINDOW_S, columns)
+        has_gpu = bool(latest.gpus)
+        if has_gpu:
+            traces, _ = gpu_traces(kept)
+            cpu, _ = host_traces(kept, busy=False)
+            # On an APU the CPU shares the GPU's power budget: its power comes first where rows are few.
+            cpu.sort(key=lambda t: t.label != "CPU W")
+            info.set(self._gpu_info(latest, small))
+            spark_text = self.sparks([*traces, *cpu], [], "", glyphs) if small else ""
+            host_text = host_line(latest.host) if cpu else ""
         else:
-            series = ([s.host.busy_cpus for s in samples], [])
-            shown = (visible(series[0], samples[-1].host.cpus, rows), ())
+            traces, missing = host_traces(kept)
+            note = "no GPU telemetry: " + ("; ".join(notes) if notes else "no GPU found")
+            info.set(host_line(latest.host))
+            spark_text = self.sparks(traces, missing, note, glyphs) if small else ""
+            host_text = note
+        # Only on a change: setting display asks for a new layout of the screen.
+        for widget, wanted in ((plot, not small), (spark, small), (host, not small and bool(host_text))):
+            if widget.display != wanted:
+                widget.display = wanted
+        if small:
+            spark.set(spark_text)
+        else:
+            host.set(host_text)
+            self._plot(plot, xs, traces, latest, has_gpu)
+
+    def _plot(self, plot: PlotextPlot, xs: list[float], traces: list[Trace], latest: Sample, has_gpu: bool) -> None:
         # A plotext build and its repaint cost several milliseconds: redo them only when the picture
         # would change (a column more of history, or a step the plot's rows can show), which on an
         # idle machine, a flat line sliding left, is seldom.
-        signature = (self.size, gpu is None, len(keys), shown)
+        rows = max(1, self.size.height)
+        traces = [t for t in traces if t.plotted]
+        shown = tuple(visible([v or 0.0 for v in t.values], t.top, rows) for t in traces)
+        signature = (self.size, has_gpu, len(xs), tuple(t.legend for t in traces), shown)
         if signature == self._drawn:
             return
         self._drawn = signature
         plt = plot.plt
         plt.clear_data()
         plt.clear_figure()
-        if gpu is not None:
-            clocks, temps = series
-            plt.plot(xs[-len(clocks) :], clocks, label="SM MHz")
-            plt.plot(xs[-len(temps) :], temps, label="temp C", yside="right")
-            plt.ylim(0, top * 1.05)
-            plt.ylim(0, 100, yside="right")
-            plt.title(f"{gpu.name}")
-        else:
-            plt.plot(xs, series[0], label="busy CPUs")
-            plt.ylim(0, samples[-1].host.cpus)
-            plt.title("host (no GPU telemetry)")
+        right_top = max((t.top for t in traces if t.right), default=100.0)
+        for trace in traces:
+            points = [(x, v) for x, v in zip(xs, trace.values, strict=False) if v is not None]
+            if points:
+                side = "right" if trace.right else "left"
+                plt.plot([p[0] for p in points], [p[1] for p in points], label=trace.legend, yside=side)
+        left = [t for t in traces if not t.right]
+        if left:
+            plt.ylim(0, left[0].top * 1.05)
+        plt.ylim(0, right_top, yside="right")
+        plt.title(latest.gpus[0].name if has_gpu else "host CPU (no GPU telemetry)")
         plt.xlim(-WINDOW_S, 0)
         plot.refresh()
 
-    def _info(self, samples: list[Sample], notes: list[str], info: LiveText) -> None:
-        gpu = samples[-1].gpus[0] if samples[-1].gpus else None
-        if gpu is None:
-            info.set(notes[0][:120] if notes else "no GPU telemetry source on this host")
-            return
+    @staticmethod
+    def _gpu_info(latest: Sample, small: bool) -> str:
+        gpu = latest.gpus[0]
         reasons = ", ".join(gpu.throttle) or "none"
-        info.set(
+        if small:  # clock, temperature and power have their own labelled lines above
+            return f"throttle: {reasons}"
+        return (
             f"{na(gpu.sm_clock_mhz, unit=' MHz')}/{na(gpu.max_sm_clock_mhz, unit=' MHz')} "
             f"{na(gpu.temperature_c, unit=' C')} {na(gpu.power_w)}/{na(gpu.power_limit_w, unit=' W')} "
             f"throttle: {reasons}"
