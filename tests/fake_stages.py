@@ -87,3 +87,17 @@ def chatty(context: StageContext) -> Iterator[Event]:
         yield Progress(stage, n % 1000, 1000, f"event {n}") if n % 2 else LogLine(stage, f"line {n}")
         time.sleep(0.005)
     yield Verdict(stage, "chatty", Status.PASS, f"sent {n} events")
+
+
+def warns(context: StageContext) -> Iterator[Event]:
+    stage = context.spec.stage
+    yield Measurement(stage, "rate", 100.0, "ops/s", spread=1.0, repeats=5, device=context.spec.device)
+    sentence = (
+        "it worked, but [only just]: 3 of 4 tries gave the same answer, and a run on a quiet host is needed "
+        "before this figure can be trusted for anything"
+    )
+    yield Verdict(stage, "shaky", Status.WARN, sentence, device=context.spec.device)
+
+
+def skips(context: StageContext) -> Iterator[Event]:
+    yield Verdict(context.spec.stage, "nothing", Status.SKIP, "nothing to do here")

@@ -120,12 +120,12 @@ def command_export(args: argparse.Namespace) -> int:
 
 
 def command_show(args: argparse.Namespace) -> int:
-    from .cli_display import contention_table, measurements_table, stdout_console, summary_table
+    from .cli_display import contention_table, fitted_console, measurements_table, summary_table
 
     store = open_store(args.store)
     report = store.report(resolve_run_id(store, args.run))
     assert report is not None
-    console = stdout_console()
+    console = fitted_console()
     run = report["run"]
     console.print(
         f"run {run['id']}: {run['status']}, device {run['device']}, profile {run['profile']}, "
@@ -141,7 +141,7 @@ def command_show(args: argparse.Namespace) -> int:
 def command_compare(args: argparse.Namespace) -> int:
     from rigcheck.engine.compare import compare
 
-    from .cli_display import compare_table, stdout_console
+    from .cli_display import compare_table, fitted_console
 
     store = open_store(args.store)
     first, second = resolve_run_id(store, args.first), resolve_run_id(store, args.second)
@@ -153,7 +153,7 @@ def command_compare(args: argparse.Namespace) -> int:
     if not rows:
         print(f"runs {first} and {second} hold no figures to compare (only verdicts)")
         return 0
-    stdout_console().print(compare_table(rows, first, second))
+    fitted_console().print(compare_table(rows, first, second))
     return 0
 
 

@@ -52,11 +52,11 @@ def first_line(text: str | None) -> str:
     return lines[0] if lines else ""
 
 
-def stdout_console() -> Console:
-    """Standard output: fitted to a terminal; to a file or pipe, never hard-wrapped (rich would cut at 80)."""
-    console = Console()
+def fitted_console(stderr: bool = False) -> Console:
+    """Fitted to a terminal; to a file or pipe, never hard-wrapped (rich would cut every line at 80)."""
+    console = Console(stderr=stderr)
     if not console.is_terminal:
-        console = Console(width=WIDE, no_color=True)
+        console = Console(stderr=stderr, width=WIDE, no_color=True)
     return console
 
 
@@ -135,7 +135,7 @@ def summary_table(report: dict[str, Any]) -> Table:
             verdict["check_name"],
             verdict["device"] or "",
             status_text(verdict["status"]),
-            Text(first_line(verdict["explanation"])),
+            Text(first_line(verdict["explanation"]).removesuffix("; last log lines:")),
         )
     return table
 

@@ -26,9 +26,9 @@ def _raise_interrupt(signum: int, frame: object) -> None:
 
 
 def _print_summary(report: dict[str, Any]) -> None:
-    from .cli_display import contention_table, measurements_table, stdout_console, summary_table
+    from .cli_display import contention_table, fitted_console, measurements_table, summary_table
 
-    out = stdout_console()
+    out = fitted_console()
     out.print(summary_table(report))
     for table in (measurements_table(report), contention_table(report)):
         if table is not None:
@@ -57,7 +57,7 @@ def command_run(args: argparse.Namespace) -> int:
     from rigcheck.engine.session import RunSession, start_sampler
     from rigcheck.engine.stage import PROFILES, parse_device
 
-    from .cli_display import LiveDisplay
+    from .cli_display import LiveDisplay, fitted_console
 
     try:
         infos = resolve(args.stages or list(DEFAULT_STAGES))
@@ -78,7 +78,7 @@ def command_run(args: argparse.Namespace) -> int:
         check_device(device, inspect_python(python))
     store = open_store(args.store)
 
-    err = Console(stderr=True)
+    err = fitted_console(stderr=True)
     run_id = store.begin_run([i.name for i in infos], device, args.profile, python, sys.argv[1:])
     log_dir = store.log_dir(run_id)
     options = {name: True for name in ("max_find", "compile") if getattr(args, name)}
