@@ -65,3 +65,17 @@ def test_ctrl_c_exits_130_without_a_traceback() -> None:
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=20)
     assert proc.returncode == 130 and "Traceback" not in err
+
+
+def test_a_reader_that_goes_away_ends_the_monitor() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rigcheck.tui.cli", "monitor", "--interval", "0.1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline()
+    proc.stdout.close()  # as `rigcheck monitor | head -1` does
+    assert proc.wait(timeout=20) == 0
+    assert proc.stderr is not None and "Traceback" not in proc.stderr.read()
+    proc.stderr.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 
@@ -53,7 +54,12 @@ def monitor(interval: float, count: int | None, as_json: bool, sampler: Sampler 
         if done.is_set() or seen == 0:
             return
         line = json.dumps(sample.to_dict()) if as_json else format_line(sample)
-        print(line, flush=True)
+        try:
+            print(line, flush=True)
+        except BrokenPipeError:  # `rigcheck monitor | head`: the reader has gone, which ends the monitor
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            done.set()
+            return
         if count is not None and seen >= count:
             done.set()
 
