@@ -59,12 +59,16 @@ def test_ctrl_c_exits_130_without_a_traceback() -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert proc.stdout is not None
-    first = proc.stdout.readline()  # running and printing: the start-up sample was dropped, this is the next
-    assert first.startswith("host load")
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=20)
-    assert proc.returncode == 130 and "Traceback" not in err
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # running and printing: the start-up sample was dropped, this is the next
+        assert first.startswith("host load")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+        assert proc.returncode == 130 and "Traceback" not in err
+    finally:
+        proc.kill()
+        proc.communicate()
 
 
 def test_a_reader_that_goes_away_ends_the_monitor() -> None:
@@ -74,8 +78,12 @@ def test_a_reader_that_goes_away_ends_the_monitor() -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert proc.stdout is not None and proc.stdout.readline()
-    proc.stdout.close()  # as `rigcheck monitor | head -1` does
-    assert proc.wait(timeout=20) == 0
-    assert proc.stderr is not None and "Traceback" not in proc.stderr.read()
-    proc.stderr.close()
+    try:
+        assert proc.stdout is not None and proc.stdout.readline()
+        proc.stdout.close()  # as `rigcheck monitor | head -1` does
+        assert proc.wait(timeout=20) == 0
+        assert proc.stderr is not None and "Traceback" not in proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stderr.close()  # type: ignore[union-attr]
