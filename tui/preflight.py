@@ -70,7 +70,7 @@ def inspect_python(python: str) -> Interpreter:
         if done.returncode != 0:
             why = (done.stderr.strip().splitlines() or [f"it exited with code {done.returncode}"])[-1]
         else:
-            why = "it ran but did not answer as Python with torch does"
+            why = f"it exited with code {done.returncode} without naming a torch version"
         raise UsageError(f"--python {python}: not a Python with torch ({why})")
     return Interpreter(
         python, str(data.get("python", "?")), str(data["torch"]), str(data.get("build", "?")), int(data["gpus"])
