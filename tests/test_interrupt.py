@@ -25,8 +25,11 @@ def wait_for(predicate, timeout: float = 60.0) -> None:  # type: ignore[no-untyp
 
 
 def stage_rows(path: Path) -> dict[str, tuple[str, int | None]]:
-    with sqlite3.connect(path) as db:
-        return {name: (status, pid) for name, status, pid in db.execute("SELECT name, status, pid FROM stages")}
+    try:
+        with sqlite3.connect(path) as db:
+            return {name: (status, pid) for name, status, pid in db.execute("SELECT name, status, pid FROM stages")}
+    except sqlite3.OperationalError:  # the file exists, but its tables are still being made
+        return {}
 
 
 def test_sigkill_of_the_parent_leaves_a_readable_store(tmp_path: Path) -> None:
