@@ -11,6 +11,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rigcheck.engine.store import STORE_ENV, Store, StoreError, default_store_path
 
@@ -43,7 +44,7 @@ class Interpreter:
     gpus: int
 
 
-def _answer(stdout: str) -> dict[str, object] | None:
+def _answer(stdout: str) -> dict[str, Any] | None:
     for line in reversed(stdout.splitlines()):
         if line.startswith(MARK):
             try:
@@ -74,7 +75,7 @@ def inspect_python(python: str) -> Interpreter:
         raise UsageError(f"--python {python}: not a Python with torch ({why})")
     return Interpreter(
         python, str(data.get("python", "?")), str(data["torch"]), str(data.get("build", "?")), int(data["gpus"])
-    )  # type: ignore[call-overload]
+    )
 
 
 def check_device(device: str, interpreter: Interpreter) -> None:
