@@ -237,10 +237,7 @@ def judge(
         )
     if conditions.get("other_gpu_processes"):
         procs = conditions["other_gpu_processes"]
-        reasons.append(
-            f"{len(procs)} other process(es) on the GPU: "
-            + _named(procs, "gpu_memory", _size)
-        )
+        reasons.append(f"{len(procs)} other process(es) on the GPU: " + _named(procs, "gpu_memory", _size))
     throttle = conditions.get("throttle", [])
     slowdowns = [r for r in throttle if r in SLOWDOWN_REASONS]
     if slowdowns:

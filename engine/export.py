@@ -1,4 +1,4 @@
-"""Turns a stored run's report into JSON, CSV or Markdown, for `rigcheck export` and `--json`."""
+"""Turns a stored run's report into JSON, CSV, Markdown or JUnit XML, for `rigcheck export` and `--json`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import io
 import json
 from typing import Any
 
-FORMATS = ("json", "csv", "md")
+FORMATS = ("json", "csv", "md", "junit")
 
 
 def to_json(report: dict[str, Any]) -> str:
@@ -76,4 +76,6 @@ def to_markdown(report: dict[str, Any]) -> str:
 
 
 def render(report: dict[str, Any], fmt: str) -> str:
-    return {"json": to_json, "csv": to_csv, "md": to_markdown}[fmt](report)
+    from .junit import to_junit
+
+    return {"json": to_json, "csv": to_csv, "md": to_markdown, "junit": to_junit}[fmt](report)

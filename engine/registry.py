@@ -83,9 +83,9 @@ class UnknownStage(ValueError):
 
 
 def resolve(names: list[str]) -> list[StageInfo]:
-    """The StageInfo for each name, or UnknownStage naming the valid ones."""
+    """The StageInfo for each name, once each in order of first mention, or UnknownStage naming the valid ones."""
     infos = []
-    for name in names:
+    for name in dict.fromkeys(names):
         if name not in STAGES:
             raise UnknownStage(f"unknown stage {name!r}; valid stages: {', '.join(STAGES)}")
         infos.append(STAGES[name])

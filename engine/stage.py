@@ -13,7 +13,7 @@ from typing import Any
 from .events import Event
 
 PROFILES = ("quick", "standard", "full")
-DEVICE_PATTERN = re.compile(r"^(cpu|all|cuda|cuda:\d+)$")
+DEVICE_PATTERN = re.compile(r"^(cpu|all|cuda|cuda:\d+(,cuda:\d+)*)$")
 
 
 @dataclass(frozen=True)
@@ -51,5 +51,9 @@ def parse_device(text: str) -> str:
     """Normalise a --device value, or raise ValueError with a sentence a person can act on."""
     value = text.strip().lower()
     if not DEVICE_PATTERN.match(value):
-        raise ValueError(f"bad device {text!r}: use cpu, cuda, cuda:N or all")
-    return "cuda:0" if value == "cuda" else value
+        raise ValueError(f"bad device {text!r}: use cpu, cuda, cuda:N, a list like cuda:0,cuda:3, or all")
+    if value == "cuda":
+        return "cuda:0"
+    if "," in value:
+        return ",".join(dict.fromkeys(value.split(",")))  # each GPU once, in the order given
+    return value

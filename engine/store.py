@@ -170,6 +170,14 @@ class Store:
                     raise
                 time.sleep(0.02)
 
+    def log_dir(self, run_id: int) -> Path:
+        """Where run `run_id`'s stage logs go: `<store stem>.logs/run-N` beside the store, so two stores
+        in one folder never write into each other's logs."""
+        folder = self.path.with_name(f"{self.path.stem}.logs")
+        if folder == self.path:  # a store itself named `x.logs`
+            folder = self.path.with_name(f"{self.path.name}.logs")
+        return folder / f"run-{run_id}"
+
     def close(self) -> None:
         with self._lock:
             self._db.close()
@@ -309,8 +317,9 @@ class Store:
         rows = self._read(
             "SELECT 1 FROM stages s JOIN runs r ON s.run_id = r.id WHERE s.name = 'verify'"
             " AND s.status IN ('PASS', 'WARN') AND r.fingerprint IS NOT NULL"
-            " AND r.fingerprint = (SELECT fingerprint FROM runs WHERE id = ?) AND r.device IN (?, 'all') LIMIT 1",
-            (run_id, device),
+            " AND r.fingerprint = (SELECT fingerprint FROM runs WHERE id = ?)"
+            " AND (r.device IN (?, 'all') OR ',' || r.device || ',' LIKE '%,' || ? || ',%') LIMIT 1",
+            (run_id, device, device),
         )
         return bool(rows)
 

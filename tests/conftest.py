@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +28,28 @@ def fake(name: str, function: str | None = None, timeout: float = 30.0) -> Stage
         extra_paths=(str(TESTS_DIR),),
         fingerprint=False,
     )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Every rigcheck process of this session (this one and the subprocesses, through TMPDIR) makes its
+    temporary folders in one private folder, which must hold no `rigcheck-child-*` at the end: the
+    suite leaves nothing behind, and other sessions' folders in /tmp cannot blur the check."""
+    folder = tmp_path_factory.mktemp("tmpdir")
+    before = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(folder)
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+    yield folder
+    from rigcheck.engine import childpath
+
+    own = childpath._shim
+    left = sorted(p.name for p in folder.glob(f"{childpath.PREFIX}*") if p != own)
+    if before is None:
+        os.environ.pop("TMPDIR")
+    else:
+        os.environ["TMPDIR"] = before
+    tempfile.tempdir = None
+    assert not left, f"the tests left {left} in {folder}"
 
 
 @pytest.fixture

@@ -104,3 +104,17 @@ def per_gpu(context: StageContext) -> Iterator[Event]:
     yield Verdict(
         spec.stage, "done", Status.PASS, f"{device} ({parts}) at {start:.3f}", {"start": start}, device=device
     )
+
+
+def warns(context: StageContext) -> Iterator[Event]:
+    stage = context.spec.stage
+    yield Measurement(stage, "rate", 100.0, "ops/s", spread=1.0, repeats=5, device=context.spec.device)
+    sentence = (
+        "it worked, but [only just]: 3 of 4 tries gave the same answer, and a run on a quiet host is needed "
+        "before this figure can be trusted for anything"
+    )
+    yield Verdict(stage, "shaky", Status.WARN, sentence, device=context.spec.device)
+
+
+def skips(context: StageContext) -> Iterator[Event]:
+    yield Verdict(context.spec.stage, "nothing", Status.SKIP, "nothing to do here")

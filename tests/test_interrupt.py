@@ -7,11 +7,13 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import psutil
 from conftest import TESTS_DIR
+from rigcheck.engine import childpath
 from rigcheck.engine.store import Store
 
 
@@ -23,11 +25,10 @@ def wait_for(predicate, timeout: float = 60.0) -> None:  # type: ignore[no-untyp
 
 
 def stage_rows(path: Path) -> dict[str, tuple[str, int | None]]:
-    """The stages table, or nothing while the store file exists but its tables are not made yet."""
     try:
         with sqlite3.connect(path) as db:
             return {name: (status, pid) for name, status, pid in db.execute("SELECT name, status, pid FROM stages")}
-    except sqlite3.OperationalError:
+    except sqlite3.OperationalError:  # the file exists, but its tables are still being made
         return {}
 
 
@@ -43,6 +44,11 @@ def test_sigkill_of_the_parent_leaves_a_readable_store(tmp_path: Path) -> None:
     finally:
         parent.kill()
     wait_for(lambda: not psutil.pid_exists(child_pid) or psutil.Process(child_pid).status() == "zombie", 10)
+    # SIGKILL runs no atexit: the shim folder stays until the next rigcheck process sweeps it.
+    left = list(Path(tempfile.gettempdir()).glob(f"{childpath.PREFIX}{parent.pid}-*"))
+    assert len(left) == 1
+    assert left[0] in childpath.sweep_stale()
+    assert not left[0].exists()
 
     store = Store(path)
     run = store.runs()[0]

@@ -1,24 +1,29 @@
 """The `rigcheck` command: parses arguments, runs stages headless or opens the app, and picks the exit code.
 
-Exit codes: 0 all PASS/WARN/SKIP, 1 any FAIL, 3 any CRASH/TIMEOUT, 2 bad usage, 130 interrupted.
+Exit codes: 0 all PASS/WARN/SKIP, 1 any FAIL (or WARN with --strict), 3 any CRASH/TIMEOUT, 2 bad usage,
+130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import signal
-import subprocess
 import sys
-from pathlib import Path
 from typing import NoReturn
 
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+from .cli_run import EXIT_INTERRUPTED, EXIT_USAGE, command_run
+from .preflight import UsageError, check_device, check_output_file, inspect_python, open_store
+
+__all__ = ["EXIT_INTERRUPTED", "EXIT_USAGE", "UsageError", "build_parser", "main"]
 
 
-class UsageError(Exception):
-    """Bad input: printed as one line, exit code 2."""
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"rigcheck {version('rigcheck')}"
+    except PackageNotFoundError:
+        return "rigcheck (not installed: version unknown)"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -32,16 +37,30 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="rigcheck", description="Probe, verify and measure a GPU machine.")
     store_help = "results database (default: $RIGCHECK_STORE, else a per-user data folder)"
     parser.add_argument("--store", help=store_help)
+    parser.add_argument("--version", action="version", version=_version())
     common = _Parser(add_help=False)
     common.add_argument("--store", default=argparse.SUPPRESS, help=store_help)
     commands = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     run = commands.add_parser("run", help="run stages headless", parents=[common])
     run.add_argument("stages", nargs="*", metavar="STAGE", help="stages to run (default: all)")
-    run.add_argument("--device", default="cpu", help="cpu, cuda:N or all (default cpu)")
+    run.add_argument(
+        "--device", help="cpu, cuda:N, a list like cuda:0,cuda:3, or all (default: every GPU torch sees, else cpu)"
+    )
+    run.add_argument(
+        "--serial", action="store_true", help="on several GPUs, measure one after another, not all at once"
+    )
+    run.add_argument(
+        "--peer-tolerance",
+        type=float,
+        metavar="PERCENT",
+        help="name a GPU more than this far below the best of its peers (default 10)",
+    )
     run.add_argument("--profile", default="standard", help=f"one of {', '.join(PROFILES)}")
     run.add_argument("--python", help="run the stages under this interpreter (it needs torch)")
     run.add_argument("--json", metavar="FILE", help="also write the run's report as JSON here")
+    run.add_argument("--junit", metavar="FILE", help="also write JUnit XML here: one test case per verdict, for CI")
+    run.add_argument("--strict", action="store_true", help="a WARN verdict fails the run (exit 1), for CI")
     run.add_argument("--timeout", type=float, help="time limit per stage in seconds")
     run.add_argument(
         "--wait-quiet",
@@ -71,31 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("run")
     export = commands.add_parser("export", help="export one run", parents=[common])
     export.add_argument("run")
-    export.add_argument("--format", default="json", help="json, csv or md")
+    export.add_argument("--format", default="json", help="json, csv, md or junit")
     export.add_argument("--output", "-o", help="file to write (default: standard output)")
+    compare = commands.add_parser("compare", help="compare two runs figure by figure", parents=[common])
+    compare.add_argument("first", metavar="RUN", help="a run number or 'last'")
+    compare.add_argument("second", metavar="RUN", help="another run number or 'last'")
     return parser
-
-
-def open_store(path: str | None):  # type: ignore[no-untyped-def]
-    from rigcheck.engine.store import Store, StoreError, default_store_path
-
-    try:
-        return Store(Path(path).expanduser() if path else default_store_path())
-    except StoreError as error:
-        raise UsageError(str(error)) from None
-
-
-def check_python(python: str) -> str:
-    """The interpreter's torch version, or UsageError when it is not a Python with torch."""
-    code = "import sys, torch; print(sys.version.split()[0], torch.__version__)"
-    try:
-        done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=180, check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise UsageError(f"--python {python}: cannot run it ({error})") from None
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise UsageError(f"--python {python}: not a Python with torch ({last})")
-    return done.stdout.strip()
 
 
 def resolve_run_id(store, text: str) -> int:  # type: ignore[no-untyped-def]
@@ -113,105 +113,30 @@ def resolve_run_id(store, text: str) -> int:  # type: ignore[no-untyped-def]
     return run_id
 
 
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-def command_run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rigcheck.engine.export import to_json
-    from rigcheck.engine.registry import DEFAULT_STAGES, UnknownStage, resolve
-    from rigcheck.engine.runner import RunPlan
-    from rigcheck.engine.session import RunSession, start_sampler
-    from rigcheck.engine.stage import PROFILES, parse_device
-
-    from .cli_display import LiveDisplay, contention_table, measurements_table, summary_table
-
-    try:
-        infos = resolve(args.stages or list(DEFAULT_STAGES))
-        device = parse_device(args.device)
-    except (UnknownStage, ValueError) as error:
-        raise UsageError(str(error)) from None
-    if args.profile not in PROFILES:
-        raise UsageError(f"bad profile {args.profile!r}: use one of {', '.join(PROFILES)}")
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageError("--timeout must be a positive number of seconds")
-    if args.wait_quiet is not None and args.wait_quiet < 0:
-        raise UsageError("--wait-quiet must be zero or more seconds")
-    python = sys.executable
-    if args.python:
-        check_python(args.python)
-        python = args.python
-    store = open_store(args.store)
-    console = Console(stderr=True)
-    run_id = store.begin_run([i.name for i in infos], device, args.profile, python, sys.argv[1:])
-    log_dir = store.path.parent / "logs" / f"run-{run_id}"
-    options = {name: True for name in ("max_find", "compile") if getattr(args, name)}
-    plan = RunPlan(run_id, infos, device, args.profile, python, log_dir, options, timeout_s=args.timeout)
-    interrupted = False
-    sampler = None if args.no_telemetry else start_sampler()
-    with LiveDisplay(console) as display:
-        session = RunSession(store, plan, [display], sampler, args.wait_quiet)
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, _raise_interrupt)
-        session.start()
-        try:
-            while not session.wait(0.2):
-                pass
-        except KeyboardInterrupt:
-            interrupted = True
-            console.print("[magenta]interrupted: stopping the stage child[/]")
-            session.cancel()
-            session.wait(10)
-    if sampler is not None:
-        sampler.stop()
-    code = EXIT_INTERRUPTED if interrupted else session.run.exit_code
-    if interrupted:
-        store.end_run(run_id, "interrupted", code)
-    report = store.report(run_id)
-    assert report is not None
-    console.print(summary_table(report))
-    table = measurements_table(report)
-    if table is not None:
-        console.print(table)
-    contention = contention_table(report)
-    if contention is not None:
-        console.print(contention)
-    console.print(f"run {run_id} stored in {store.path}; logs in {log_dir}")
-    if args.json:
-        try:
-            Path(args.json).write_text(to_json(report))
-        except OSError as error:
-            console.print(f"[red]could not write {args.json}: {error}[/]")
-            return code or EXIT_USAGE
-    return code
-
-
 def command_export(args: argparse.Namespace) -> int:
     from rigcheck.engine.export import FORMATS, render
 
     if args.format not in FORMATS:
         raise UsageError(f"bad format {args.format!r}: use one of {', '.join(FORMATS)}")
+    output = check_output_file("--output", args.output) if args.output else None
     store = open_store(args.store)
     report = store.report(resolve_run_id(store, args.run))
     assert report is not None
     text = render(report, args.format)
-    if args.output:
-        Path(args.output).write_text(text)
+    if output is not None:
+        output.write_text(text)
     else:
         sys.stdout.write(text)
     return 0
 
 
 def command_show(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
-    from .cli_display import contention_table, measurements_table, summary_table
+    from .cli_display import contention_table, fitted_console, measurements_table, summary_table
 
     store = open_store(args.store)
     report = store.report(resolve_run_id(store, args.run))
     assert report is not None
-    console = Console()
+    console = fitted_console()
     run = report["run"]
     console.print(
         f"run {run['id']}: {run['status']}, device {run['device']}, profile {run['profile']}, "
@@ -221,6 +146,25 @@ def command_show(args: argparse.Namespace) -> int:
     for table in (measurements_table(report), contention_table(report)):
         if table is not None:
             console.print(table)
+    return 0
+
+
+def command_compare(args: argparse.Namespace) -> int:
+    from rigcheck.engine.compare import compare
+
+    from .cli_display import compare_table, fitted_console
+
+    store = open_store(args.store)
+    first, second = resolve_run_id(store, args.first), resolve_run_id(store, args.second)
+    if first == second:
+        raise UsageError(f"compare needs two different runs ({args.first} and {args.second} are both run {first})")
+    reports = store.report(first), store.report(second)
+    assert reports[0] is not None and reports[1] is not None
+    rows = compare(reports[0], reports[1])
+    if not rows:
+        print(f"runs {first} and {second} hold no figures to compare (only verdicts)")
+        return 0
+    fitted_console().print(compare_table(rows, first, second))
     return 0
 
 
@@ -248,6 +192,8 @@ def command_app(args: argparse.Namespace) -> int:
     from rigcheck.engine.session import start_sampler
     from rigcheck.engine.stage import PROFILES, parse_device
 
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError("the app needs a terminal and this is not one; for a headless run use `rigcheck run`")
     from .app import RigcheckApp
 
     try:
@@ -256,10 +202,9 @@ def command_app(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     if args.profile not in PROFILES:
         raise UsageError(f"bad profile {args.profile!r}: use one of {', '.join(PROFILES)}")
-    python = sys.executable
-    if args.python:
-        check_python(args.python)
-        python = args.python
+    python = args.python or sys.executable
+    if args.python or (device or "").startswith("cuda"):
+        check_device(device or "cpu", inspect_python(python))
     store = open_store(args.store)
     sampler = start_sampler()
     try:
@@ -279,6 +224,7 @@ def command_stages(args: argparse.Namespace) -> int:
 
 COMMANDS = {
     "run": command_run,
+    "compare": command_compare,
     "export": command_export,
     "show": command_show,
     "history": command_history,
@@ -290,7 +236,7 @@ COMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--store")):
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--store", "--version")):
         argv = ["app", *argv]  # `rigcheck` and `rigcheck --device cuda:0` open the app
     try:
         args = build_parser().parse_args(argv)

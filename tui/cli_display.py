@@ -1,14 +1,17 @@
-"""The headless run's live display on stderr (rich): a progress line per stage, each verdict as it lands."""
+"""The headless run in rich: live progress on stderr, and the tables of the summary, `show` and `compare`."""
 
 from __future__ import annotations
 
 import json
 import threading
+from collections import Counter
 from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
+from rigcheck.engine.compare import Row
 from rigcheck.engine.events import (
     Event,
     LogLine,
@@ -33,26 +36,49 @@ STATUS_STYLE = {
     "INTERRUPTED": "magenta",
     "running": "cyan",
 }
+WIDE = 10_000  # columns for output that is not a terminal: long enough that rich never wraps a line
 
 
 def styled(status: str) -> str:
     return f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]"
 
 
+def status_text(status: str) -> Text:
+    return Text(status, style=STATUS_STYLE.get(status, "white"))
+
+
+def first_line(text: str | None) -> str:
+    lines = (text or "").splitlines()
+    return lines[0] if lines else ""
+
+
+def fitted_console(stderr: bool = False) -> Console:
+    """Fitted to a terminal; to a file or pipe, never hard-wrapped (rich would cut every line at 80)."""
+    console = Console(stderr=stderr)
+    if not console.is_terminal:
+        console = Console(stderr=stderr, width=WIDE, no_color=True)
+    return console
+
+
 class LiveDisplay:
-    """A listener for Run: called from the supervisor thread, so it only touches rich's locked objects."""
+    """A listener for Run, drawing on stderr: one line when a stage starts and one when it ends (with its
+    verdicts counted), a transient progress bar showing the latest figure or verdict. The verdicts
+    themselves are printed once, in the summary. Called from the supervisor thread, so it only
+    touches rich's locked objects."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
         self.progress = Progress(
-            TextColumn("{task.fields[stage]:>10}"),
+            TextColumn("{task.fields[stage]:>10}", markup=False),
             BarColumn(bar_width=24),
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),
             TimeElapsedColumn(),
+            TextColumn("{task.fields[last]}", markup=False),
             console=console,
             transient=True,
         )
         self._tasks: dict[str, TaskID] = {}
+        self._counts: dict[str, Counter[str]] = {}
         self._lock = threading.Lock()
 
     def __enter__(self) -> LiveDisplay:
@@ -66,11 +92,15 @@ class LiveDisplay:
         with self._lock:
             self._handle(event)
 
+    def _last(self, stage: str, text: str) -> None:
+        if stage in self._tasks:
+            self.progress.update(self._tasks[stage], last=text[:60])
+
     def _handle(self, event: Event) -> None:
         out = self.progress.console
         if isinstance(event, StageStarted):
-            self._tasks[event.stage] = self.progress.add_task("starting", stage=event.stage, total=None)
-            out.print(f"[cyan]>[/] {event.stage} on {event.device} (pid {event.pid})")
+            self._tasks[event.stage] = self.progress.add_task("starting", stage=event.stage, total=None, last="")
+            out.print(Text.assemble(("> ", "cyan"), f"{event.stage} on {event.device} (pid {event.pid})"))
         elif isinstance(event, ProgressEvent) and event.stage in self._tasks:
             self.progress.update(
                 self._tasks[event.stage],
@@ -79,18 +109,20 @@ class LiveDisplay:
                 description=event.what,
             )
         elif isinstance(event, Verdict):
-            first = event.explanation.splitlines()[0] if event.explanation else ""
-            out.print(f"  {styled(event.status.value)} {event.stage}/{event.check}: {first}")
+            self._counts.setdefault(event.stage, Counter())[event.status.value] += 1
+            self._last(event.stage, f"{event.status.value} {event.check}")
         elif isinstance(event, Measurement):
-            spread = f" ±{event.spread:.3g}" if event.spread is not None else ""
-            out.print(f"  [blue]{event.name}[/] {event.value:.4g}{spread} {event.unit}")
+            self._last(event.stage, f"{event.name} {event.value:.4g} {event.unit}")
         elif isinstance(event, LogLine) and event.level == "error":
-            out.print(f"[red]{event.text}[/]", markup=False, highlight=False)
+            out.print(Text(event.text, style="red"))
         elif isinstance(event, StageFinished):
             task = self._tasks.pop(event.stage, None)
             if task is not None:
                 self.progress.remove_task(task)
-            out.print(f"[cyan]<[/] {event.stage}: {styled(event.status.value)}")
+            counts = self._counts.pop(event.stage, Counter())
+            tally = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+            line = Text.assemble(("< ", "cyan"), f"{event.stage}: ", status_text(event.status.value))
+            out.print(line + Text(f" ({tally})" if tally else ""))
 
 
 def summary_table(report: dict[str, Any]) -> Table:
@@ -98,21 +130,20 @@ def summary_table(report: dict[str, Any]) -> Table:
     for column in ("stage", "check", "device", "status", "meaning"):
         table.add_column(column, overflow="fold")
     for verdict in report["verdicts"]:
-        meaning = (verdict["explanation"] or "").splitlines()
         table.add_row(
             verdict["stage"],
             verdict["check_name"],
             verdict["device"] or "",
-            styled(verdict["status"]),
-            meaning[0] if meaning else "",
+            status_text(verdict["status"]),
+            Text(first_line(verdict["explanation"]).removesuffix("; last log lines:")),
         )
     return table
 
 
-def trust_cell(conditions: dict[str, Any] | None) -> str:
+def trust_cell(conditions: dict[str, Any] | None) -> Text:
     conditions = conditions or {}
     trust = conditions.get("trust", "no telemetry")
-    label = styled(trust) if trust in STATUS_STYLE else trust
+    label = status_text(trust) if trust in STATUS_STYLE else Text(trust)
     if conditions.get("verified") is False:
         label += ", unverified"
     reasons = "; ".join(conditions.get("trust_reasons") or [])
@@ -130,6 +161,16 @@ def measurements_table(report: dict[str, Any]) -> Table | None:
         table.add_row(
             m["stage"], m["name"], m["device"], f"{m['value']:.4g}", m["unit"], spread, trust_cell(m["conditions"])
         )
+    return table
+
+
+def compare_table(rows: list[Row], first: int, second: int) -> Table:
+    table = Table(title=f"run {first} against run {second} (ratio = run {second} / run {first})")
+    for column in ("figure", f"run {first}", f"run {second}", "ratio"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        sides = [Text(side.text(), style=STATUS_STYLE.get(side.trust, "")) if side else Text("") for side in row.sides]
+        table.add_row(row.figure, *sides, Text(row.ratio_text()))
     return table
 
 

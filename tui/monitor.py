@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 
 from rigcheck.engine.telemetry.sample import Sample, na
 from rigcheck.engine.telemetry.sampler import Sampler
+
+EXIT_INTERRUPTED = 130
 
 
 def format_line(sample: Sample) -> str:
@@ -34,21 +37,31 @@ def format_line(sample: Sample) -> str:
     return " | ".join(parts)
 
 
-def monitor(interval: float, count: int | None, as_json: bool) -> int:
-    sampler = Sampler(interval=interval, keep_seconds=max(60.0, interval * 10))
+def monitor(interval: float, count: int | None, as_json: bool, sampler: Sampler | None = None) -> int:
+    """Print samples until `count` or Ctrl-C (exit 130).
+
+    The first sample only primes the counters: it covers rigcheck's own start-up before its CPU time
+    could be told apart (the first reading of a process has nothing to subtract), so it would show our
+    own start-up as other processes' load. It is read and dropped."""
+    sampler = sampler or Sampler(interval=interval, keep_seconds=max(60.0, interval * 10))
     if not as_json:
         for note in sampler.notes:
             print(f"# {note}", file=sys.stderr)
     done = threading.Event()
-    seen = 0
+    seen = -1  # the priming sample
 
     def show(sample: Sample) -> None:
         nonlocal seen
-        if done.is_set():
+        seen += 1
+        if done.is_set() or seen == 0:
             return
         line = json.dumps(sample.to_dict()) if as_json else format_line(sample)
-        print(line, flush=True)
-        seen += 1
+        try:
+            print(line, flush=True)
+        except BrokenPipeError:  # `rigcheck monitor | head`: the reader has gone, which ends the monitor
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            done.set()
+            return
         if count is not None and seen >= count:
             done.set()
 
@@ -57,7 +70,7 @@ def monitor(interval: float, count: int | None, as_json: bool) -> int:
     try:
         done.wait()
     except KeyboardInterrupt:
-        pass
+        return EXIT_INTERRUPTED
     finally:
         sampler.stop()
     return 0

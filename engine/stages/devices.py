@@ -17,16 +17,17 @@ class DeviceUnavailable(Exception):
 
 
 def target_devices(device: str) -> list[torch.device]:
-    """cpu -> [cpu]; cuda:N -> [cuda:N]; all -> every GPU, or the CPU on a host without one."""
+    """cpu -> [cpu]; cuda:N -> [cuda:N]; cuda:0,cuda:3 -> both; all -> every GPU, or the CPU on a host without one."""
     if device == "cpu":
         return [torch.device("cpu")]
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if device == "all":
         return [torch.device(f"cuda:{i}") for i in range(count)] or [torch.device("cpu")]
-    index = int(device.split(":")[1]) if ":" in device else 0
-    if index >= count:
-        raise DeviceUnavailable(f"{device} was asked for but torch sees {count} GPU(s)")
-    return [torch.device(f"cuda:{index}")]
+    indices = [int(part.split(":")[1]) if ":" in part else 0 for part in device.split(",")]
+    missing = [f"cuda:{i}" for i in indices if i >= count]
+    if missing:
+        raise DeviceUnavailable(f"{', '.join(missing)} was asked for but torch sees {count} GPU(s)")
+    return [torch.device(f"cuda:{i}") for i in indices]
 
 
 def resolve_devices(stage: str, device: str) -> Generator[Verdict, None, list[torch.device]]:

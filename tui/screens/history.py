@@ -6,6 +6,7 @@ import datetime as dt
 import json
 from typing import Any
 
+from rigcheck.engine.compare import compare
 from rigcheck.engine.store import Store
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -14,25 +15,11 @@ from textual.widgets import DataTable, Footer, Static
 
 
 def compare_rows(first: dict[str, Any], second: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    """(figure, first, second, ratio second/first) for every measurement name the two runs share."""
-
-    def values(report: dict[str, Any]) -> dict[str, tuple[float, str]]:
-        return {f"{m['name']} [{m['device']}]": (m["value"], m["unit"]) for m in report["measurements"]}
-
-    a, b = values(first), values(second)
-    rows = []
-    for name in sorted(a.keys() | b.keys()):
-        left, right = a.get(name), b.get(name)
-        ratio = f"{right[0] / left[0]:.3f}" if left and right and left[0] else ""
-        rows.append(
-            (
-                name,
-                f"{left[0]:,.4g} {left[1]}" if left else "",
-                f"{right[0]:,.4g} {right[1]}" if right else "",
-                ratio,
-            )
-        )
-    return rows
+    """(figure, first, second, ratio second/first) as table cells, from the engine's comparison."""
+    return [
+        (row.figure, row.first.text() if row.first else "", row.second.text() if row.second else "", row.ratio_text())
+        for row in compare(first, second)
+    ]
 
 
 class CompareScreen(Screen[None]):

@@ -1,0 +1,149 @@
+"""Checks made before anything runs or is stored, so bad input is one line and exit 2, not a failed run.
+
+The parent never imports torch: it asks the chosen interpreter, in one short subprocess, what torch
+it has and how many GPUs that torch sees.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rigcheck.engine.store import STORE_ENV, Store, StoreError, default_store_path
+
+PYTHON_TIMEOUT_S = 180
+MARK = "RIGCHECK-PYTHON "
+# Runs under the interpreter being checked: standard library and torch only.
+PROBE_CODE = f"""
+import json, sys
+import torch
+hip = getattr(torch.version, "hip", None)
+build = f"ROCm {{hip}}" if hip else f"CUDA {{torch.version.cuda}}" if torch.version.cuda else "CPU-only"
+gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+answer = {{"python": sys.version.split()[0], "torch": torch.__version__, "build": build, "gpus": gpus}}
+print({MARK!r} + json.dumps(answer))
+"""
+
+
+class UsageError(Exception):
+    """Bad input: printed as one line, exit code 2."""
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """What `python -c 'import torch'` answered: versions, the kind of build, and the GPUs it sees."""
+
+    python: str
+    version: str
+    torch: str
+    build: str
+    gpus: int
+
+
+def _answer(stdout: str) -> dict[str, Any] | None:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(MARK):
+            try:
+                data = json.loads(line[len(MARK) :])
+            except ValueError:
+                return None
+            ok = isinstance(data, dict) and isinstance(data.get("gpus"), int) and isinstance(data.get("torch"), str)
+            return data if ok else None
+    return None
+
+
+def inspect_python(python: str) -> Interpreter:
+    """Ask `python` about its torch; UsageError("not a Python with torch") when it cannot answer."""
+    try:
+        done = subprocess.run(
+            [python, "-c", PROBE_CODE], capture_output=True, text=True, timeout=PYTHON_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"--python {python}: not a Python with torch (no answer in {PYTHON_TIMEOUT_S} s)") from None
+    except OSError as error:
+        raise UsageError(f"--python {python}: cannot run it ({error.strerror or error})") from None
+    data = _answer(done.stdout)
+    if data is None:
+        if done.returncode != 0:
+            why = (done.stderr.strip().splitlines() or [f"it exited with code {done.returncode}"])[-1]
+        else:
+            why = f"it exited with code {done.returncode} without naming a torch version"
+        raise UsageError(f"--python {python}: not a Python with torch ({why})")
+    return Interpreter(
+        python, str(data.get("python", "?")), str(data["torch"]), str(data.get("build", "?")), int(data["gpus"])
+    )
+
+
+def run_devices(device: str | None, interpreter: Interpreter) -> tuple[str, tuple[str, ...]]:
+    """The run's device and the GPUs it names. No --device, or `all`: every GPU the interpreter's torch
+    sees (just `cuda:0` where there is one), else the CPU; a GPU it cannot see is refused."""
+    if device == "cpu":
+        return "cpu", ()
+    if device is None or device == "all":
+        gpus = tuple(f"cuda:{i}" for i in range(interpreter.gpus))
+        return ("all" if len(gpus) > 1 else gpus[0] if gpus else "cpu"), gpus
+    for part in device.split(","):
+        check_device(part, interpreter)
+    return device, tuple(device.split(","))
+
+
+def check_device(device: str, interpreter: Interpreter) -> None:
+    """A `cuda:N` that the interpreter's torch cannot see is refused before the run starts."""
+    if not device.startswith("cuda"):
+        return  # cpu, and all (every GPU there is, else the CPU)
+    if "," in device:
+        for part in device.split(","):
+            check_device(part, interpreter)
+        return
+    index = int(device.split(":")[1])
+    seen = f"torch {interpreter.torch} ({interpreter.build}) in {interpreter.python}"
+    if interpreter.gpus == 0:
+        hint = (
+            "install a CUDA or ROCm build of torch (see the README)"
+            if interpreter.build == "CPU-only"
+            else "check the driver and CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES; `rigcheck run probe` says more"
+        )
+        raise UsageError(f"--device {device}: {seen} sees no GPU; {hint}")
+    if index >= interpreter.gpus:
+        last = interpreter.gpus - 1
+        raise UsageError(
+            f"--device {device}: {seen} sees {interpreter.gpus} GPU(s); use cuda:0"
+            + (f" to cuda:{last}" if last else "")
+            + " or all"
+        )
+
+
+def check_output_file(flag: str, path: str) -> Path:
+    """The file can be written (its folder exists and takes files): tried now, not after an hour-long run."""
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise UsageError(f"{flag} {path}: is a folder; give a file name")
+    if not target.parent.is_dir():
+        raise UsageError(f"{flag} {path}: folder {target.parent} does not exist")
+    existed = target.exists()
+    try:
+        with open(target, "a"):
+            pass
+    except OSError as error:
+        raise UsageError(f"{flag} {path}: cannot write there ({error.strerror or error})") from None
+    if not existed:
+        target.unlink()
+    return target
+
+
+def open_store(path: str | None) -> Store:
+    """The store named by --store, else $RIGCHECK_STORE, else the default. Only the default's folder is
+    made: a store named in a folder that does not exist is a typo far more often than a wish."""
+    explicit = path or os.environ.get(STORE_ENV)
+    target = Path(explicit).expanduser() if explicit else default_store_path()
+    if explicit and not target.parent.is_dir():
+        source = "--store" if path else STORE_ENV
+        raise UsageError(f"{source} {explicit}: folder {target.parent} does not exist; create it first")
+    try:
+        return Store(target)
+    except StoreError as error:
+        raise UsageError(str(error)) from None
