@@ -188,8 +188,8 @@ def run(context: StageContext) -> Iterator[Event]:
     counts = thread_counts(cpus)
     gpus = [d for d in (yield from resolve_devices(STAGE, spec.device)) if d.type == "cuda"]
     seen: list[Verdict] = []
-    total = 3 + len(gpus)
-    yield Progress(STAGE, 1, total, f"sgemm at {counts} threads, {trials} trials each")
+    total = 2 + len(gpus)  # steps: the sgemm hunt, CPU convolutions, one repeatability check per GPU
+    yield Progress(STAGE, 0, total, f"sgemm at {counts} threads, {trials} trials each")
     libraries: dict[str, Any] = {
         "numpy": (numpy_matmul, numpy_kernel()),
         "torch": (torch_matmul, torch_kernel()),
@@ -198,12 +198,12 @@ def run(context: StageContext) -> Iterator[Event]:
     for verdict in sgemm_verdicts(records, repeats, n):
         seen.append(verdict)
         yield verdict
-    yield Progress(STAGE, 2, total, "CPU convolution repeatability")
+    yield Progress(STAGE, 1, total, "CPU convolution repeatability")
     for verdict in cpu_conv_checks(shape, config, batch, cpus):
         seen.append(verdict)
         yield verdict
     for index, device in enumerate(gpus):
-        yield Progress(STAGE, 3 + index, total, f"repeatability on {device}")
+        yield Progress(STAGE, 2 + index, total, f"repeatability on {device}")
         for verdict in gpu_repeat_checks(device, shape, config, batch):
             seen.append(verdict)
             yield verdict
