@@ -230,7 +230,9 @@ def command_history(args: argparse.Namespace) -> int:
     from .cli_display import history_table
 
     store = open_store(args.store)
-    Console().print(history_table(store.runs(args.limit)))
+    runs = store.runs(args.limit)
+    console = Console()
+    console.print(history_table(runs, store.worst_statuses([run["id"] for run in runs]), console.width))
     return 0
 
 
