@@ -151,6 +151,7 @@ class RigcheckApp(App[int]):
         self._refresh_choice()
         self.set_interval(REDRAW_S, self.refresh_live)
         self.refresh_live()
+        self.call_after_refresh(self.refresh_live)  # again once laid out, with the panels' real sizes
         self._check_size(*self.size)
 
     def on_resize(self, event: Resize) -> None:

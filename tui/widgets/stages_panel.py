@@ -24,14 +24,14 @@ def duration_text(seconds: float) -> str:
     return f"~{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
-def expected_text(stages: list[str], durations: dict[str, float], device: str, profile: str) -> str:
-    """What running every stage should take, from earlier runs on this device and profile."""
+def expected_text(stages: list[str], durations: dict[str, float]) -> str:
+    """What running every stage should take, from earlier runs on the chosen device and profile."""
     known = [durations[s] for s in stages if s in durations]
     if not known:
-        return f"expected time: no earlier run on {device}, {profile}"
+        return "expected time: no earlier run"
     unknown = len(stages) - len(known)
-    rest = f" + {unknown} stage{'s' if unknown > 1 else ''} never run here" if unknown else ""
-    return f"all stages {duration_text(sum(known))}{rest}"
+    rest = f" + {unknown} stage{'s' if unknown > 1 else ''} not run before" if unknown else " for all stages"
+    return f"expected time: {duration_text(sum(known))}{rest}"
 
 
 class StagesPanel(Vertical):
@@ -65,7 +65,7 @@ class StagesPanel(Vertical):
         self.query_one("#stages-header", Static).update(f"device {device}  profile {profile}  ({state})")
         self.durations = durations
         if not running:
-            self.set_step(expected_text(self.stage_names, durations, device, profile))
+            self.set_step(expected_text(self.stage_names, durations))
         table = self.query_one(DataTable)
         for name in self.stage_names:
             if self.states[name] in ("idle", "queued"):
