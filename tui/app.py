@@ -235,7 +235,7 @@ class RigcheckApp(App[int]):
         event = message.event
         stages = self.panel(StagesPanel)
         stages.set_progress(event.stage, event.done, event.total)
-        stages.set_step(f"run {self.run_id}, {event.stage}: {event.what}")
+        stages.set_step(f"{event.stage}: {event.what}")
 
     def on_engine_event(self, message: EngineEvent) -> None:
         if not self._main_screen.is_attached:
@@ -248,8 +248,7 @@ class RigcheckApp(App[int]):
         log = self.panel(LogPanel)
         if isinstance(event, StageStarted):
             self.current_stage = event.stage
-            stages.set_state(event.stage, "running")
-            stages.set_step(f"run {self.run_id}, {event.stage}: started")
+            stages.set_running(event.stage)
             log.line(f"{event.stage}: started on {event.device} (pid {event.pid}, {event.python})")
         elif isinstance(event, Verdict):
             self.stage_verdicts.setdefault(event.stage, []).append(event.status)

@@ -82,7 +82,7 @@ class HistoryScreen(Screen[int | None]):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_column(MARK, key="mark", width=len(MARK))  # a fixed width: update_cell does not widen
+        table.add_column("", key="mark", width=len(MARK))  # a fixed width: update_cell does not widen
         for name in ("run", "started", "status", "worst", "device", "profile", "stages", "fingerprint"):
             table.add_column(name, key=name)
         runs = self.store.runs(200)

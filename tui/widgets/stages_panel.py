@@ -74,9 +74,14 @@ class StagesPanel(Vertical):
     def set_step(self, text: str) -> None:
         self.query_one("#stages-expected", Static).update(Text(text, no_wrap=True, overflow="ellipsis"))
 
-    def set_state(self, stage: str, state: str) -> None:
-        self.states[stage] = state
-        self.query_one(DataTable).update_cell(stage, "state", status_text(self.app, "running", state))
+    def set_running(self, stage: str) -> None:
+        """The stage's child started: its bar starts at nothing done (its estimate moves to the step line)."""
+        self.states[stage] = "running"
+        table = self.query_one(DataTable)
+        table.update_cell(stage, "state", status_text(self.app, "running"))
+        self.set_progress(stage, 0, 1)
+        before = f", took {duration_text(self.durations[stage])} before" if stage in self.durations else ""
+        self.set_step(f"{stage}: started{before}")
 
     def set_progress(self, stage: str, done: int, total: int) -> None:
         fraction = done / total if total else 0.0
