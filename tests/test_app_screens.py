@@ -315,3 +315,13 @@ async def test_without_ascii_the_same_screens_use_unicode(tmp_path: Path) -> Non
         await pilot.pause(0.3)
         shots = await ascii_screens(app, pilot, run_id)
     assert all(any(not c.isascii() for c in text) for _, text in shots)
+
+
+def test_ascii_keeps_every_cell_in_its_place() -> None:
+    from rich.cells import cell_len
+    from rigcheck.tui.ascii_screen import ascii_text
+
+    for text in ("╭─ Stages ─╮│┃┏━┓", "█████░░░ 62% ▁▂▃▄▅▆▇█", "…🔎é⅃Ⅲ Ａ日本", "⣿⠀⠁▚▙ ←→ ± •"):
+        out = ascii_text(text)
+        assert out.isascii() and cell_len(out) == cell_len(text), (text, out)
+    assert ascii_text("╭─╮│ │╰─╯") == "+-+| |+-+" and ascii_text("plain text") == "plain text"

@@ -54,6 +54,7 @@ NAMED = {
     "×": "x",
     "±": "~",
     "°": "o",
+    "🔎": "/",  # the palette's search mark, as in less and vim
     "\u00a0": " ",
 }
 
@@ -90,7 +91,7 @@ def to_ascii(char: str) -> str:
     if char in EIGHTHS:
         return EIGHTHS[char]
     if char in NAMED:
-        return NAMED[char]
+        return NAMED[char].ljust(width)
     if char in QUADRANTS:
         return _dots(QUADRANTS[char], 4)
     if 0x2800 <= ord(char) <= 0x28FF:
