@@ -89,8 +89,8 @@ def detail_text(row: Row) -> str:
     """Everything known about one row, in words, for the detail pane and the detail screen."""
     if row["kind"] == "verdict":
         where = f" on {row['device']}" if row.get("device") else ""
-        numbers = json.dumps(row.get("numbers") or {}, default=str)
-        return f"{row['status']} {row['stage']}/{row['name']}{where}: {row['explanation']}\nnumbers: {numbers}"
+        text = f"{row['status']} {row['stage']}/{row['name']}{where}: {row['explanation']}"
+        return text + (f"\nnumbers: {json.dumps(row['numbers'], default=str)}" if row.get("numbers") else "")
     conditions = row.get("conditions") or {}
     spread = f" (spread {_number(row['spread'])})" if row.get("spread") is not None else ""
     repeats = f" over {row['repeats']} repeats" if row.get("repeats") and row["repeats"] > 1 else ""
