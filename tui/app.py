@@ -362,8 +362,9 @@ class RigcheckApp(App[int]):
 
         def answer(quit_now: bool | None) -> None:
             if quit_now:
+                code = 130 if self.running else 0  # the run may have ended while the question was open
                 self.stop_run()
-                self.exit(130)
+                self.exit(code)
 
         self.push_screen(ConfirmQuit(), answer)
 
