@@ -6,8 +6,10 @@ import json
 import os
 import socket
 import sqlite3
+import statistics
 import threading
 import time
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +24,16 @@ from .events import (
     RunFinished,
     StageFinished,
     StageStarted,
+    Status,
     Verdict,
     event_kind,
     event_to_dict,
+    worst,
 )
 
 STORE_ENV = "RIGCHECK_STORE"
 BUSY_TIMEOUT_S = 30.0
+DURATION_RUNS = 5  # a stage's expected time is the median of its last this-many runs
 
 MIGRATIONS: list[str] = [
     # version 1
@@ -395,3 +400,40 @@ class Store:
             "telemetry_samples": len(samples),
             "contention": contention_report(samples, measurements),
         }
+
+    def worst_statuses(self, run_ids: list[int]) -> dict[int, str]:
+        """Each run's most severe verdict (CRASH over TIMEOUT over FAIL over WARN over PASS over SKIP).
+
+        A run without any verdict is absent from the answer.
+        """
+        if not run_ids:
+            return {}
+        marks = ", ".join("?" * len(run_ids))
+        rows = self._read(
+            f"SELECT DISTINCT run_id, status FROM verdicts WHERE run_id IN ({marks})",
+            tuple(run_ids),
+        )
+        found: dict[int, list[Status]] = {}
+        for row in rows:
+            with suppress(ValueError):  # a status this version does not know is not a verdict to rank
+                found.setdefault(row["run_id"], []).append(Status(row["status"]))
+        return {run_id: status.value for run_id, statuses in found.items() if (status := worst(statuses))}
+
+    def stage_durations(self, device: str, profile: str, last: int = DURATION_RUNS) -> dict[str, float]:
+        """Each stage's median wall time over its last few finished runs on this device and profile.
+
+        Only stages that ran to their end count (PASS, WARN or FAIL): a crash, a timeout or a cancel
+        says nothing about how long the stage takes.
+        """
+        rows = self._read(
+            "SELECT s.name, s.finished - s.started AS seconds FROM stages s JOIN runs r ON r.id = s.run_id"
+            " WHERE r.device = ? AND r.profile = ? AND s.status IN ('PASS', 'WARN', 'FAIL')"
+            " AND s.started IS NOT NULL AND s.finished > s.started ORDER BY s.id DESC LIMIT 1000",
+            (device, profile),
+        )
+        recent: dict[str, list[float]] = {}
+        for row in rows:
+            times = recent.setdefault(row["name"], [])
+            if len(times) < last:
+                times.append(row["seconds"])
+        return {name: statistics.median(times) for name, times in recent.items()}

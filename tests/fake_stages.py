@@ -118,3 +118,22 @@ def warns(context: StageContext) -> Iterator[Event]:
 
 def skips(context: StageContext) -> Iterator[Event]:
     yield Verdict(context.spec.stage, "nothing", Status.SKIP, "nothing to do here")
+
+
+def _verdict_then_wait(context: StageContext, status: Status) -> Iterator[Event]:
+    """One verdict early, then work that lasts until cancelled (or 60 s): the stage's end is not known yet."""
+    stage = context.spec.stage
+    yield Progress(stage, 0, 2, "first check")
+    yield Verdict(stage, "first", status, f"first check: {status.value}")
+    yield Progress(stage, 1, 2, "second check")
+    end = time.monotonic() + 60
+    while not context.cancelled and time.monotonic() < end:
+        time.sleep(0.02)
+
+
+def pass_then_wait(context: StageContext) -> Iterator[Event]:
+    yield from _verdict_then_wait(context, Status.PASS)
+
+
+def fail_then_wait(context: StageContext) -> Iterator[Event]:
+    yield from _verdict_then_wait(context, Status.FAIL)

@@ -10,7 +10,7 @@ from rigcheck.engine.events import Status, Verdict
 from rigcheck.engine.quiet import wait_quiet, wait_quiet_blocking
 from rigcheck.engine.stages import training
 from rigcheck.engine.telemetry.sample import HostSample, ProcessUse, Sample
-from rigcheck.tui.widgets.results_panel import detail_text
+from rigcheck.tui.rows import detail_text
 
 
 class LiveHost(FakeSampler):
@@ -72,10 +72,17 @@ def test_result_detail_shows_conditions_and_reasons() -> None:
                 "trust_reasons": ["SM clock at 76% of max: power cap"],
                 "sm_clock_mean_mhz": 1447.5,
                 "verified": False,
+                "notes": ["power-limited at 700 W, normal for this load"],
             },
         }
     )
-    assert "SUSPECT" in text and "power cap" in text and "sm_clock_mean_mhz=1448" in text and "verified: False" in text
+    assert "trust: SUSPECT: SM clock at 76% of max: power cap" in text
+    assert "note: power-limited at 700 W, normal for this load" in text
+    assert "SM clock mean 1,448 MHz" in text and "verified: no" in text
+    clean = detail_text(
+        {"kind": "measurement", "stage": "m", "name": "x", "value": 1.0, "unit": "u", "device": "cpu", "conditions": {}}
+    )
+    assert "trust: no telemetry" in clean and "note:" not in clean and "conditions: none recorded" in clean
 
 
 def test_a_missing_gpu_is_one_fail_verdict_and_no_work() -> None:

@@ -115,3 +115,45 @@ def test_latest_probe_facts_come_from_the_newest_probe_run(tmp_path: Path) -> No
         store.record(run_id, Verdict("probe", "environment", Status.WARN, f"{model} warning"))
     store.begin_run(["matmul"], "cpu", "quick", "python", [])  # a later run without Probe
     assert store.latest_probe() == ({"cpu": {"model": "new"}}, "bbbb", ["new warning"])
+
+
+def _run_with(store: Store, verdicts: list[Status]) -> int:
+    run_id = store.begin_run(["s"], "cpu", "quick", "python", [])
+    for index, status in enumerate(verdicts):
+        store.record(run_id, Verdict("s", f"check{index}", status, "why"))
+    store.end_run(run_id, "complete", 0)
+    return run_id
+
+
+def test_each_runs_worst_verdict_is_read_from_its_verdicts(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    passed = _run_with(store, [Status.PASS, Status.SKIP, Status.PASS])
+    failed = _run_with(store, [Status.PASS, Status.FAIL, Status.WARN])
+    crashed = _run_with(store, [Status.FAIL, Status.CRASH, Status.TIMEOUT])
+    skipped = _run_with(store, [Status.SKIP])
+    empty = _run_with(store, [])
+    worst = store.worst_statuses([passed, failed, crashed, skipped, empty])
+    assert worst == {passed: "PASS", failed: "FAIL", crashed: "CRASH", skipped: "SKIP"}
+    assert store.worst_statuses([]) == {}
+
+
+def _timed_stage(store: Store, device: str, profile: str, stage: str, seconds: float, status: Status) -> None:
+    run_id = store.begin_run([stage], device, profile, "python", [])
+    store.record(run_id, StageStarted(stage, device, 1, "python", t=1000.0))
+    store.record(run_id, StageFinished(stage, status, 0, t=1000.0 + seconds))
+    store.end_run(run_id, "complete", 0)
+
+
+def test_stage_durations_come_from_earlier_finished_runs_on_the_same_device_and_profile(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    assert store.stage_durations("cpu", "quick") == {}  # no earlier run
+    for seconds in (100.0, 10.0, 12.0, 11.0, 50.0, 13.0):  # the oldest (100) falls out of the last five
+        _timed_stage(store, "cpu", "quick", "verify", seconds, Status.PASS)
+    _timed_stage(store, "cpu", "quick", "probe", 4.0, Status.FAIL)  # a failed stage still ran to its end
+    _timed_stage(store, "cpu", "quick", "matmul", 600.0, Status.TIMEOUT)  # killed at its limit: no estimate
+    _timed_stage(store, "cpu", "quick", "training", 3.0, Status.SKIP)  # cancelled: no estimate
+    _timed_stage(store, "cuda:0", "quick", "verify", 2.0, Status.PASS)  # another device
+    _timed_stage(store, "cpu", "full", "verify", 900.0, Status.PASS)  # another profile
+    assert store.stage_durations("cpu", "quick") == {"verify": 12.0, "probe": 4.0}
+    assert store.stage_durations("cuda:0", "quick") == {"verify": 2.0}
+    assert store.stage_durations("cuda:1", "quick") == {}

@@ -7,7 +7,7 @@ the app's own thread. Plots and gauges redraw from the sampler's ring buffer at 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, TypeVar
@@ -36,14 +36,19 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
+from textual.events import Resize
+from textual.filter import LineFilter
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 
+from .ascii_screen import AsciiOnly
 from .glyphs import ASCII, UNICODE
 from .messages import EngineEvent, StageProgress
+from .rows import measurement_row, verdict_row
 from .screens.confirm_quit import ConfirmQuit
 from .screens.history import HistoryScreen
+from .screens.too_small import TooSmallScreen, too_small
 from .settings import load_settings, save_setting
 from .widgets.bench_panel import BenchPanel
 from .widgets.clocks_panel import ClocksPanel
@@ -60,39 +65,6 @@ PLOT_WINDOW_S = 60.0
 THEME_CSS = Path(rigcheck.themes.__file__).parent / "app.tcss"
 
 
-def verdict_row(v: Verdict | dict[str, Any]) -> dict[str, Any]:
-    if isinstance(v, Verdict):
-        return {
-            "kind": "verdict",
-            "stage": v.stage,
-            "name": v.check,
-            "status": v.status.value,
-            "explanation": v.explanation,
-            "numbers": v.numbers,
-        }
-    return {
-        "kind": "verdict",
-        "stage": v["stage"],
-        "name": v["check_name"],
-        "status": v["status"],
-        "explanation": v["explanation"],
-        "numbers": v["numbers"],
-    }
-
-
-def measurement_row(m: Measurement | dict[str, Any]) -> dict[str, Any]:
-    if isinstance(m, Measurement):
-        m = {
-            "stage": m.stage,
-            "name": m.name,
-            "value": m.value,
-            "unit": m.unit,
-            "device": m.device,
-            "conditions": m.conditions,
-        }
-    return {"kind": "measurement"} | {k: m[k] for k in ("stage", "name", "value", "unit", "device", "conditions")}
-
-
 class RigcheckApp(App[int]):
     CSS_PATH = str(THEME_CSS)
     TITLE = "rigcheck"
@@ -103,6 +75,7 @@ class RigcheckApp(App[int]):
         Binding("p", "cycle_profile", "Profile"),
         Binding("h", "history", "History"),
         Binding("o", "show_processes", "Processes", show=False),
+        Binding("r", "results", "Results"),
         Binding("ctrl+q,ctrl+c", "request_quit", "Quit", priority=True),
         *(Binding(str(n), f"start_stage({n - 1})", f"Stage {n}", show=False) for n in range(1, 10)),
     ]
@@ -116,8 +89,10 @@ class RigcheckApp(App[int]):
         profile: str = "standard",
         python: str = sys.executable,
         ascii_only: bool = False,
+        gpus: tuple[str, ...] | None = None,
     ) -> None:
         super().__init__()
+        self._gpus = gpus  # as the stage interpreter's torch sees them; None: count them from telemetry
         self.store = store
         self.sampler = sampler
         self.stage_infos = stages or list(STAGES.values())
@@ -125,6 +100,7 @@ class RigcheckApp(App[int]):
         self.python = python
         self.ascii_only = ascii_only
         self.glyphs = ASCII if ascii_only else UNICODE
+        self._ascii_filter = AsciiOnly()
         self.device = device or self._default_device()
         self.session: RunSession | None = None
         self.run_id: int | None = None
@@ -132,6 +108,8 @@ class RigcheckApp(App[int]):
         self.probe_facts: dict[str, Any] | None = None
         self.fingerprint: str | None = None
         self.probe_warnings: list[str] = []
+        self.current_stage: str | None = None
+        self.cancelled_stages: set[str] = set()
 
     # -- layout --
     def compose(self) -> ComposeResult:
@@ -142,7 +120,7 @@ class RigcheckApp(App[int]):
                 yield HostPanel(self.glyphs, id="host")
         with TabbedContent(id="bottom", initial="tab-running"):
             with TabPane("Running", id="tab-running"):
-                yield BenchPanel(id="bench")
+                yield BenchPanel(self.glyphs, id="bench")
             with TabPane("Results", id="tab-results"):
                 yield ResultsPanel(id="results")
             with TabPane("Device", id="tab-device"):
@@ -151,7 +129,11 @@ class RigcheckApp(App[int]):
                 yield LogPanel(id="log")
             with TabPane("Processes", id="tab-processes"):
                 yield ProcessesPanel(id="processes")
-        yield Footer()
+        yield Footer(compact=True)  # every key fits at 80 columns
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        filters = super().get_line_filters()
+        return [*filters, self._ascii_filter] if self.ascii_only else filters
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(VARIABLE_DEFAULTS)
@@ -165,7 +147,9 @@ class RigcheckApp(App[int]):
         for theme in THEMES:
             self.register_theme(theme)
         remembered = load_settings().get("theme")
-        self.theme = remembered if remembered in self.available_themes else DEFAULT_THEME
+        self.theme = remembered if remembered in {t.name for t in THEMES} else DEFAULT_THEME
+        for name in set(self.available_themes) - {t.name for t in THEMES}:
+            self.unregister_theme(name)  # the palette offers rigcheck's three themes, as the README says
         self.theme_changed_signal.subscribe(self, lambda theme: save_setting("theme", theme.name))
         if self.ascii_only:
             self.add_class("ascii")
@@ -173,18 +157,37 @@ class RigcheckApp(App[int]):
         self._refresh_choice()
         self.set_interval(REDRAW_S, self.refresh_live)
         self.refresh_live()
+        self.call_after_refresh(self.refresh_live)  # again once laid out, with the panels' real sizes
+        self._check_size(*self.size)
+
+    def on_resize(self, event: Resize) -> None:
+        if getattr(self, "_main_screen", None) is not None:  # from on_mount on: it checks the first size
+            self._check_size(event.size.width, event.size.height)
+
+    def _check_size(self, width: int, height: int) -> None:
+        """Below 80x24 say so, rather than show a layout that silently loses rows."""
+        if too_small(width, height) and not any(isinstance(s, TooSmallScreen) for s in self.screen_stack):
+            self.push_screen(TooSmallScreen())
+
+    @property
+    def gpus(self) -> tuple[str, ...]:
+        if self._gpus is not None:
+            return self._gpus
+        latest = self.sampler.latest() if self.sampler is not None else None
+        return tuple(f"cuda:{i}" for i in range(len(latest.gpus))) if latest is not None else ()
 
     def _default_device(self) -> str:
-        latest = self.sampler.latest() if self.sampler is not None else None
-        return "cuda:0" if latest is not None and latest.gpus else "cpu"
+        """Every GPU there is (all of them at once), else the CPU."""
+        gpus = self.gpus
+        return "all" if len(gpus) > 1 else gpus[0] if gpus else "cpu"
 
     def _device_choices(self) -> list[str]:
-        latest = self.sampler.latest() if self.sampler is not None else None
-        gpus = [f"cuda:{i}" for i in range(len(latest.gpus))] if latest is not None else []
-        return ["cpu", *gpus, "all"]
+        gpus = list(self.gpus)
+        return ["cpu", *gpus, *(["all"] if len(gpus) > 1 else [])]
 
     def _refresh_choice(self) -> None:
-        self.panel(StagesPanel).set_choice(self.device, self.profile, self.running)
+        durations = self.store.stage_durations(self.device, self.profile)
+        self.panel(StagesPanel).set_choice(self.device, self.profile, self.running, durations)
 
     def _load_last_probe(self) -> None:
         latest = self.store.latest_probe()  # one query at start-up, not a full report per past run
@@ -224,14 +227,15 @@ class RigcheckApp(App[int]):
             self.device,
             self.profile,
             self.python,
-            self.store.path.parent / "logs" / f"run-{self.run_id}",
+            self.store.log_dir(self.run_id),
+            gpus=self.gpus if self.device == "all" else tuple(d for d in self.device.split(",") if d != "cpu"),
         )
         self.session = RunSession(self.store, plan, [self._forward], self.sampler)
         self.stage_verdicts = {}
-        panel = self.panel(StagesPanel)
-        for name in names:
-            panel.reset(name)
-        self.panel(ResultsPanel).clear()
+        self.current_stage, self.cancelled_stages = None, set()
+        self.panel(StagesPanel).reset(names)  # each run starts clean: nothing of the last run stays beside it
+        self.panel(BenchPanel).clear_figures()
+        self._show_results_of(self.run_id, [])
         self.panel(LogPanel).line(f"run {self.run_id}: {', '.join(names)} on {self.device} ({self.profile})")
         self.session.start()
         self._refresh_choice()
@@ -244,7 +248,9 @@ class RigcheckApp(App[int]):
         if not self._main_screen.is_attached:
             return
         event = message.event
-        self.panel(StagesPanel).set_progress(event.stage, event.done, event.total)
+        stages = self.panel(StagesPanel)
+        stages.set_progress(event.stage, event.done, event.total)
+        stages.set_step(f"{event.stage}: {event.what}")
 
     def on_engine_event(self, message: EngineEvent) -> None:
         if not self._main_screen.is_attached:
@@ -256,13 +262,14 @@ class RigcheckApp(App[int]):
         stages = self.panel(StagesPanel)
         log = self.panel(LogPanel)
         if isinstance(event, StageStarted):
-            stages.set_state(event.stage, "running")
+            self.current_stage = event.stage
+            stages.set_running(event.stage)
             log.line(f"{event.stage}: started on {event.device} (pid {event.pid}, {event.python})")
         elif isinstance(event, Verdict):
             self.stage_verdicts.setdefault(event.stage, []).append(event.status)
             current = worst(self.stage_verdicts[event.stage])
             if current is not None:
-                stages.set_verdict(event.stage, current)
+                stages.set_interim(event.stage, current)
             self.panel(ResultsPanel).add(verdict_row(event))
             if event.status in (Status.FAIL, Status.CRASH, Status.TIMEOUT, Status.WARN):
                 log.line(f"{event.status.value} {event.stage}/{event.check}: {event.explanation}", "bold")
@@ -279,8 +286,10 @@ class RigcheckApp(App[int]):
         elif isinstance(event, LogLine):
             log.line(f"{event.stage}: {event.text}", "bold" if event.level == "error" else "")
         elif isinstance(event, StageFinished):
-            stages.set_verdict(event.stage, event.status, final=True)
-            log.line(f"{event.stage}: {event.status.value}")
+            cancelled = event.stage in self.cancelled_stages and event.status == Status.SKIP
+            stages.set_verdict(event.stage, event.status, cancelled)
+            self.current_stage = None
+            log.line(f"{event.stage}: {'cancelled' if cancelled else event.status.value}")
             if event.stage == "probe":
                 self.panel(DevicePanel).show(self.probe_facts, self.fingerprint, self.probe_warnings)
         elif isinstance(event, RunFinished):
@@ -314,6 +323,8 @@ class RigcheckApp(App[int]):
         if self.session is None:
             self.notify("nothing is running")
             return
+        if self.current_stage is not None:
+            self.cancelled_stages.add(self.current_stage)
         self.session.run.cancel_stage()
         self.panel(LogPanel).line("cancel asked: stopping the running stage")
 
@@ -350,13 +361,23 @@ class RigcheckApp(App[int]):
         report = self.store.report(run_id)
         if report is None:
             return
+        found = [(v["t"] or 0.0, verdict_row(v)) for v in report["verdicts"]]
+        found += [(m["t"] or 0.0, measurement_row(m)) for m in report["measurements"]]
+        rows = [row for _, row in sorted(found, key=lambda pair: pair[0])]  # in the order they arrived
+        self._show_results_of(run_id, rows)
+        self.action_results()
+
+    def _show_results_of(self, run_id: int | None, rows: list[dict[str, Any]]) -> None:
+        """The Results tab holds one run at a time, and its label says which."""
         results = self.panel(ResultsPanel)
         results.clear()
-        for verdict in report["verdicts"]:
-            results.add(verdict_row(verdict))
-        for measurement in report["measurements"]:
-            results.add(measurement_row(measurement))
+        for row in rows:
+            results.add(row)
+        self.panel(TabbedContent).get_tab("tab-results").label = f"Results: run {run_id}" if run_id else "Results"
+
+    def action_results(self) -> None:
         self.panel(TabbedContent).active = "tab-results"
+        self.panel(ResultsPanel).query_one(DataTable).focus()
 
     def action_request_quit(self) -> None:
         if not self.running:
@@ -365,8 +386,9 @@ class RigcheckApp(App[int]):
 
         def answer(quit_now: bool | None) -> None:
             if quit_now:
+                code = 130 if self.running else 0  # the run may have ended while the question was open
                 self.stop_run()
-                self.exit(130)
+                self.exit(code)
 
         self.push_screen(ConfirmQuit(), answer)
 
@@ -383,3 +405,4 @@ class RigcheckApp(App[int]):
         yield SystemCommand("Next profile", f"now {self.profile}", self.action_cycle_profile)
         yield SystemCommand("History", "past runs; compare two side by side", self.action_history)
         yield SystemCommand("Processes", "other processes on each GPU and the host", self.action_show_processes)
+        yield SystemCommand("Results", "the run's verdicts and figures; enter shows one in full", self.action_results)

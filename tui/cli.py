@@ -12,7 +12,7 @@ import sys
 from typing import NoReturn
 
 from .cli_run import EXIT_INTERRUPTED, EXIT_USAGE, command_run
-from .preflight import UsageError, check_device, check_output_file, inspect_python, open_store
+from .preflight import UsageError, check_output_file, inspect_python, open_store, run_devices
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_USAGE", "UsageError", "build_parser", "main"]
 
@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     monitor.add_argument("--count", type=int, help="stop after this many samples")
 
     app = commands.add_parser("app", help="open the live app (the default with no command)", parents=[common])
-    app.add_argument("--device", help="cpu, cuda:N or all (default: cuda:0 where a GPU is seen)")
+    app.add_argument("--device", help="cpu, cuda:N, a list like cuda:0,cuda:3, or all (default: every GPU torch sees)")
     app.add_argument("--profile", default="standard", help=f"one of {', '.join(PROFILES)}")
     app.add_argument("--python", help="run the stages under this interpreter (it needs torch)")
     app.add_argument("--ascii", action="store_true", help="plain ASCII bars, for terminals without Unicode")
@@ -174,7 +174,9 @@ def command_history(args: argparse.Namespace) -> int:
     from .cli_display import history_table
 
     store = open_store(args.store)
-    Console().print(history_table(store.runs(args.limit)))
+    runs = store.runs(args.limit)
+    console = Console()
+    console.print(history_table(runs, store.worst_statuses([run["id"] for run in runs]), console.width))
     return 0
 
 
@@ -203,12 +205,15 @@ def command_app(args: argparse.Namespace) -> int:
     if args.profile not in PROFILES:
         raise UsageError(f"bad profile {args.profile!r}: use one of {', '.join(PROFILES)}")
     python = args.python or sys.executable
-    if args.python or (device or "").startswith("cuda"):
-        check_device(device or "cpu", inspect_python(python))
+    gpus: tuple[str, ...] | None = None
+    if args.python or device != "cpu":
+        device, gpus = run_devices(device, inspect_python(python))
     store = open_store(args.store)
     sampler = start_sampler()
     try:
-        app = RigcheckApp(store, sampler, device=device, profile=args.profile, python=python, ascii_only=args.ascii)
+        app = RigcheckApp(
+            store, sampler, device=device, profile=args.profile, python=python, ascii_only=args.ascii, gpus=gpus
+        )
         return app.run() or 0
     finally:
         sampler.stop()

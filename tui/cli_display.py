@@ -188,31 +188,33 @@ def contention_table(report: dict[str, Any]) -> Table | None:
     return table
 
 
-def history_table(runs: list[dict[str, Any]]) -> Table:
+def history_table(runs: list[dict[str, Any]], worst: dict[int, str] | None = None, width: int = 120) -> Table:
+    """Past runs, each with its worst verdict. The date never wraps; below 100 columns the fingerprint
+    (in `rigcheck show N`) makes room for it."""
     import datetime as dt
 
-    table = Table(title="rigcheck runs")
-    for column in (
-        "run",
-        "started",
-        "status",
-        "exit",
-        "device",
-        "profile",
-        "stages",
-        "fingerprint",
-    ):
-        table.add_column(column)
+    from rich import box
+
+    worst = worst or {}
+    wide = width >= 100
+    table = Table(title="rigcheck runs", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for column in ("run", "started", "status", "worst", "exit", "device", "profile"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("stages", overflow="fold", min_width=10)
+    if wide:
+        table.add_column("fingerprint", no_wrap=True)
     for run in runs:
-        started = dt.datetime.fromtimestamp(run["started"]).strftime("%Y-%m-%d %H:%M:%S")
+        started = dt.datetime.fromtimestamp(run["started"]).strftime("%Y-%m-%d %H:%M")
+        exit_code = "" if run["exit_code"] is None else str(run["exit_code"])
         table.add_row(
             str(run["id"]),
             started,
             styled(run["status"].upper() if run["status"] == "interrupted" else run["status"]),
-            "" if run["exit_code"] is None else str(run["exit_code"]),
+            styled(worst[run["id"]]) if run["id"] in worst else "-",
+            exit_code,
             run["device"] or "",
             run["profile"] or "",
             ", ".join(json.loads(run["stages"] or "[]")),
-            run["fingerprint"] or "",
+            *((run["fingerprint"] or "",) if wide else ()),
         )
     return table

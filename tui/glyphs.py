@@ -10,10 +10,11 @@ class Glyphs:
     full: str
     empty: str
     levels: str  # from idle to busy
+    plus_minus: str
 
 
-UNICODE = Glyphs("█", "░", " ▁▂▃▄▅▆▇█")
-ASCII = Glyphs("#", ".", " .:-=+*#%@")
+UNICODE = Glyphs("█", "░", " ▁▂▃▄▅▆▇█", "±")
+ASCII = Glyphs("#", ".", " .:-=+*#%@", "+/-")
 
 
 def bar(fraction: float, width: int, glyphs: Glyphs) -> str:

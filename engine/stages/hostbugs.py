@@ -189,9 +189,9 @@ def run(context: StageContext) -> Iterator[Event]:
     gpus = [d for d in (yield from resolve_devices(STAGE, spec.device)) if d.type == "cuda"]
     seen: list[Verdict] = []
     cpu_checks = spec.option("parts", "all") != "gpu"  # "gpu": the host's checks run once, in a child of their own
-    total = (3 if cpu_checks else 1) + len(gpus)
+    total = (2 if cpu_checks else 0) + len(gpus)  # steps: sgemm hunt, CPU convolutions, one check per GPU
     if cpu_checks:
-        yield Progress(STAGE, 1, total, f"sgemm at {counts} threads, {trials} trials each")
+        yield Progress(STAGE, 0, total, f"sgemm at {counts} threads, {trials} trials each")
         libraries: dict[str, Any] = {
             "numpy": (numpy_matmul, numpy_kernel()),
             "torch": (torch_matmul, torch_kernel()),
@@ -200,7 +200,7 @@ def run(context: StageContext) -> Iterator[Event]:
         for verdict in sgemm_verdicts(records, repeats, n):
             seen.append(verdict)
             yield verdict
-        yield Progress(STAGE, 2, total, "CPU convolution repeatability")
+        yield Progress(STAGE, 1, total, "CPU convolution repeatability")
         for verdict in cpu_conv_checks(shape, config, batch, cpus):
             seen.append(verdict)
             yield verdict

@@ -29,27 +29,51 @@ PLANS = {
 }
 
 
+class Steps:
+    """Progress counted in steps finished, so the bar reaches 100% only once the last step has ended."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done = total, 0
+
+    def begin(self, what: str) -> Progress:
+        """Sent as a step starts: it counts the steps before this one."""
+        event = Progress(STAGE, self.done, self.total, what)
+        self.done += 1
+        return event
+
+    def end(self) -> Progress:
+        return Progress(STAGE, self.done, self.total, "finished")
+
+
+def dtypes_for(device: torch.device) -> list[str]:
+    return ["fp32", "tf32", "fp16", "bf16"] if has_tf32(device) else ["fp32", "fp16", "bf16"]
+
+
+def step_count(device: torch.device, n: int, low_n: int) -> int:
+    """References, one matmul per dtype, four model checks, and the memory check on a GPU."""
+    return 1 + (low_n != n) + len(dtypes_for(device)) + 4 + (device.type == "cuda")
+
+
 def run(context: StageContext) -> Iterator[Event]:
     spec = context.spec
     devices = yield from resolve_devices(STAGE, spec.device)
+    if not devices:
+        return
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     gpu_n, cpu_n, low_n, config, batch, soak_steps, share = PLANS[spec.profile]
+    sizes = {str(d): gpu_n if d.type == "cuda" else cpu_n for d in devices}
+    steps = Steps(sum(step_count(d, sizes[str(d)], low_n) for d in devices))
     for device in devices:
-        yield from verify_device(
-            context,
-            device,
-            gpu_n if device.type == "cuda" else cpu_n,
-            low_n,
-            config,
-            batch,
-            soak_steps,
-            share,
-        )
+        yield from verify_device(context, steps, device, sizes[str(device)], low_n, config, batch, soak_steps, share)
+        if context.cancelled:
+            return
+    yield steps.end()
 
 
 def verify_device(
     context: StageContext,
+    steps: Steps,
     device: torch.device,
     n: int,
     low_n: int,
@@ -60,26 +84,18 @@ def verify_device(
 ) -> Iterator[Event]:
     label = str(device)
     generator = torch.Generator().manual_seed(1234)
-    dtypes = ["fp32", "tf32", "fp16", "bf16"] if has_tf32(device) else ["fp32", "fp16", "bf16"]
-    steps = 2 + len(dtypes) + 4 + (1 if device.type == "cuda" else 0)
-    done = 0
-
-    def progress(what: str) -> Progress:
-        nonlocal done
-        done += 1
-        return Progress(STAGE, done, steps, what)
-
-    yield progress(f"float64 reference {n}x{n} twice")
+    yield steps.begin(f"float64 reference {n}x{n} twice")
     reference = check_reference(n, generator)
     yield reference
-    low_reference = check_reference(low_n, generator) if low_n != n else reference
+    low_reference = reference
     if low_n != n:
+        yield steps.begin(f"float64 reference {low_n}x{low_n} twice")
+        low_reference = check_reference(low_n, generator)
         yield low_reference
-    yield progress("reference")
-    for name in dtypes:
+    for name in dtypes_for(device):
         if context.cancelled:
             return
-        yield progress(f"matmul {name}")
+        yield steps.begin(f"matmul {name}")
         size = n if name in ("fp32", "tf32") else low_n
         if (reference if size == n else low_reference).status != Status.PASS:
             yield Verdict(
@@ -93,16 +109,16 @@ def verify_device(
         dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(name, torch.float32)
         device_matmul = device_matmul_into_poison(dtype, device, tf32=name == "tf32")
         yield from check_dtype(name, size, label, generator, device_matmul, numpy_float32_matmul, "numpy float32 (CPU)")
-    yield progress("model forward and gradients")
+    yield steps.begin("model forward and gradients")
     yield from check_forward_and_gradients(config, batch, device)
-    yield progress("optimizer steps")
+    yield steps.begin("optimizer steps")
     yield check_steps(config, batch, device)
-    yield progress("BatchNorm in training mode")
+    yield steps.begin("BatchNorm in training mode")
     yield check_batchnorm_training(config, batch, device)
     if context.cancelled:
         return
-    yield progress(f"soak of {soak_steps} steps")
+    yield steps.begin(f"soak of {soak_steps} steps")
     yield check_soak(config, batch, soak_steps, device)
     if device.type == "cuda":
-        yield progress("memory")
+        yield steps.begin("memory")
         yield from check_memory(device, share)

@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Label
+from textual.widgets import Button, Static
 
 
 class ConfirmQuit(ModalScreen[bool]):
@@ -14,7 +14,9 @@ class ConfirmQuit(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label("A stage is running. Quit and stop it? Everything measured so far is kept.")
+            yield Static(
+                "A stage is running. Quit and stop it? Everything measured so far is kept.", id="quit-question"
+            )
             with Horizontal():
                 yield Button("Stay (n)", id="stay")
                 yield Button("Quit (y)", id="quit", variant="error")

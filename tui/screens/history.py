@@ -13,6 +13,10 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from ..widgets.styling import status_text
+
+MARK = "*"
+
 
 def compare_rows(first: dict[str, Any], second: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     """(figure, first, second, ratio second/first) as table cells, from the engine's comparison."""
@@ -47,7 +51,7 @@ class CompareScreen(Screen[None]):
 class HistoryScreen(Screen[int | None]):
     BINDINGS = [
         Binding("escape,q", "close", "Back"),
-        Binding("enter", "open", "Open"),
+        Binding("enter", "open", "Open", priority=True),  # before the table's own enter, and shown
         Binding("space", "mark", "Mark"),
         Binding("c", "compare", "Compare marked"),
     ]
@@ -65,15 +69,19 @@ class HistoryScreen(Screen[int | None]):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        for name in ("", "run", "started", "status", "device", "profile", "stages", "fingerprint"):
-            table.add_column(name, key=name or "mark")
-        for run in self.store.runs(200):
+        table.add_column("", key="mark", width=len(MARK))  # a fixed width: update_cell does not widen
+        for name in ("run", "started", "status", "worst", "device", "profile", "stages", "fingerprint"):
+            table.add_column(name, key=name)
+        runs = self.store.runs(200)
+        worst = self.store.worst_statuses([run["id"] for run in runs])
+        for run in runs:
             self.run_ids.append(run["id"])
             table.add_row(
                 "",
                 str(run["id"]),
                 dt.datetime.fromtimestamp(run["started"]).strftime("%Y-%m-%d %H:%M"),
                 run["status"],
+                status_text(self.app, worst[run["id"]]) if run["id"] in worst else "-",
                 run["device"] or "",
                 run["profile"] or "",
                 ", ".join(json.loads(run["stages"] or "[]")),
@@ -91,6 +99,11 @@ class HistoryScreen(Screen[int | None]):
     def action_open(self) -> None:
         self.dismiss(self._current())
 
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a row: the table takes the key for itself and says so with this message."""
+        event.stop()
+        self.dismiss(self.run_ids[event.cursor_row] if 0 <= event.cursor_row < len(self.run_ids) else None)
+
     def action_mark(self) -> None:
         run_id = self._current()
         if run_id is None:
@@ -101,7 +114,7 @@ class HistoryScreen(Screen[int | None]):
             self.marked = [*self.marked[-1:], run_id]
         table = self.query_one(DataTable)
         for other in self.run_ids:
-            table.update_cell(str(other), "mark", "*" if other in self.marked else "")
+            table.update_cell(str(other), "mark", MARK if other in self.marked else "")
 
     def action_compare(self) -> None:
         if len(self.marked) != 2:

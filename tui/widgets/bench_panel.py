@@ -1,4 +1,4 @@
-"""The Running-benchmark panel: each figure as it arrives, with its spread and trust flag."""
+"""The Running-benchmark panel: each figure of the current run as it arrives, with its spread and trust."""
 
 from __future__ import annotations
 
@@ -6,31 +6,42 @@ from rich.text import Text
 from rigcheck.engine.events import Measurement
 from textual.widgets import DataTable
 
+from ..glyphs import UNICODE, Glyphs
+from ..rows import Row, meaning, measurement_row, trust_of, value_text
+from ..screens.detail import DetailScreen
 from .styling import status_text
 
 
-def trust_label(measurement: Measurement) -> tuple[str, str]:
-    conditions = measurement.conditions or {}
-    trust = conditions.get("trust") or "no telemetry"
-    if conditions.get("verified") is False:
-        return trust, f"{trust}, unverified"
-    return trust, trust
-
-
 class BenchPanel(DataTable[Text | str]):
+    def __init__(self, glyphs: Glyphs = UNICODE, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.glyphs = glyphs
+        self.rows_shown: list[Row] = []
+
     def on_mount(self) -> None:
         self.cursor_type = "row"
-        for name, width in (("figure", 30), ("value", 10), ("unit", 9), ("±", 8), ("trust", 22)):
-            self.add_column(name, key=name, width=width)
+        for name in ("figure", "device", "value", self.glyphs.plus_minus, "trust", "why"):
+            self.add_column(name, key=name)
+
+    def clear_figures(self) -> None:
+        self.clear()
+        self.rows_shown = []
 
     def add_measurement(self, measurement: Measurement) -> None:
+        row = measurement_row(measurement)
+        self.rows_shown.append(row)
         spread = "" if measurement.spread is None else f"{measurement.spread:.3g}"
-        trust, label = trust_label(measurement)
         self.add_row(
             measurement.name,
-            f"{measurement.value:,.4g}",
-            measurement.unit,
-            spread,
-            status_text(self.app, trust, label),
+            measurement.device,
+            Text(value_text(row), justify="right"),
+            Text(spread, justify="right"),
+            status_text(self.app, trust_of(row)),
+            meaning(row),
         )
         self.move_cursor(row=self.row_count - 1)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if 0 <= event.cursor_row < len(self.rows_shown):
+            self.app.push_screen(DetailScreen(self.rows_shown[event.cursor_row]))

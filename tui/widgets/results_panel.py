@@ -1,31 +1,18 @@
-"""The Results panel: every verdict and measurement of a run; the highlighted one shows its conditions."""
+"""The Results panel: every verdict and figure of one run; the highlighted row's detail shows below it."""
 
 from __future__ import annotations
-
-import json
-from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
+from ..rows import Row, detail_text, meaning, status_of, value_text
+from ..screens.detail import DetailScreen
 from .styling import status_text
 
-
-def detail_text(row: dict[str, Any]) -> str:
-    if row["kind"] == "verdict":
-        numbers = json.dumps(row.get("numbers") or {}, default=str)[:300]
-        return f"{row['status']} {row['stage']}/{row['name']}: {row['explanation']}\nnumbers: {numbers}"
-    conditions = row.get("conditions") or {}
-    reasons = "; ".join(conditions.get("trust_reasons") or []) or "none"
-    keys = ("sm_clock_mean_mhz", "sm_clock_min_mhz", "temperature_max_c", "power_mean_w", "host_others_cpus")
-    shown = ", ".join(f"{k}={conditions[k]:.4g}" for k in keys if isinstance(conditions.get(k), int | float))
-    return (
-        f"{row['name']}: {row['value']:,.4g} {row['unit']} on {row['device']}\n"
-        f"trust: {conditions.get('trust', 'no telemetry')} (reasons: {reasons}); verified: "
-        f"{conditions.get('verified', 'unknown')}\nconditions: {shown or 'none recorded'}"
-    )
+# Widths are left to the table (it widens a column to its longest cell), so no unit or status is cut.
+COLUMNS = ("stage", "name", "device", "status", "value", "meaning")
 
 
 class ResultsPanel(Vertical):
@@ -36,26 +23,37 @@ class ResultsPanel(Vertical):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        for name, width in (("stage", 9), ("name", 26), ("status", 8), ("value", 12), ("meaning", 60)):
-            table.add_column(name, key=name, width=width)
-        self.rows: list[dict[str, Any]] = []
+        for name in COLUMNS:
+            table.add_column(name, key=name)
+        self.rows: list[Row] = []
+        self.query_one("#result-detail", Static).border_title = "highlighted row (enter: all of it)"
 
     def clear(self) -> None:
         self.query_one(DataTable).clear()
         self.rows = []
         self.query_one("#result-detail", Static).update("")
 
-    def add(self, row: dict[str, Any]) -> None:
+    def add(self, row: Row) -> None:
         self.rows.append(row)
-        table = self.query_one(DataTable)
-        if row["kind"] == "verdict":
-            first = (row["explanation"] or "").splitlines()[0] if row["explanation"] else ""
-            table.add_row(row["stage"], row["name"], status_text(self.app, row["status"]), "", first)
-        else:
-            trust = (row.get("conditions") or {}).get("trust", "")
-            value = f"{row['value']:,.4g} {row['unit']}"
-            table.add_row(row["stage"], row["name"], status_text(self.app, trust) if trust else "", value, "")
+        self.query_one(DataTable).add_row(
+            row["stage"],
+            row["name"],
+            row.get("device") or "",
+            status_text(self.app, status_of(row)),
+            Text(value_text(row), justify="right"),
+            meaning(row),
+        )
+        if len(self.rows) == 1:
+            self._show_detail(0)  # the cursor starts on the first row without saying so
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_detail(event.cursor_row)
+
+    def _show_detail(self, index: int) -> None:
+        if 0 <= index < len(self.rows):
+            self.query_one("#result-detail", Static).update(Text(detail_text(self.rows[index])))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
         if 0 <= event.cursor_row < len(self.rows):
-            self.query_one("#result-detail", Static).update(Text(detail_text(self.rows[event.cursor_row])))
+            self.app.push_screen(DetailScreen(self.rows[event.cursor_row]))

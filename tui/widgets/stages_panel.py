@@ -11,7 +11,27 @@ from textual.widgets import DataTable, Static
 from ..glyphs import UNICODE, Glyphs, bar
 from .styling import status_text
 
-BAR_WIDTH = 6
+BAR_WIDTH = 5
+
+
+def duration_text(seconds: float) -> str:
+    """A rough wall time: ~45s, ~3m05s, ~1h20m."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"~{whole}s"
+    if whole < 3600:
+        return f"~{whole // 60}m{whole % 60:02d}s"
+    return f"~{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
+def expected_text(stages: list[str], durations: dict[str, float]) -> str:
+    """What running every stage should take, from earlier runs on the chosen device and profile."""
+    known = [durations[s] for s in stages if s in durations]
+    if not known:
+        return "expected time: no earlier run"
+    unknown = len(stages) - len(known)
+    rest = f" + {unknown} stage{'s' if unknown > 1 else ''} not run before" if unknown else " for all stages"
+    return f"expected time: {duration_text(sum(known))}{rest}"
 
 
 class StagesPanel(Vertical):
@@ -20,9 +40,12 @@ class StagesPanel(Vertical):
         self.stage_names = stages
         self.glyphs = glyphs
         self.border_title = "Stages"
+        self.durations: dict[str, float] = {}
+        self.states = dict.fromkeys(stages, "idle")
 
     def compose(self) -> ComposeResult:
         yield Static(id="stages-header")
+        yield Static(id="stages-expected")
         table: DataTable[Text | str] = DataTable(id="stages-table", cursor_type="row", zebra_stripes=False)
         yield table
 
@@ -30,34 +53,60 @@ class StagesPanel(Vertical):
         table = self.query_one(DataTable)
         table.add_column("#", key="key", width=1)
         table.add_column("stage", key="stage", width=9)
-        table.add_column("state", key="state", width=7)
+        table.add_column("state", key="state", width=9)
         table.add_column("progress", key="progress", width=BAR_WIDTH + 5)
         table.add_column("verdict", key="verdict", width=7)
         for index, name in enumerate(self.stage_names, start=1):
             table.add_row(str(index), name, "idle", "", "", key=name)
 
-    def set_choice(self, device: str, profile: str, running: bool) -> None:
+    def set_choice(self, device: str, profile: str, running: bool, durations: dict[str, float]) -> None:
+        """The device and profile a run would use, and how long each stage took there before."""
         state = "running" if running else "idle"
         self.query_one("#stages-header", Static).update(f"device {device}  profile {profile}  ({state})")
+        self.durations = durations
+        if not running:
+            self.set_step(expected_text(self.stage_names, durations))
+        table = self.query_one(DataTable)
+        for name in self.stage_names:
+            if self.states[name] in ("idle", "queued"):
+                table.update_cell(name, "progress", duration_text(durations[name]) if name in durations else "")
 
-    def set_state(self, stage: str, state: str) -> None:
-        self.query_one(DataTable).update_cell(stage, "state", status_text(self.app, "running", state))
+    def set_step(self, text: str) -> None:
+        self.query_one("#stages-expected", Static).update(Text(text, no_wrap=True, overflow="ellipsis"))
+
+    def set_running(self, stage: str) -> None:
+        """The stage's child started: its bar starts at nothing done (its estimate moves to the step line)."""
+        self.states[stage] = "running"
+        table = self.query_one(DataTable)
+        table.update_cell(stage, "state", status_text(self.app, "running"))
+        self.set_progress(stage, 0, 1)
+        before = f", took {duration_text(self.durations[stage])} before" if stage in self.durations else ""
+        self.set_step(f"{stage}: started{before}")
 
     def set_progress(self, stage: str, done: int, total: int) -> None:
         fraction = done / total if total else 0.0
-        cell = f"{bar(fraction, BAR_WIDTH, self.glyphs)} {fraction:>3.0%}"
+        cell = f"{bar(fraction, BAR_WIDTH, self.glyphs)} {fraction:>4.0%}"
         self.query_one(DataTable).update_cell(stage, "progress", cell)
 
-    def set_verdict(self, stage: str, status: Status, final: bool = False) -> None:
+    def set_interim(self, stage: str, status: Status) -> None:
+        """A verdict while the stage still runs: only a bad one is sure to stand, so PASS waits for the end."""
+        if status.severity > Status.PASS.severity:
+            self.query_one(DataTable).update_cell(stage, "verdict", status_text(self.app, status.value))
+
+    def set_verdict(self, stage: str, status: Status, cancelled: bool = False) -> None:
+        """The stage's final verdict; a cancelled stage keeps the bar where it stopped."""
         table = self.query_one(DataTable)
         table.update_cell(stage, "verdict", status_text(self.app, status.value))
-        if final:
-            table.update_cell(stage, "state", "done")
-            if status not in (Status.CRASH, Status.TIMEOUT):
-                table.update_cell(stage, "progress", f"{bar(1.0, BAR_WIDTH, self.glyphs)} 100%")
+        self.states[stage] = "cancelled" if cancelled else "done"
+        table.update_cell(stage, "state", status_text(self.app, "cancelled") if cancelled else "done")
+        if not cancelled and status not in (Status.CRASH, Status.TIMEOUT):
+            table.update_cell(stage, "progress", f"{bar(1.0, BAR_WIDTH, self.glyphs)} 100%")
 
-    def reset(self, stage: str) -> None:
+    def reset(self, queued: list[str]) -> None:
+        """A new run starts clean: its stages are queued, every other one idle, nothing from before."""
         table = self.query_one(DataTable)
-        for column in ("progress", "verdict"):
-            table.update_cell(stage, column, "")
-        table.update_cell(stage, "state", "queued")
+        for name in self.stage_names:
+            self.states[name] = "queued" if name in queued else "idle"
+            table.update_cell(name, "state", self.states[name])
+            table.update_cell(name, "verdict", "")
+            table.update_cell(name, "progress", duration_text(self.durations[name]) if name in self.durations else "")

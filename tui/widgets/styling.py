@@ -15,11 +15,16 @@ STATUS_VARIABLE = {
     "INTERRUPTED": "verdict-crash",
     "TRUSTED": "verdict-pass",
     "SUSPECT": "verdict-warn",
+    "NOISY": "verdict-warn",
     "running": "primary",
+    "cancelled": "verdict-skip",
 }
 
 
 def status_text(app: App, status: str, label: str | None = None) -> Text:
-    variables = app.get_css_variables()
-    colour = variables.get(STATUS_VARIABLE.get(status, ""), "")
+    """The word in its theme colour; a word this version does not know is shown as it is, unstyled."""
+    variable = STATUS_VARIABLE.get(status)
+    if variable is None:
+        return Text(label or status)
+    colour = app.get_css_variables().get(variable, "")
     return Text(label or status, style=f"bold {colour}" if colour else "bold")
