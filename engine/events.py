@@ -176,3 +176,37 @@ def event_to_dict(event: Event) -> dict[str, Any]:
             data[key] = value.value
     data["kind"] = event_kind(event)
     return data
+
+
+_KINDS: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (
+        StageStarted,
+        Progress,
+        Measurement,
+        Verdict,
+        Facts,
+        Fingerprint,
+        LogLine,
+        StageFinished,
+        RunStarted,
+        RunFinished,
+    )
+}
+
+
+def event_from_dict(data: dict[str, Any]) -> Event | None:
+    """The event `event_to_dict` wrote, as followers read it back from the store; None for a kind this
+    version does not know."""
+    cls = _KINDS.get(str(data.get("kind")))
+    if cls is None:
+        return None
+    fields = {key: value for key, value in data.items() if key != "kind"}
+    if "status" in fields and cls in (Verdict, StageFinished):
+        fields["status"] = Status(fields["status"])
+    if cls is RunStarted:
+        fields["stages"] = tuple(fields["stages"])
+    try:
+        return cls(**fields)  # type: ignore[no-any-return]
+    except TypeError:  # written by a version with other fields
+        return None

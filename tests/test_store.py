@@ -96,11 +96,25 @@ def test_a_dead_writer_leaves_its_run_interrupted(tmp_path: Path) -> None:
     store.record(run_id, StageStarted("probe", "cpu", 1, "python"))
     with sqlite3.connect(tmp_path / "s.db") as db:
         db.execute("UPDATE runs SET pid = 999999999 WHERE id = ?", (run_id,))
+    assert store.report(run_id)["run"]["status"] == "running"  # reading never writes
+    assert not store.is_live(store.run(run_id))
+    store = Store(tmp_path / "s.db")  # the next rigcheck start marks it
     report = store.report(run_id)
     assert report["run"]["status"] == "interrupted"
     assert report["stages"][0]["status"] == "INTERRUPTED"
     live = store.begin_run(["probe"], "cpu", "quick", "python", [])
     assert store.run(live)["status"] == "running"  # this process is alive
+    assert Store(tmp_path / "s.db").run(live)["status"] == "running"
+
+
+def test_the_store_and_log_folders_are_the_owners_only(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    run_id = store.begin_run(["probe"], "cpu", "quick", "python", [])
+    folder = store.make_log_dir(run_id)
+    assert (tmp_path / "s.db").stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "s.db-wal").stat().st_mode & 0o077 == 0
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert folder.parent.stat().st_mode & 0o777 == 0o700
 
 
 def test_latest_probe_facts_come_from_the_newest_probe_run(tmp_path: Path) -> None:

@@ -1,0 +1,185 @@
+"""The store's file: opening it owner-only, its schema and migrations, and the locked calls writer and reader share."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+STORE_ENV = "RIGCHECK_STORE"
+BUSY_TIMEOUT_S = 30.0
+
+MIGRATIONS: list[str] = [
+    # version 1
+    """
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY, started REAL NOT NULL, finished REAL, status TEXT NOT NULL,
+        exit_code INTEGER, host TEXT, pid INTEGER, device TEXT, profile TEXT, python TEXT,
+        stages TEXT, argv TEXT, fingerprint TEXT
+    );
+    CREATE TABLE stages (
+        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL,
+        status TEXT NOT NULL, started REAL, finished REAL, exit_code INTEGER, pid INTEGER,
+        python TEXT, log_path TEXT, UNIQUE (run_id, name)
+    );
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, stage TEXT, kind TEXT NOT NULL,
+        t REAL NOT NULL, payload TEXT NOT NULL
+    );
+    CREATE TABLE measurements (
+        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, stage TEXT NOT NULL, name TEXT NOT NULL,
+        value REAL, unit TEXT, spread REAL, repeats INTEGER, device TEXT, params TEXT,
+        conditions TEXT, fingerprint TEXT, t REAL
+    );
+    CREATE TABLE verdicts (
+        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, stage TEXT NOT NULL, check_name TEXT,
+        status TEXT NOT NULL, explanation TEXT, numbers TEXT, tolerance REAL, device TEXT, t REAL
+    );
+    CREATE TABLE facts (
+        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, stage TEXT NOT NULL, data TEXT NOT NULL
+    );
+    CREATE TABLE fingerprints (digest TEXT PRIMARY KEY, basis TEXT NOT NULL, first_seen REAL);
+    CREATE INDEX events_run ON events(run_id);
+    CREATE INDEX measurements_run ON measurements(run_id);
+    CREATE INDEX verdicts_run ON verdicts(run_id);
+    """,
+    # version 2: telemetry kept at about 1 Hz during a run, for the contention report
+    """
+    CREATE TABLE samples (
+        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, t REAL NOT NULL, data TEXT NOT NULL
+    );
+    CREATE INDEX samples_run ON samples(run_id);
+    """,
+    # version 3: the GPUs a run holds (one run per GPU) and why a run ended in error
+    """
+    ALTER TABLE runs ADD COLUMN gpus TEXT;
+    ALTER TABLE runs ADD COLUMN error TEXT;
+    """,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class StoreError(Exception):
+    """The store cannot be used; the message says where it is and why."""
+
+
+def default_store_path() -> Path:
+    if os.environ.get(STORE_ENV):
+        return Path(os.environ[STORE_ENV]).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "rigcheck" / "rigcheck.db"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, default=str, sort_keys=True)
+
+
+def _create_private(path: Path) -> None:
+    """Make a missing store file readable by its owner only; SQLite gives its -wal and -shm files the same mode."""
+    if not path.exists():
+        os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+
+
+class StoreBase:
+    """One SQLite file shared by every rigcheck process; safe to call from several threads."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        if self.path.is_dir():
+            raise StoreError(f"store {self.path} is a folder, not a rigcheck store")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _create_private(self.path)
+            self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None)
+            self._db.row_factory = sqlite3.Row
+            self._migrate()
+        except sqlite3.DatabaseError as error:
+            raise StoreError(
+                f"store {self.path} is unreadable or corrupt ({error}); it was left as it is: "
+                f"move it aside or point --store / {STORE_ENV} elsewhere"
+            ) from None
+        except OSError as error:
+            raise StoreError(f"store {self.path} cannot be opened: {error}") from None
+
+    def _check_schema(self) -> int:
+        """Read-only look at the file: refuse a foreign or newer one before anything is written to it."""
+        # One statement, so another process's migration cannot commit between reading the two.
+        version, tables = self._db.execute(
+            "SELECT user_version, (SELECT count(*) FROM sqlite_master) FROM pragma_user_version"
+        ).fetchone()
+        if version == 0 and tables:
+            raise sqlite3.DatabaseError("it holds tables but no rigcheck schema version")
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"store {self.path} has schema version {version}, newer than this "
+                f"rigcheck understands ({SCHEMA_VERSION}); upgrade rigcheck or use another"
+            )
+        return version
+
+    def _migrate(self) -> None:
+        if self._check_schema() == SCHEMA_VERSION:
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            return
+        self._enable_wal()
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        while True:
+            self._db.execute("BEGIN IMMEDIATE")  # one process migrates; the others wait, then see it
+            try:
+                version = self._check_schema()
+                if version == SCHEMA_VERSION:
+                    self._db.execute("COMMIT")
+                    return
+                for statement in MIGRATIONS[version].split(";"):
+                    if statement.strip():
+                        self._db.execute(statement)
+                self._db.execute(f"PRAGMA user_version = {version + 1}")
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def _enable_wal(self) -> None:
+        """Switch to WAL, retrying: SQLite answers 'locked' at once here, without its busy wait."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+
+    def log_dir(self, run_id: int) -> Path:
+        """Where run `run_id`'s stage logs go: `<store stem>.logs/run-N` beside the store, so two stores
+        in one folder never write into each other's logs."""
+        folder = self.path.with_name(f"{self.path.stem}.logs")
+        if folder == self.path:  # a store itself named `x.logs`
+            folder = self.path.with_name(f"{self.path.name}.logs")
+        return folder / f"run-{run_id}"
+
+    def make_log_dir(self, run_id: int) -> Path:
+        """The run's log folder, made readable by its owner only (the logs quote paths, pids and errors)."""
+        folder = self.log_dir(run_id)
+        folder.parent.mkdir(mode=0o700, exist_ok=True)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for made in (folder.parent, folder):
+            os.chmod(made, 0o700)
+        return folder
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _write(self, sql: str, params: tuple[Any, ...] = ()) -> int:
+        with self._lock:
+            return self._db.execute(sql, params).lastrowid or 0
+
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()

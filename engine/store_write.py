@@ -1,0 +1,143 @@
+"""Writing runs to the store: a run's row, each event as it arrives, telemetry samples, and a run's end."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from typing import Any
+
+from .events import (
+    Event,
+    Facts,
+    Fingerprint,
+    Measurement,
+    RunFinished,
+    StageFinished,
+    StageStarted,
+    Verdict,
+    event_kind,
+    event_to_dict,
+)
+from .liveness import process_alive
+from .store_schema import StoreBase, _dumps
+
+
+class StoreWriter(StoreBase):
+    def begin_run(
+        self, stages: list[str], device: str, profile: str, python: str, argv: list[str], gpus: tuple[str, ...] = ()
+    ) -> int:
+        return self._write(
+            "INSERT INTO runs (started, status, host, pid, device, profile, python, stages, argv, gpus)"
+            " VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                time.time(),
+                socket.gethostname(),
+                os.getpid(),
+                device,
+                profile,
+                python,
+                _dumps(stages),
+                _dumps(argv),
+                _dumps(list(gpus)),
+            ),
+        )
+
+    def end_run(self, run_id: int, status: str, exit_code: int | None, error: str | None = None) -> None:
+        self._write(
+            "UPDATE runs SET finished = ?, status = ?, exit_code = ?, error = coalesce(?, error) WHERE id = ?",
+            (time.time(), status, exit_code, error, run_id),
+        )
+        if status != "complete":
+            self._write(
+                "UPDATE stages SET status = 'INTERRUPTED' WHERE run_id = ? AND status = 'running'",
+                (run_id,),
+            )
+
+    def record(self, run_id: int, event: Event) -> None:
+        """Write one event as it arrives, plus its row in the table made for its kind."""
+        stage = getattr(event, "stage", None)
+        self._write(
+            "INSERT INTO events (run_id, stage, kind, t, payload) VALUES (?, ?, ?, ?, ?)",
+            (run_id, stage, event_kind(event), event.t, _dumps(event_to_dict(event))),
+        )
+        if isinstance(event, StageStarted):
+            self._write(
+                "INSERT INTO stages (run_id, name, status, started, pid, python)"
+                " VALUES (?, ?, 'running', ?, ?, ?) ON CONFLICT (run_id, name) DO UPDATE SET"
+                " status = 'running', started = excluded.started, pid = excluded.pid",
+                (run_id, event.stage, event.t, event.pid, event.python),
+            )
+        elif isinstance(event, StageFinished):
+            self._write(
+                "INSERT INTO stages (run_id, name, status, finished, exit_code, log_path)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, name) DO UPDATE SET"
+                " status = excluded.status, finished = excluded.finished,"
+                " exit_code = excluded.exit_code, log_path = excluded.log_path",
+                (run_id, event.stage, event.status.value, event.t, event.exit_code, event.log_path),
+            )
+        elif isinstance(event, Verdict):
+            self._write(
+                "INSERT INTO verdicts (run_id, stage, check_name, status, explanation, numbers,"
+                " tolerance, device, t) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    event.stage,
+                    event.check,
+                    event.status.value,
+                    event.explanation,
+                    _dumps(event.numbers),
+                    event.tolerance,
+                    event.device,
+                    event.t,
+                ),
+            )
+        elif isinstance(event, Measurement):
+            self._write(
+                "INSERT INTO measurements (run_id, stage, name, value, unit, spread, repeats, device,"
+                " params, conditions, fingerprint, t) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+                " (SELECT fingerprint FROM runs WHERE id = ?), ?)",
+                (
+                    run_id,
+                    event.stage,
+                    event.name,
+                    event.value,
+                    event.unit,
+                    event.spread,
+                    event.repeats,
+                    event.device,
+                    _dumps(event.params),
+                    _dumps(event.conditions),
+                    run_id,
+                    event.t,
+                ),
+            )
+        elif isinstance(event, Facts):
+            self._write(
+                "INSERT INTO facts (run_id, stage, data) VALUES (?, ?, ?)",
+                (run_id, event.stage, _dumps(event.data)),
+            )
+        elif isinstance(event, Fingerprint):
+            self._write(
+                "INSERT OR IGNORE INTO fingerprints (digest, basis, first_seen) VALUES (?, ?, ?)",
+                (event.digest, _dumps(event.basis), event.t),
+            )
+            # the run's first fingerprint stands; a later stage that differs is a finding (see runner)
+            self._write("UPDATE runs SET fingerprint = ? WHERE id = ? AND fingerprint IS NULL", (event.digest, run_id))
+        elif isinstance(event, RunFinished):
+            self.end_run(run_id, event.status, event.exit_code)
+
+    def record_sample(self, run_id: int, t: float, data: dict[str, Any]) -> None:
+        self._write("INSERT INTO samples (run_id, t, data) VALUES (?, ?, ?)", (run_id, t, _dumps(data)))
+
+    def sweep_dead_runs(self) -> list[int]:
+        """Runs left 'running' by an engine that no longer exists on this host were cut off: mark them
+        interrupted (their finished stages stay as they are). Called when a rigcheck process starts,
+        never from a read."""
+        host = socket.gethostname()
+        ended = []
+        for row in self._read("SELECT id, pid, started, host FROM runs WHERE status = 'running'"):
+            if row["host"] == host and not process_alive(row["pid"], row["started"]):
+                self.end_run(row["id"], "interrupted", None)
+                ended.append(row["id"])
+        return ended
