@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import sqlite3
+import sys
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import suppress
 from dataclasses import replace
 
 from .conditions import DEFAULT_POLICY, ConditionsAnnotator, TrustPolicy
@@ -27,12 +30,15 @@ class RunSession:
         sampler: Sampler | None = None,
         wait_quiet_s: float | None = None,
         policy: TrustPolicy = DEFAULT_POLICY,
+        devices: tuple[str, ...] = (),
     ) -> None:
         self.store = store
         self.plan = plan
         self.sampler = sampler
         self.wait_quiet_s = wait_quiet_s
         self.policy = policy
+        self.devices = devices  # what this run holds: a figure taken while another run shares one says so
+        self.store_error: str | None = None
         self._last_stored = 0.0
         self._conditions = ConditionsAnnotator(sampler, policy, self._earlier_clocks) if sampler else None
         self.run = Run(plan, [self._record, *listeners], annotate=self._annotate, before_stage=self._before_stage)
@@ -46,17 +52,35 @@ class RunSession:
         if self._conditions is not None:
             measurement = self._conditions(measurement)
         verified = self.store.verified(self.plan.run_id, measurement.device or self.plan.device)
-        return replace(measurement, conditions=measurement.conditions | {"verified": verified})
+        conditions = measurement.conditions | {"verified": verified}
+        sharing = self.store.sharing_runs(self.plan.run_id, self.devices) if self.devices else []
+        if sharing:  # only with --force: two runs on one device make each other's figures worthless
+            reason = f"run(s) {', '.join(map(str, sharing))} used the same device at the same time (--force)"
+            conditions |= {
+                "other_runs_on_device": sharing,
+                "trust": "SUSPECT",
+                "trust_reasons": [*conditions.get("trust_reasons", []), reason],
+            }
+        return replace(measurement, conditions=conditions)
 
     def _record(self, event: Event) -> None:
         if isinstance(event, StageStarted) and self.sampler is not None:
             self.sampler.host.track(event.pid)  # its CPU use is rigcheck's own from the first sample
-        self.store.record(self.plan.run_id, event)
+        try:
+            self.store.record(self.plan.run_id, event)
+        except (sqlite3.Error, OSError) as error:  # disk full, store gone read-only: end the run, say why
+            if self.store_error is None:
+                self.store_error = f"the store could not be written ({error}); the run was stopped"
+                print(f"rigcheck engine: {self.store_error}", file=sys.stderr, flush=True)
+                self.run.cancel()
 
     def _on_sample(self, sample: Sample) -> None:
-        if sample.t - self._last_stored >= SAMPLE_STORE_INTERVAL_S:
+        if sample.t - self._last_stored >= SAMPLE_STORE_INTERVAL_S and self.store_error is None:
             self._last_stored = sample.t
-            self.store.record_sample(self.plan.run_id, sample.t, sample.to_dict())
+            with suppress(
+                sqlite3.Error, OSError
+            ):  # a lost sample is no reason to stop; events say why if the disk is full
+                self.store.record_sample(self.plan.run_id, sample.t, sample.to_dict())
 
     def _before_stage(self, info: StageInfo) -> Iterator[Event]:
         if not info.throughput or self.sampler is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
@@ -42,6 +43,62 @@ class StoreWriter(StoreBase):
                 _dumps(list(gpus)),
             ),
         )
+
+    def claim_run(
+        self,
+        stages: list[str],
+        device: str,
+        profile: str,
+        python: str,
+        argv: list[str],
+        devices: tuple[str, ...],
+        force: bool = False,
+    ) -> tuple[int | None, list[dict[str, Any]]]:
+        """Begin a run unless a live run holds one of `devices` (then None and those runs), in one
+        transaction so two engines starting at once cannot both take a device. With `force` the run
+        begins anyway and the runs it shares a device with are still returned."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                taken = self._holders(devices)
+                if taken and not force:
+                    self._db.execute("ROLLBACK")
+                    return None, taken
+                run_id = self._db.execute(
+                    "INSERT INTO runs (started, status, host, pid, device, profile, python, stages, argv, gpus)"
+                    " VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        time.time(),
+                        socket.gethostname(),
+                        os.getpid(),
+                        device,
+                        profile,
+                        python,
+                        _dumps(stages),
+                        _dumps(argv),
+                        _dumps(list(devices)),
+                    ),
+                ).lastrowid
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return run_id, taken
+
+    def _holders(self, devices: tuple[str, ...], but: int | None = None) -> list[dict[str, Any]]:
+        """Live runs on this host holding any of `devices` (called with the lock held)."""
+        host = socket.gethostname()
+        found = []
+        for row in self._db.execute("SELECT * FROM runs WHERE status = 'running' AND id IS NOT ?", (but,)):
+            held = set(json.loads(row["gpus"] or "[]") or [row["device"]])
+            if row["host"] == host and held & set(devices) and process_alive(row["pid"], row["started"]):
+                found.append(dict(row))
+        return found
+
+    def sharing_runs(self, run_id: int, devices: tuple[str, ...]) -> list[int]:
+        """Other live runs that hold one of this run's devices now (only ever with --force)."""
+        with self._lock:
+            return [row["id"] for row in self._holders(devices, but=run_id)]
 
     def end_run(self, run_id: int, status: str, exit_code: int | None, error: str | None = None) -> None:
         self._write(

@@ -11,8 +11,9 @@ import os
 import sys
 from typing import NoReturn
 
+from .cli_follow import command_cancel, command_follow
 from .cli_run import EXIT_INTERRUPTED, EXIT_USAGE, command_run
-from .preflight import UsageError, check_output_file, inspect_python, open_store, run_devices
+from .preflight import UsageError, check_output_file, inspect_python, open_store, resolve_run_id, run_devices
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_USAGE", "UsageError", "build_parser", "main"]
 
@@ -69,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="before each throughput stage, wait for a quiet host",
     )
     run.add_argument("--no-telemetry", action="store_true", help="do not sample clocks and host load")
+    run.add_argument(
+        "--detach", action="store_true", help="run in a background engine: the terminal can close; see `follow`"
+    )
+    run.add_argument("--force", action="store_true", help="run even on a device another live run is using")
     run.add_argument("--max-find", action="store_true", help="matmul: also search shapes for the peak bf16 rate")
     run.add_argument("--compile", action="store_true", help="training: also measure torch.compile + channels_last")
 
@@ -84,8 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
     app.add_argument("--ascii", action="store_true", help="plain ASCII bars, for terminals without Unicode")
 
     commands.add_parser("stages", help="list the stages")
-    history = commands.add_parser("history", help="list past runs", parents=[common])
-    history.add_argument("--limit", type=int, default=30)
+    for name in ("history", "runs"):
+        history = commands.add_parser(name, help="list past runs, marking the live ones", parents=[common])
+        history.add_argument("--limit", type=int, default=30)
+    follow = commands.add_parser("follow", help="follow a run live (default: the newest live one)", parents=[common])
+    follow.add_argument("run", nargs="?", metavar="RUN", help="a run number or 'last'")
+    cancel = commands.add_parser("cancel", help="stop a live run (or only its running stage)", parents=[common])
+    cancel.add_argument("run", metavar="RUN", help="a run number or 'last'")
+    cancel.add_argument("--stage", action="store_true", help="stop only the running stage; the next one runs")
     show = commands.add_parser("show", help="show one run (a number or 'last')", parents=[common])
     show.add_argument("run")
     export = commands.add_parser("export", help="export one run", parents=[common])
@@ -96,21 +107,6 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("first", metavar="RUN", help="a run number or 'last'")
     compare.add_argument("second", metavar="RUN", help="another run number or 'last'")
     return parser
-
-
-def resolve_run_id(store, text: str) -> int:  # type: ignore[no-untyped-def]
-    if text in ("last", "latest"):
-        run_id = store.latest_run_id()
-        if run_id is None:
-            raise UsageError(f"no runs in the store at {store.path}")
-        return run_id
-    try:
-        run_id = int(text)
-    except ValueError:
-        raise UsageError(f"bad run {text!r}: give a run number or 'last'") from None
-    if store.run(run_id) is None:
-        raise UsageError(f"no run {run_id} in the store at {store.path}")
-    return run_id
 
 
 def command_export(args: argparse.Namespace) -> int:
@@ -175,6 +171,9 @@ def command_history(args: argparse.Namespace) -> int:
 
     store = open_store(args.store)
     runs = store.runs(args.limit)
+    for run in runs:
+        if store.is_live(run):
+            run["status"] = "LIVE"
     console = Console()
     console.print(history_table(runs, store.worst_statuses([run["id"] for run in runs]), console.width))
     return 0
@@ -233,6 +232,9 @@ COMMANDS = {
     "export": command_export,
     "show": command_show,
     "history": command_history,
+    "runs": command_history,
+    "follow": command_follow,
+    "cancel": command_cancel,
     "stages": command_stages,
     "monitor": command_monitor,
     "app": command_app,

@@ -51,10 +51,34 @@ def _write_reports(args: argparse.Namespace, report: dict[str, Any], err: Consol
     return ok
 
 
+def _detach(store: Any, request: Any) -> int:
+    """Hand the run to a background engine process and say how to follow and stop it."""
+    from rigcheck.engine.detach import StartFailed, spawn
+
+    try:
+        run_id, pid = spawn(store.path, request)
+    except StartFailed as error:
+        raise UsageError(str(error)) from None
+    print(f"run {run_id} started in the background (engine pid {pid})")
+    print(f"follow it: rigcheck follow {run_id}    stop it: rigcheck cancel {run_id}")
+    print(f"engine log: {store.log_dir(run_id) / 'engine.log'}")
+    return 0
+
+
+def summarise(report: dict[str, Any], code: int, strict: bool, err: Console) -> int:
+    """Print the summary on stdout; the exit code, with --strict turning WARN into a failure."""
+    _print_summary(report)
+    warned = sum(v["status"] == "WARN" for v in report["verdicts"])
+    if strict and warned and code == 0:
+        err.print(f"--strict: {warned} WARN verdict(s) fail the run", style="yellow")
+        code = EXIT_FAIL
+    return code
+
+
 def command_run(args: argparse.Namespace) -> int:
+    from rigcheck.engine.owner import DeviceBusy, OwnedRun
     from rigcheck.engine.registry import DEFAULT_STAGES, UnknownStage, resolve
-    from rigcheck.engine.runner import RunPlan
-    from rigcheck.engine.session import RunSession, start_sampler
+    from rigcheck.engine.run_request import RunRequest
     from rigcheck.engine.stage import PROFILES, parse_device
 
     from .cli_display import LiveDisplay, fitted_console
@@ -81,42 +105,49 @@ def command_run(args: argparse.Namespace) -> int:
         device, gpus = run_devices(device, inspect_python(python))
     device = device or "cpu"
     store = open_store(args.store)
+    request = RunRequest(
+        tuple(infos),
+        device,
+        args.profile,
+        python,
+        gpus,
+        {name: True for name in ("max_find", "compile") if getattr(args, name)},
+        args.timeout,
+        args.serial,
+        None if args.peer_tolerance is None else args.peer_tolerance / 100.0,
+        args.wait_quiet,
+        not args.no_telemetry,
+        tuple(sys.argv[1:]),
+        args.force,
+    )
+    if args.detach:
+        return _detach(store, request)
 
     err = fitted_console(stderr=True)
-    run_id = store.begin_run([i.name for i in infos], device, args.profile, python, sys.argv[1:])
-    log_dir = store.log_dir(run_id)
-    options = {name: True for name in ("max_find", "compile") if getattr(args, name)}
-    plan = RunPlan(run_id, infos, device, args.profile, python, log_dir, options, timeout_s=args.timeout, gpus=gpus)
-    plan.serial = args.serial
-    if args.peer_tolerance is not None:
-        plan.peer_tolerance = args.peer_tolerance / 100.0
     interrupted = False
-    sampler = None if args.no_telemetry else start_sampler()
     with LiveDisplay(err) as display:
-        session = RunSession(store, plan, [display], sampler, args.wait_quiet)
+        try:
+            owned = OwnedRun(store, request, [display])
+        except DeviceBusy as error:
+            raise UsageError(str(error)) from None
+        run_id, log_dir = owned.run_id, owned.log_dir
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, _raise_interrupt)
-        session.start()
+        owned.start()
         try:
-            while not session.wait(0.2):
+            while not owned.wait(0.2):
                 pass
         except KeyboardInterrupt:
             interrupted = True
             err.print("interrupted: stopping the stage child", style="magenta")
-            session.cancel()
-            session.wait(10)
-    if sampler is not None:
-        sampler.stop()
-    code = EXIT_INTERRUPTED if interrupted else session.run.exit_code
-    if interrupted:
-        store.end_run(run_id, "interrupted", code)
+            owned.cancel()
+            owned.wait(10)
+    code = owned.finish(interrupted)
+    if owned.session.store_error:
+        err.print(f"rigcheck: {owned.session.store_error}", markup=False, style="red")
     report = store.report(run_id)
     assert report is not None
-    _print_summary(report)
-    warned = sum(v["status"] == "WARN" for v in report["verdicts"])
-    if args.strict and warned and code == 0:
-        err.print(f"--strict: {warned} WARN verdict(s) fail the run", style="yellow")
-        code = EXIT_FAIL
+    code = summarise(report, code, args.strict, err)
     err.print(f"run {run_id} stored in {store.path}; logs in {log_dir}", markup=False, highlight=False)
     if not _write_reports(args, report, err):
         return code or EXIT_USAGE

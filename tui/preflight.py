@@ -147,3 +147,19 @@ def open_store(path: str | None) -> Store:
         return Store(target)
     except StoreError as error:
         raise UsageError(str(error)) from None
+
+
+def resolve_run_id(store: Store, text: str) -> int:
+    """A run number or 'last', checked to be in the store; UsageError otherwise."""
+    if text in ("last", "latest"):
+        run_id = store.latest_run_id()
+        if run_id is None:
+            raise UsageError(f"no runs in the store at {store.path}")
+        return run_id
+    try:
+        run_id = int(text)
+    except ValueError:
+        raise UsageError(f"bad run {text!r}: give a run number or 'last'") from None
+    if store.run(run_id) is None:
+        raise UsageError(f"no run {run_id} in the store at {store.path}")
+    return run_id

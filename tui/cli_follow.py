@@ -1,0 +1,88 @@
+"""`rigcheck follow` and `rigcheck cancel`: watch a run another process carries, or stop it."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from .preflight import UsageError, open_store, resolve_run_id
+
+POLL_S = 0.1
+EXIT_INTERRUPTED = 130
+
+
+def _live_or_named(store, text: str | None) -> int:  # type: ignore[no-untyped-def]
+    if text is not None:
+        return resolve_run_id(store, text)
+    live = store.live_runs()
+    if not live:
+        raise UsageError("no live run to follow; `rigcheck runs` lists every run, `rigcheck follow N` replays one")
+    return int(live[0]["id"])
+
+
+def command_follow(args: argparse.Namespace) -> int:
+    """The live progress display of `run`, fed from the store, then the summary and the run's exit code.
+    Ctrl-C stops following, never the run."""
+    from rigcheck.engine.events import RunFinished
+    from rigcheck.engine.follow import Follower
+
+    from .cli_display import LiveDisplay, fitted_console
+    from .cli_run import summarise
+
+    store = open_store(args.store)
+    run_id = _live_or_named(store, args.run)
+    err = fitted_console(stderr=True)
+    follower = Follower(store.path, run_id)
+    gone = False
+    try:
+        with LiveDisplay(err) as display:
+            while True:
+                events = follower.poll()
+                for event in events:
+                    display(event)
+                run = follower.run()
+                if any(isinstance(e, RunFinished) for e in events) or run is None:
+                    break
+                if run["status"] != "running":
+                    for event in follower.poll():  # the end written between the two reads
+                        display(event)
+                    break
+                if not store.is_live(run):
+                    gone = True
+                    break
+                time.sleep(POLL_S)
+    except KeyboardInterrupt:
+        err.print(f"stopped following; run {run_id} goes on (rigcheck follow {run_id})", style="magenta")
+        return EXIT_INTERRUPTED
+    finally:
+        follower.close()
+    if gone:
+        store.sweep_dead_runs()
+        err.print(f"run {run_id}: its engine is gone; the run is marked interrupted", style="red")
+    report = store.report(run_id)
+    assert report is not None
+    run = report["run"]
+    if run.get("error"):
+        err.print(f"run {run_id} ended in error: {run['error']}", style="red", markup=False)
+    code = run["exit_code"] if run["exit_code"] is not None else EXIT_INTERRUPTED
+    code = summarise(report, code, False, err)
+    err.print(f"run {run_id}: {run['status']}; logs in {store.log_dir(run_id)}", markup=False, highlight=False)
+    return code
+
+
+def command_cancel(args: argparse.Namespace) -> int:
+    from rigcheck.engine.control import ControlError, control_path, request
+
+    store = open_store(args.store)
+    run_id = resolve_run_id(store, args.run)
+    run = store.run(run_id)
+    assert run is not None
+    if not store.is_live(run):
+        raise UsageError(f"run {run_id} is not running ({run['status']})")
+    try:
+        request(control_path(store.path, run_id), "cancel_stage" if args.stage else "cancel")
+    except ControlError as error:
+        raise UsageError(str(error)) from None
+    what = "its running stage" if args.stage else "the run"
+    print(f"run {run_id}: asked the engine to stop {what}")
+    return 0
