@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from rigcheck.engine.events import Event
 from rigcheck.engine.registry import StageInfo
@@ -71,3 +73,25 @@ def run_stages(store: Store, tmp_path: Path):  # type: ignore[no-untyped-def]
         return run, events, run_id
 
     return go
+
+
+def engine_processes() -> list[psutil.Process]:
+    """Background engines this test session started (they are its children, in sessions of their own)."""
+    found = []
+    for proc in psutil.Process().children():
+        with contextlib.suppress(psutil.Error):
+            if "rigcheck.engine.engine_main" in proc.cmdline():
+                found.append(proc)
+    return found
+
+
+@pytest.fixture(autouse=True)
+def engines_end() -> Iterator[None]:
+    """A test that started background engines lets them write their end before the next test; one still
+    running after that was left running by the test, and is stopped."""
+    yield
+    _, alive = psutil.wait_procs(engine_processes(), timeout=20)
+    for proc in alive:
+        with contextlib.suppress(psutil.Error):
+            proc.terminate()
+    psutil.wait_procs(alive, timeout=10)

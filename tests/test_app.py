@@ -77,7 +77,7 @@ async def test_theme_switch_is_remembered(tmp_path: Path, private_settings: Path
         assert again.theme == "rigcheck-contrast"
 
 
-async def test_quitting_during_a_run_asks_then_stops_the_child(tmp_path: Path) -> None:
+async def test_quitting_during_a_run_asks_then_stops_it(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
     app = RigcheckApp(store, FakeSampler(h200_samples()), stages=[fake("ok"), fake("slow", timeout=120)], device="cpu")
     async with app.run_test() as pilot:
@@ -92,15 +92,42 @@ async def test_quitting_during_a_run_asks_then_stops_the_child(tmp_path: Path) -
         assert app.running and psutil.pid_exists(child)
         await pilot.press("ctrl+q")
         await pilot.pause(0.1)
-        await pilot.press("y")
+        await pilot.press("s")
         await pilot.pause(0.2)
     assert app.return_value == 130
     assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
     report = store.report(store.latest_run_id())
-    assert report["run"]["status"] == "interrupted"
+    assert report["run"]["status"] == "cancelled"
     assert {s["name"]: s["status"] for s in report["stages"]} == {"ok": "PASS", "slow": "SKIP"}
     assert any(v["stage"] == "slow" and "cancelled" in v["explanation"] for v in report["verdicts"])
     assert [m["name"] for m in report["measurements"]] == ["answer"]  # nothing measured is lost
+
+
+async def test_quit_leaving_the_run_then_a_new_app_reattaches_to_it(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    stages = [fake("ok"), fake("slow", timeout=120)]
+    app = RigcheckApp(store, FakeSampler(h200_samples()), stages=stages, device="cpu")
+    async with app.run_test() as pilot:
+        await pilot.press("a")
+        await wait_until(pilot, lambda: row(app, "slow")[2] == "running")
+        run_id = app.run_id
+        await pilot.press("ctrl+q")
+        await pilot.pause(0.1)
+        await pilot.press("enter")  # the default: leave it running
+        await pilot.pause(0.2)
+    assert app.return_value == 0 and app.left_running == run_id
+    run = store.run(run_id)
+    assert run["status"] == "running" and store.is_live(run)  # the engine carries on without the app
+
+    again = RigcheckApp(Store(tmp_path / "s.db"), FakeSampler(h200_samples()), stages=stages, device="cpu")
+    async with again.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: again.run_id == run_id and row(again, "slow")[2] == "running")
+        assert row(again, "ok")[4] == "PASS"  # the earlier events, read back from the store
+        assert again.query_one("#bench").row_count == 1
+        await pilot.press("c")  # and the live run answers the new app's cancel
+        await wait_until(pilot, lambda: not again.running)
+        assert row(again, "slow")[2] == "cancelled" or row(again, "slow")[4] in ("SKIP", "cancelled")
+    assert store.run(run_id)["status"] == "complete"  # only the stage was cancelled; the run ran to its end
 
 
 async def test_contended_host_is_unmistakable(tmp_path: Path) -> None:
@@ -117,7 +144,8 @@ async def test_contended_host_is_unmistakable(tmp_path: Path) -> None:
 
 async def test_history_opens_and_compares_runs(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
-    app = RigcheckApp(store, FakeSampler(h200_samples()), stages=[fake("ok")], device="cpu")
+    # the engine samples no telemetry here, so neither figure can be TRUSTED on a busy test host
+    app = RigcheckApp(store, FakeSampler(h200_samples()), stages=[fake("ok")], device="cpu", engine_telemetry=False)
     async with app.run_test(size=(120, 40)) as pilot:
         for _ in range(2):
             await pilot.press("1")
@@ -131,7 +159,7 @@ async def test_history_opens_and_compares_runs(tmp_path: Path) -> None:
         table = app.screen.query_one("#compare-table")
         ratio = str(table.get_row_at(0)[3])
     first, second = store.report(1), store.report(2)
-    # the fake samples are too old to judge the figure by: it is not TRUSTED, so there is no ratio, and it says why
+    # a figure without telemetry is not TRUSTED, so there is no ratio, and it says why
     labels = [(r["measurements"][0]["conditions"] or {}).get("trust", "no telemetry") for r in (first, second)]
     assert table.row_count == 1 and ratio == f"no ratio: run 1 {labels[0]}, run 2 {labels[1]}"
     assert compare_rows(first, second)[0][0] == "answer [cpu]"

@@ -12,7 +12,7 @@ from fakes import FakeSampler, h200_samples
 from rigcheck.engine.events import Measurement, StageFinished, StageStarted, Status, Verdict
 from rigcheck.engine.store import Store
 from rigcheck.tui.app import RigcheckApp
-from rigcheck.tui.screens.confirm_quit import ConfirmQuit
+from rigcheck.tui.screens.confirm_quit import QUESTION, ConfirmQuit
 from rigcheck.tui.screens.detail import DetailScreen
 from rigcheck.tui.screens.history import HistoryScreen
 from rigcheck.tui.screens.too_small import TooSmallScreen
@@ -134,9 +134,9 @@ async def test_the_quit_question_is_whole(tmp_path: Path, size: tuple[int, int])
         app.push_screen(ConfirmQuit())
         await pilot.pause(0.2)
         question = " ".join(region_text(app, "#quit-question").split())
-        assert question == "A stage is running. Quit and stop it? Everything measured so far is kept."
+        assert question == " ".join(QUESTION.split())
         buttons = region_text(app, "ConfirmQuit Horizontal")
-        assert "Stay (n)" in buttons and "Quit (y)" in buttons
+        assert "Stay (n)" in buttons and "Stop it (s)" in buttons and "Leave running (l)" in buttons
 
 
 async def test_below_80x24_the_app_says_the_terminal_is_too_small(tmp_path: Path) -> None:

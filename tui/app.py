@@ -1,11 +1,13 @@
-"""The Textual app: live panels over the engine's runner and telemetry. It never imports torch.
+"""The Textual app: live panels over a run carried by a background engine, and telemetry. It never imports torch.
 
-Engine threads (the run's supervisor, the sampler) only post messages; panels are updated here, on
-the app's own thread. Plots and gauges redraw from the sampler's ring buffer at 4 Hz.
+Runs are started in their own engine process (they outlive the app) and followed through the store on
+the app's own thread, ten times a second; the app opens on a run in progress. Plots and gauges redraw
+from the sampler's ring buffer at 4 Hz.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterable, Sequence
 from contextlib import suppress
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import rigcheck.themes
+from rigcheck.engine.detach import StartFailed
 from rigcheck.engine.events import (
     Facts,
     Fingerprint,
@@ -27,8 +30,7 @@ from rigcheck.engine.events import (
     worst,
 )
 from rigcheck.engine.registry import STAGES, StageInfo
-from rigcheck.engine.runner import RunPlan
-from rigcheck.engine.session import RunSession
+from rigcheck.engine.run_request import RunRequest
 from rigcheck.engine.stage import PROFILES
 from rigcheck.engine.store import Store
 from rigcheck.themes.themes import DEFAULT_THEME, THEMES, VARIABLE_DEFAULTS
@@ -44,8 +46,8 @@ from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 
 from .ascii_screen import AsciiOnly
 from .glyphs import ASCII, UNICODE
-from .messages import EngineEvent, StageProgress
 from .rows import measurement_row, verdict_row
+from .run_link import RunLink
 from .screens.confirm_quit import ConfirmQuit
 from .screens.history import HistoryScreen
 from .screens.too_small import TooSmallScreen, too_small
@@ -61,6 +63,7 @@ from .widgets.stages_panel import StagesPanel
 
 W = TypeVar("W", bound=Widget)
 REDRAW_S = 0.25
+FOLLOW_S = 0.1  # how often the store is asked for the run's new events
 PLOT_WINDOW_S = 60.0
 THEME_CSS = Path(rigcheck.themes.__file__).parent / "app.tcss"
 
@@ -90,8 +93,10 @@ class RigcheckApp(App[int]):
         python: str = sys.executable,
         ascii_only: bool = False,
         gpus: tuple[str, ...] | None = None,
+        engine_telemetry: bool = True,
     ) -> None:
         super().__init__()
+        self.engine_telemetry = engine_telemetry  # the engine's own sampler, whose readings the figures carry
         self._gpus = gpus  # as the stage interpreter's torch sees them; None: count them from telemetry
         self.store = store
         self.sampler = sampler
@@ -102,7 +107,8 @@ class RigcheckApp(App[int]):
         self.glyphs = ASCII if ascii_only else UNICODE
         self._ascii_filter = AsciiOnly()
         self.device = device or self._default_device()
-        self.session: RunSession | None = None
+        self.link: RunLink | None = None
+        self.left_running: int | None = None  # the run the user chose to leave running on quitting
         self.run_id: int | None = None
         self.stage_verdicts: dict[str, list[Status]] = {}
         self.probe_facts: dict[str, Any] | None = None
@@ -159,6 +165,8 @@ class RigcheckApp(App[int]):
         self.refresh_live()
         self.call_after_refresh(self.refresh_live)  # again once laid out, with the panels' real sizes
         self._check_size(*self.size)
+        self.set_interval(FOLLOW_S, self._follow)
+        self._attach_live()
 
     def on_resize(self, event: Resize) -> None:
         if getattr(self, "_main_screen", None) is not None:  # from on_mount on: it checks the first size
@@ -213,50 +221,66 @@ class RigcheckApp(App[int]):
     # -- running stages --
     @property
     def running(self) -> bool:
-        return self.session is not None
+        return self.link is not None
 
     def start(self, infos: list[StageInfo]) -> None:
         if self.running:
             self.notify("a run is in progress: cancel it (c) first", severity="warning")
             return
-        names = [i.name for i in infos]
-        self.run_id = self.store.begin_run(names, self.device, self.profile, self.python, ["app"])
-        plan = RunPlan(
-            self.run_id,
-            infos,
-            self.device,
-            self.profile,
-            self.python,
-            self.store.log_dir(self.run_id),
-            gpus=self.gpus if self.device == "all" else tuple(d for d in self.device.split(",") if d != "cpu"),
+        gpus = self.gpus if self.device == "all" else tuple(d for d in self.device.split(",") if d != "cpu")
+        request = RunRequest(
+            tuple(infos), self.device, self.profile, self.python, gpus, telemetry=self.engine_telemetry, argv=("app",)
         )
-        self.session = RunSession(self.store, plan, [self._forward], self.sampler)
+        try:
+            link = RunLink.start(self.store, request)
+        except StartFailed as error:
+            self.panel(LogPanel).line(f"the run could not start: {error}", "bold")
+            self.notify(str(error), severity="error", timeout=15)
+            return
+        self._attach(link, [i.name for i in infos])
+
+    def _attach_live(self) -> None:
+        """Open on the run an engine is carrying now, if any: its earlier events first, then the new ones."""
+        run = RunLink.live_run(self.store)
+        if run is None:
+            return
+        self.device, self.profile = run["device"], run["profile"]
+        self._attach(RunLink(self.store, run["id"]), json.loads(run["stages"] or "[]"))
+        self.notify(
+            f"attached to run {run['id']}, in progress (started by {' '.join(json.loads(run['argv'] or '[]'))})"
+        )
+
+    def _attach(self, link: RunLink, names: list[str]) -> None:
+        self.link, self.run_id = link, link.run_id
         self.stage_verdicts = {}
         self.current_stage, self.cancelled_stages = None, set()
+        known = [i.name for i in self.stage_infos]
+        self.stage_infos += [STAGES[n] for n in names if n not in known and n in STAGES]
         self.panel(StagesPanel).reset(names)  # each run starts clean: nothing of the last run stays beside it
         self.panel(BenchPanel).clear_figures()
         self._show_results_of(self.run_id, [])
         self.panel(LogPanel).line(f"run {self.run_id}: {', '.join(names)} on {self.device} ({self.profile})")
-        self.session.start()
         self._refresh_choice()
+        self._follow()
 
-    def _forward(self, event: Any) -> None:
-        """Called on the run's supervisor thread: hand the event to the app's thread, nothing else."""
-        self.post_message(StageProgress(event) if isinstance(event, Progress) else EngineEvent(event))
-
-    def on_stage_progress(self, message: StageProgress) -> None:
-        if not self._main_screen.is_attached:
+    def _follow(self) -> None:
+        """Show what the engine wrote since the last look; called on the app's thread."""
+        link = self.link
+        if link is None or not self._main_screen.is_attached:
             return
-        event = message.event
+        with suppress(NoMatches):  # a poll that lands while the app shuts down: it is stored already
+            for event in link.poll():
+                if isinstance(event, Progress):
+                    self._show_progress(event)
+                else:
+                    self._show_event(event)
+            if self.link is link and link.ended is not None:
+                self._run_ended(link.ended)
+
+    def _show_progress(self, event: Progress) -> None:
         stages = self.panel(StagesPanel)
         stages.set_progress(event.stage, event.done, event.total)
         stages.set_step(f"{event.stage}: {event.what}")
-
-    def on_engine_event(self, message: EngineEvent) -> None:
-        if not self._main_screen.is_attached:
-            return
-        with suppress(NoMatches):  # an event that lands while the app shuts down: it is stored already
-            self._show_event(message.event)
 
     def _show_event(self, event: Any) -> None:
         stages = self.panel(StagesPanel)
@@ -296,20 +320,26 @@ class RigcheckApp(App[int]):
             self._run_ended(event.status)
 
     def _run_ended(self, status: str) -> None:
-        if self.session is not None:
-            self.session.wait(5)
-        self.session = None
+        link, self.link = self.link, None
+        error = link.error() if link is not None else None
+        if link is not None:
+            link.close()
         self._refresh_choice()
-        self.notify(f"run {self.run_id} {status}")
+        if error:
+            self.panel(LogPanel).line(f"run {self.run_id} ended in error: {error}", "bold")
+            self.notify(f"run {self.run_id} ended in error: {error}", severity="error", timeout=15)
+        else:
+            self.notify(f"run {self.run_id} {status}")
 
     def stop_run(self) -> None:
-        """Stop the stage child and mark the run interrupted; what was measured is already stored."""
-        if self.session is None or self.run_id is None:
+        """Ask the run's engine to stop the run; what was measured is already stored."""
+        link, self.link = self.link, None
+        if link is None:
             return
-        self.session.cancel()
-        self.session.wait(10)
-        self.store.end_run(self.run_id, "interrupted", 130)
-        self.session = None
+        problem = None if link.stop() else link.ask("ping") or "the engine did not end the run in time"
+        link.close()
+        if problem:
+            self.notify(f"run {link.run_id}: {problem}", severity="error")
 
     # -- actions --
     def action_start_stage(self, index: int) -> None:
@@ -320,12 +350,15 @@ class RigcheckApp(App[int]):
         self.start(list(self.stage_infos))
 
     def action_cancel(self) -> None:
-        if self.session is None:
+        if self.link is None:
             self.notify("nothing is running")
+            return
+        problem = self.link.ask("cancel_stage")
+        if problem is not None:
+            self.notify(problem, severity="error")
             return
         if self.current_stage is not None:
             self.cancelled_stages.add(self.current_stage)
-        self.session.run.cancel_stage()
         self.panel(LogPanel).line("cancel asked: stopping the running stage")
 
     def action_cycle_device(self) -> None:
@@ -384,8 +417,11 @@ class RigcheckApp(App[int]):
             self.exit(0)
             return
 
-        def answer(quit_now: bool | None) -> None:
-            if quit_now:
+        def answer(choice: str | None) -> None:
+            if choice == "leave":
+                self.left_running = self.run_id if self.running else None
+                self.exit(0)
+            elif choice == "stop":
                 code = 130 if self.running else 0  # the run may have ended while the question was open
                 self.stop_run()
                 self.exit(code)
@@ -393,7 +429,8 @@ class RigcheckApp(App[int]):
         self.push_screen(ConfirmQuit(), answer)
 
     def on_unmount(self) -> None:
-        self.stop_run()
+        if self.link is not None:  # the run goes on in its engine; only our view of it closes
+            self.link.close()
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

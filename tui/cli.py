@@ -213,7 +213,10 @@ def command_app(args: argparse.Namespace) -> int:
         app = RigcheckApp(
             store, sampler, device=device, profile=args.profile, python=python, ascii_only=args.ascii, gpus=gpus
         )
-        return app.run() or 0
+        code = app.run() or 0
+        if app.left_running is not None:
+            print(f"run {app.left_running} goes on in the background: `rigcheck` or `rigcheck follow` opens it again")
+        return code
     finally:
         sampler.stop()
 
