@@ -91,8 +91,11 @@ class ControlServer:
         """A socket left by a dead engine is removed, never trusted; a live one means the run is taken."""
         if not os.path.lexists(self.path):
             return
-        with contextlib.suppress(ControlError):
+        try:
             request(self.path, "ping")
+        except ControlError:
+            pass  # nobody answers, or it is not ours to trust: remove it
+        else:
             raise ControlError(f"{self.path} is answered by a live engine")
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)

@@ -91,6 +91,11 @@ class OwnedRun:
         elif op == "cancel_stage":
             self.cancel_stage()
 
+    def listen(self, listener: Listener) -> OwnedRun:
+        """Add a front end's listener before the run starts (it is called on the supervisor thread)."""
+        self.session.run.listeners.append(listener)
+        return self
+
     def start(self) -> OwnedRun:
         self.session.start()
         return self

@@ -16,6 +16,7 @@ FAKES = {
     "segfault": fake("segfault"),
     "hang": fake("hang", timeout=1.0),
     "slow": fake("slow", timeout=120),
+    "nap": fake("nap"),
 }
 
 if __name__ == "__main__":

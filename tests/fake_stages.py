@@ -137,3 +137,15 @@ def pass_then_wait(context: StageContext) -> Iterator[Event]:
 
 def fail_then_wait(context: StageContext) -> Iterator[Event]:
     yield from _verdict_then_wait(context, Status.FAIL)
+
+
+def nap(context: StageContext) -> Iterator[Event]:
+    """Three seconds of work in steps, with a progress event and a figure each step, for followers to watch."""
+    stage = context.spec.stage
+    for step in range(1, 7):
+        if context.cancelled:
+            break
+        time.sleep(0.5)
+        yield Progress(stage, step, 6, f"step {step}")
+        yield Measurement(stage, f"step {step}", float(step), "steps", device=context.spec.device)
+    yield Verdict(stage, "nap", Status.PASS, "slept")

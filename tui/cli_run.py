@@ -123,14 +123,15 @@ def command_run(args: argparse.Namespace) -> int:
     if args.detach:
         return _detach(store, request)
 
+    try:
+        owned = OwnedRun(store, request)
+    except DeviceBusy as error:
+        raise UsageError(str(error)) from None
+    run_id, log_dir = owned.run_id, owned.log_dir
     err = fitted_console(stderr=True)
     interrupted = False
     with LiveDisplay(err) as display:
-        try:
-            owned = OwnedRun(store, request, [display])
-        except DeviceBusy as error:
-            raise UsageError(str(error)) from None
-        run_id, log_dir = owned.run_id, owned.log_dir
+        owned.listen(display)
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, _raise_interrupt)
         owned.start()
