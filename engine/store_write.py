@@ -25,24 +25,15 @@ from .store_schema import StoreBase, _dumps
 
 
 class StoreWriter(StoreBase):
+    """The writing half of the store; every write goes through the base class's lock."""
+
     def begin_run(
         self, stages: list[str], device: str, profile: str, python: str, argv: list[str], gpus: tuple[str, ...] = ()
     ) -> int:
-        return self._write(
-            "INSERT INTO runs (started, status, host, pid, device, profile, python, stages, argv, gpus)"
-            " VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                time.time(),
-                socket.gethostname(),
-                os.getpid(),
-                device,
-                profile,
-                python,
-                _dumps(stages),
-                _dumps(argv),
-                _dumps(list(gpus)),
-            ),
-        )
+        """A run's row, whoever else holds its devices (tests and tools; the engine uses claim_run)."""
+        run_id, _ = self.claim_run(stages, device, profile, python, argv, gpus or (device,), force=True)
+        assert run_id is not None
+        return run_id
 
     def claim_run(
         self,
