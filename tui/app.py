@@ -107,6 +107,10 @@ class RigcheckApp(App[int]):
         self.glyphs = ASCII if ascii_only else UNICODE
         self._ascii_filter = AsciiOnly()
         self.device = device or self._default_device()
+        self._live = RunLink.live_run(store)  # a run in progress to open on: its stages get rows too
+        names = [i.name for i in self.stage_infos]
+        live_names = json.loads(self._live["stages"] or "[]") if self._live else []
+        self.panel_stages = names + [n for n in live_names if n not in names]
         self.link: RunLink | None = None
         self.left_running: int | None = None  # the run the user chose to leave running on quitting
         self.run_id: int | None = None
@@ -120,7 +124,7 @@ class RigcheckApp(App[int]):
     # -- layout --
     def compose(self) -> ComposeResult:
         with Horizontal(id="top"):
-            yield StagesPanel([i.name for i in self.stage_infos], self.glyphs, id="stages")
+            yield StagesPanel(self.panel_stages, self.glyphs, id="stages")
             with Vertical(id="live"):
                 yield ClocksPanel(id="clocks")
                 yield HostPanel(self.glyphs, id="host")
@@ -241,7 +245,7 @@ class RigcheckApp(App[int]):
 
     def _attach_live(self) -> None:
         """Open on the run an engine is carrying now, if any: its earlier events first, then the new ones."""
-        run = RunLink.live_run(self.store)
+        run, self._live = self._live, None
         if run is None:
             return
         self.device, self.profile = run["device"], run["profile"]
@@ -252,10 +256,11 @@ class RigcheckApp(App[int]):
 
     def _attach(self, link: RunLink, names: list[str]) -> None:
         self.link, self.run_id = link, link.run_id
+        run = link.follower.run()
+        if run is not None:
+            self._track(run["pid"])
         self.stage_verdicts = {}
         self.current_stage, self.cancelled_stages = None, set()
-        known = [i.name for i in self.stage_infos]
-        self.stage_infos += [STAGES[n] for n in names if n not in known and n in STAGES]
         self.panel(StagesPanel).reset(names)  # each run starts clean: nothing of the last run stays beside it
         self.panel(BenchPanel).clear_figures()
         self._show_results_of(self.run_id, [])
@@ -277,6 +282,12 @@ class RigcheckApp(App[int]):
             if self.link is link and link.ended is not None:
                 self._run_ended(link.ended)
 
+    def _track(self, pid: int) -> None:
+        """The engine and its stage children count as rigcheck's own load, also when this app did not start them."""
+        host = getattr(self.sampler, "host", None)
+        if host is not None and pid:
+            host.track(pid)
+
     def _show_progress(self, event: Progress) -> None:
         stages = self.panel(StagesPanel)
         stages.set_progress(event.stage, event.done, event.total)
@@ -286,6 +297,7 @@ class RigcheckApp(App[int]):
         stages = self.panel(StagesPanel)
         log = self.panel(LogPanel)
         if isinstance(event, StageStarted):
+            self._track(event.pid)
             self.current_stage = event.stage
             stages.set_running(event.stage)
             log.line(f"{event.stage}: started on {event.device} (pid {event.pid}, {event.python})")
