@@ -1,0 +1,14 @@
+"""The real app with only quick fake stages in its registry, for tests that drive it through a terminal."""
+
+from __future__ import annotations
+
+import sys
+
+from conftest import fake
+from rigcheck.engine.registry import STAGES
+from rigcheck.tui.cli import main
+
+if __name__ == "__main__":
+    STAGES.clear()
+    STAGES.update({"ok": fake("ok"), "slow": fake("slow", timeout=120)})
+    sys.exit(main())
