@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .rows import trust_of, trust_reasons
+
 TRUSTED = "TRUSTED"
-NO_TELEMETRY = "no telemetry"
 
 
 @dataclass(frozen=True)
@@ -26,14 +27,13 @@ class Side:
 
     @classmethod
     def of(cls, measurement: dict[str, Any]) -> Side:
-        conditions = measurement.get("conditions") or {}
         return cls(
             value=measurement["value"],
             unit=measurement["unit"] or "",
             spread=measurement.get("spread"),
-            trust=conditions.get("trust") or NO_TELEMETRY,
-            reasons=tuple(conditions.get("trust_reasons") or ()),
-            verified=conditions.get("verified"),
+            trust=trust_of(measurement),
+            reasons=tuple(trust_reasons(measurement)),
+            verified=(measurement.get("conditions") or {}).get("verified"),
         )
 
     def text(self) -> str:

@@ -7,6 +7,8 @@ import io
 import json
 from typing import Any
 
+from .rows import report_rows, status_of
+
 FORMATS = ("json", "csv", "md", "junit")
 
 
@@ -15,36 +17,21 @@ def to_json(report: dict[str, Any]) -> str:
 
 
 def _rows(report: dict[str, Any]) -> list[dict[str, Any]]:
-    rows = []
-    for v in report["verdicts"]:
-        rows.append(
-            {
-                "kind": "verdict",
-                "stage": v["stage"],
-                "name": v["check_name"],
-                "device": v["device"],
-                "status": v["status"],
-                "value": "",
-                "unit": "",
-                "spread": "",
-                "detail": v["explanation"],
-            }
-        )
-    for m in report["measurements"]:
-        rows.append(
-            {
-                "kind": "measurement",
-                "stage": m["stage"],
-                "name": m["name"],
-                "device": m["device"],
-                "status": (m["conditions"] or {}).get("trust", ""),
-                "value": m["value"],
-                "unit": m["unit"],
-                "spread": "" if m["spread"] is None else m["spread"],
-                "detail": json.dumps(m["params"], sort_keys=True),
-            }
-        )
-    return rows
+    """The engine's rows, flattened into the columns of a table."""
+    return [
+        {
+            "kind": row["kind"],
+            "stage": row["stage"],
+            "name": row["name"],
+            "device": row["device"],
+            "status": status_of(row),
+            "value": row.get("value", ""),
+            "unit": row.get("unit", ""),
+            "spread": "" if row.get("spread") is None else row["spread"],
+            "detail": row["explanation"] if row["kind"] == "verdict" else json.dumps(row["params"], sort_keys=True),
+        }
+        for row in report_rows(report)
+    ]
 
 
 def to_csv(report: dict[str, Any]) -> str:

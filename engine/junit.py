@@ -10,6 +10,8 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from .rows import verdict_row
+
 # XML 1.0 forbids most control characters; a crashed stage's log tail can hold them (terminal escapes).
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
@@ -28,8 +30,9 @@ def _stage_seconds(report: dict[str, Any]) -> dict[str, float]:
 
 def _case(suite: ET.Element, verdict: dict[str, Any], strict: bool) -> str:
     """Adds one testcase; returns which counter it adds to ('', 'failures', 'errors' or 'skipped')."""
-    stage, status = verdict["stage"], verdict["status"]
-    name = verdict["check_name"] or "stage"
+    row = verdict_row(verdict)
+    stage, status = row["stage"], row["status"]
+    name = row["name"] or "stage"
     if verdict["device"]:
         name += f" [{verdict['device']}]"
     case = ET.SubElement(suite, "testcase", classname=f"rigcheck.{stage}", name=_clean(name))

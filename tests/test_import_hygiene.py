@@ -15,6 +15,14 @@ PARENT_MODULES = [
     "rigcheck.engine.registry",
     "rigcheck.engine.export",
     "rigcheck.engine.childpath",
+    "rigcheck.engine.owner",
+    "rigcheck.engine.engine_main",
+    "rigcheck.engine.detach",
+    "rigcheck.engine.follow",
+    "rigcheck.engine.control",
+    "rigcheck.engine.rows",
+    "rigcheck.engine.compare",
+    "rigcheck.engine.junit",
 ]
 
 

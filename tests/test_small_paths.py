@@ -8,9 +8,9 @@ import torch
 from fakes import FakeSampler
 from rigcheck.engine.events import Status, Verdict
 from rigcheck.engine.quiet import wait_quiet, wait_quiet_blocking
+from rigcheck.engine.rows import detail_text
 from rigcheck.engine.stages import training
 from rigcheck.engine.telemetry.sample import HostSample, ProcessUse, Sample
-from rigcheck.tui.rows import detail_text
 
 
 class LiveHost(FakeSampler):

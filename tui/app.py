@@ -30,6 +30,7 @@ from rigcheck.engine.events import (
     worst,
 )
 from rigcheck.engine.registry import STAGES, StageInfo
+from rigcheck.engine.rows import measurement_row, report_rows, verdict_row
 from rigcheck.engine.run_request import RunRequest
 from rigcheck.engine.stage import PROFILES
 from rigcheck.engine.store import Store
@@ -46,7 +47,6 @@ from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 
 from .ascii_screen import AsciiOnly
 from .glyphs import ASCII, UNICODE
-from .rows import measurement_row, verdict_row
 from .run_link import RunLink
 from .screens.confirm_quit import ConfirmQuit
 from .screens.history import HistoryScreen
@@ -406,10 +406,7 @@ class RigcheckApp(App[int]):
         report = self.store.report(run_id)
         if report is None:
             return
-        found = [(v["t"] or 0.0, verdict_row(v)) for v in report["verdicts"]]
-        found += [(m["t"] or 0.0, measurement_row(m)) for m in report["measurements"]]
-        rows = [row for _, row in sorted(found, key=lambda pair: pair[0])]  # in the order they arrived
-        self._show_results_of(run_id, rows)
+        self._show_results_of(run_id, report_rows(report, by_time=True))
         self.action_results()
 
     def _show_results_of(self, run_id: int | None, rows: list[dict[str, Any]]) -> None:

@@ -23,19 +23,17 @@ from rigcheck.engine.events import (
 from rigcheck.engine.events import (
     Progress as ProgressEvent,
 )
+from rigcheck.engine.rows import STATUS_CLASS, measurement_row, report_rows, trust_of, trust_reasons, unverified
 
-STATUS_STYLE = {
-    "TRUSTED": "green",
-    "SUSPECT": "yellow",
-    "PASS": "green",
-    "WARN": "yellow",
-    "SKIP": "dim",
-    "FAIL": "bold red",
-    "TIMEOUT": "bold magenta",
-    "CRASH": "bold magenta",
-    "INTERRUPTED": "magenta",
+CLASS_STYLE = {
+    "pass": "green",
+    "warn": "yellow",
+    "skip": "dim",
+    "fail": "bold red",
+    "crash": "bold magenta",
     "running": "cyan",
 }
+STATUS_STYLE = {status: CLASS_STYLE[kind] for status, kind in STATUS_CLASS.items()}
 WIDE = 10_000  # columns for output that is not a terminal: long enough that rich never wraps a line
 
 
@@ -129,24 +127,25 @@ def summary_table(report: dict[str, Any]) -> Table:
     table = Table(title=f"rigcheck run {report['run']['id']}", expand=False)
     for column in ("stage", "check", "device", "status", "meaning"):
         table.add_column(column, overflow="fold")
-    for verdict in report["verdicts"]:
+    for row in report_rows(report):
+        if row["kind"] != "verdict":
+            continue
         table.add_row(
-            verdict["stage"],
-            verdict["check_name"],
-            verdict["device"] or "",
-            status_text(verdict["status"]),
-            Text(first_line(verdict["explanation"]).removesuffix("; last log lines:")),
+            row["stage"],
+            row["name"],
+            row["device"],
+            status_text(row["status"]),
+            Text(first_line(row["explanation"]).removesuffix("; last log lines:")),
         )
     return table
 
 
-def trust_cell(conditions: dict[str, Any] | None) -> Text:
-    conditions = conditions or {}
-    trust = conditions.get("trust", "no telemetry")
+def trust_cell(row: dict[str, Any]) -> Text:
+    trust = trust_of(row)
     label = status_text(trust) if trust in STATUS_STYLE else Text(trust)
-    if conditions.get("verified") is False:
+    if unverified(row):
         label += ", unverified"
-    reasons = "; ".join(conditions.get("trust_reasons") or [])
+    reasons = "; ".join(trust_reasons(row))
     return label + (f" ({reasons})" if reasons else "")
 
 
@@ -156,11 +155,9 @@ def measurements_table(report: dict[str, Any]) -> Table | None:
     table = Table(title="measurements")
     for column in ("stage", "name", "device", "value", "unit", "spread", "trust"):
         table.add_column(column, overflow="fold")
-    for m in report["measurements"]:
+    for m in map(measurement_row, report["measurements"]):
         spread = "" if m["spread"] is None else f"{m['spread']:.3g}"
-        table.add_row(
-            m["stage"], m["name"], m["device"], f"{m['value']:.4g}", m["unit"], spread, trust_cell(m["conditions"])
-        )
+        table.add_row(m["stage"], m["name"], m["device"], f"{m['value']:.4g}", m["unit"], spread, trust_cell(m))
     return table
 
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from rich.text import Text
+from rigcheck.engine.rows import Row, detail_text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
-
-from ..rows import Row, detail_text
 
 
 class DetailScreen(ModalScreen[None]):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from rich.text import Text
 from rigcheck.engine.events import Measurement
+from rigcheck.engine.rows import Row, meaning, measurement_row, trust_of, value_text
 from textual.widgets import DataTable
 
 from ..glyphs import UNICODE, Glyphs
-from ..rows import Row, meaning, measurement_row, trust_of, value_text
 from ..screens.detail import DetailScreen
 from .styling import status_text
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from rich.text import Text
+from rigcheck.engine.rows import Row, detail_text, meaning, status_of, value_text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from ..rows import Row, detail_text, meaning, status_of, value_text
 from ..screens.detail import DetailScreen
 from .styling import status_text
 

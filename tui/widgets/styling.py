@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 from rich.text import Text
+from rigcheck.engine.rows import STATUS_CLASS
 from textual.app import App
 
-STATUS_VARIABLE = {
-    "PASS": "verdict-pass",
-    "WARN": "verdict-warn",
-    "FAIL": "verdict-fail",
-    "SKIP": "verdict-skip",
-    "CRASH": "verdict-crash",
-    "TIMEOUT": "verdict-crash",
-    "INTERRUPTED": "verdict-crash",
-    "TRUSTED": "verdict-pass",
-    "SUSPECT": "verdict-warn",
-    "NOISY": "verdict-warn",
+CLASS_VARIABLE = {
+    "pass": "verdict-pass",
+    "warn": "verdict-warn",
+    "fail": "verdict-fail",
+    "skip": "verdict-skip",
+    "crash": "verdict-crash",
     "running": "primary",
-    "cancelled": "verdict-skip",
 }
+STATUS_VARIABLE = {status: CLASS_VARIABLE[kind] for status, kind in STATUS_CLASS.items()}
 
 
 def status_text(app: App, status: str, label: str | None = None) -> Text:

@@ -1,13 +1,33 @@
-"""One row model for the app's tables: a verdict or a figure, live or from the store, and its words."""
+"""One row model for results: a verdict or a figure, live or from the store, with its status, trust and words.
+
+The CLI, the app and the exporters all render these rows; none reshapes the store's rows itself.
+"""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from rigcheck.engine.events import Measurement, Verdict
+from .events import Measurement, Verdict
 
 Row = dict[str, Any]
+NO_TELEMETRY = "no telemetry"
+
+# What each status word means, for front ends to colour: every front end maps these classes, not the words.
+STATUS_CLASS = {
+    "PASS": "pass",
+    "TRUSTED": "pass",
+    "WARN": "warn",
+    "SUSPECT": "warn",
+    "NOISY": "warn",
+    "FAIL": "fail",
+    "CRASH": "crash",
+    "TIMEOUT": "crash",
+    "INTERRUPTED": "crash",
+    "SKIP": "skip",
+    "cancelled": "skip",
+    "running": "running",
+}
 
 # The conditions shown in a figure's detail, in this order, with their words.
 CONDITION_WORDS = (
@@ -41,8 +61,8 @@ def verdict_row(v: Verdict | Row) -> Row:
         "stage": v["stage"],
         "name": v["check_name"],
         "status": v["status"],
-        "explanation": v["explanation"],
-        "numbers": v["numbers"],
+        "explanation": v.get("explanation") or "",
+        "numbers": v.get("numbers") or {},
         "device": v.get("device") or "",
     }
 
@@ -56,7 +76,16 @@ def measurement_row(m: Measurement | Row) -> Row:
 
 def trust_of(row: Row) -> str:
     """A figure's trust word as the engine wrote it (TRUSTED, SUSPECT, NOISY, or one added later)."""
-    return str((row.get("conditions") or {}).get("trust") or "no telemetry")
+    return str((row.get("conditions") or {}).get("trust") or NO_TELEMETRY)
+
+
+def unverified(row: Row) -> bool:
+    """Verify has not vouched for this figure's device (with this environment)."""
+    return (row.get("conditions") or {}).get("verified") is False
+
+
+def trust_reasons(row: Row) -> list[str]:
+    return list((row.get("conditions") or {}).get("trust_reasons") or [])
 
 
 def status_of(row: Row) -> str:
@@ -74,9 +103,8 @@ def meaning(row: Row) -> str:
     if row["kind"] == "verdict":
         lines = (row.get("explanation") or "").splitlines()
         return lines[0] if lines else ""
-    conditions = row.get("conditions") or {}
-    said = list(conditions.get("trust_reasons") or [])
-    if conditions.get("verified") is False:
+    said = trust_reasons(row)
+    if unverified(row):
         said.append("unverified")
     return "; ".join(said)
 
@@ -114,3 +142,10 @@ def detail_text(row: Row) -> str:
     if row.get("params"):
         lines.append(f"parameters: {json.dumps(row['params'], default=str)}")
     return "\n".join(lines)
+
+
+def report_rows(report: dict[str, Any], by_time: bool = False) -> list[Row]:
+    """Every verdict and figure of a stored report as rows: verdicts first, or all in the order they arrived."""
+    rows = [verdict_row(v) | {"t": v.get("t")} for v in report["verdicts"]]
+    rows += [measurement_row(m) | {"t": m.get("t")} for m in report["measurements"]]
+    return sorted(rows, key=lambda row: row["t"] or 0.0) if by_time else rows
