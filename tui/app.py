@@ -74,6 +74,7 @@ class RigcheckApp(App[int]):
         Binding("d", "cycle_device", "Device"),
         Binding("p", "cycle_profile", "Profile"),
         Binding("h", "history", "History"),
+        Binding("g", "next_gpu", "GPU", show=False),
         Binding("o", "show_processes", "Processes", show=False),
         Binding("r", "results", "Results"),
         Binding("ctrl+q,ctrl+c", "request_quit", "Quit", priority=True),
@@ -249,6 +250,9 @@ class RigcheckApp(App[int]):
             return
         event = message.event
         stages = self.panel(StagesPanel)
+        if event.device:  # one of several GPUs measured at once
+            stages.set_device_progress(event.stage, event.device, event.done, event.total)
+            return
         stages.set_progress(event.stage, event.done, event.total)
         stages.set_step(f"{event.stage}: {event.what}")
 
@@ -328,6 +332,16 @@ class RigcheckApp(App[int]):
         self.session.run.cancel_stage()
         self.panel(LogPanel).line("cancel asked: stopping the running stage")
 
+    def action_next_gpu(self) -> None:
+        """The Clocks panel follows the next GPU."""
+        latest = self.sampler.latest() if self.sampler is not None else None
+        indices = [g.index for g in latest.gpus] if latest is not None else []
+        if len(indices) < 2:
+            self.notify("one GPU or none: nothing to switch to")
+            return
+        chosen = self.panel(ClocksPanel).cycle_gpu(indices)
+        self.notify(f"Clocks: GPU {chosen}")
+
     def action_cycle_device(self) -> None:
         if self.running:
             self.notify("the device is fixed while a run is in progress", severity="warning")
@@ -404,5 +418,6 @@ class RigcheckApp(App[int]):
         yield SystemCommand("Next device", f"now {self.device}", self.action_cycle_device)
         yield SystemCommand("Next profile", f"now {self.profile}", self.action_cycle_profile)
         yield SystemCommand("History", "past runs; compare two side by side", self.action_history)
+        yield SystemCommand("Next GPU", "the Clocks panel follows the next GPU (g)", self.action_next_gpu)
         yield SystemCommand("Processes", "other processes on each GPU and the host", self.action_show_processes)
         yield SystemCommand("Results", "the run's verdicts and figures; enter shows one in full", self.action_results)

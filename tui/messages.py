@@ -22,4 +22,8 @@ class StageProgress(Message):
     event: Progress
 
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, StageProgress) and message.event.stage == self.event.stage
+        return (
+            isinstance(message, StageProgress)
+            and message.event.stage == self.event.stage
+            and message.event.device == self.event.device
+        )
