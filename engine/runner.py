@@ -189,7 +189,7 @@ class Run:
         plan = self.plan
         log_path = plan.log_dir / f"{info.name}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        limit = plan.timeout_s or info.timeout(plan.profile)
+        limit = plan.timeout_s or info.timeout(plan.profile, plan.options)
         try:
             proc, conn = self._spawn(info, log_path)
         except OSError as error:

@@ -52,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-telemetry", action="store_true", help="do not sample clocks and host load")
     run.add_argument("--max-find", action="store_true", help="matmul: also search shapes for the peak bf16 rate")
     run.add_argument("--compile", action="store_true", help="training: also measure torch.compile + channels_last")
+    run.add_argument("--duration", type=float, metavar="SECONDS", help="burn: how long to run (default 30/60/300 s)")
 
     monitor = commands.add_parser("monitor", help="live telemetry for every GPU and the host")
     monitor.add_argument("--json", action="store_true", help="one JSON object per line")
@@ -120,7 +121,7 @@ def _raise_interrupt(signum: int, frame: object) -> None:
 def command_run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rigcheck.engine.export import to_json
-    from rigcheck.engine.registry import DEFAULT_STAGES, UnknownStage, resolve
+    from rigcheck.engine.registry import UnknownStage, default_stages, resolve
     from rigcheck.engine.runner import RunPlan
     from rigcheck.engine.session import RunSession, start_sampler
     from rigcheck.engine.stage import PROFILES, parse_device
@@ -128,7 +129,7 @@ def command_run(args: argparse.Namespace) -> int:
     from .cli_display import LiveDisplay, contention_table, measurements_table, summary_table
 
     try:
-        infos = resolve(args.stages or list(DEFAULT_STAGES))
+        infos = resolve(args.stages or list(default_stages(args.profile)))
         device = parse_device(args.device)
     except (UnknownStage, ValueError) as error:
         raise UsageError(str(error)) from None
@@ -138,6 +139,8 @@ def command_run(args: argparse.Namespace) -> int:
         raise UsageError("--timeout must be a positive number of seconds")
     if args.wait_quiet is not None and args.wait_quiet < 0:
         raise UsageError("--wait-quiet must be zero or more seconds")
+    if args.duration is not None and not 0 < args.duration < 7 * 86400:
+        raise UsageError("--duration must be a positive number of seconds (under a week)")
     python = sys.executable
     if args.python:
         check_python(args.python)
@@ -146,7 +149,9 @@ def command_run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     run_id = store.begin_run([i.name for i in infos], device, args.profile, python, sys.argv[1:])
     log_dir = store.path.parent / "logs" / f"run-{run_id}"
-    options = {name: True for name in ("max_find", "compile") if getattr(args, name)}
+    options: dict[str, object] = {name: True for name in ("max_find", "compile") if getattr(args, name)}
+    if args.duration is not None:
+        options["duration"] = args.duration
     plan = RunPlan(run_id, infos, device, args.profile, python, log_dir, options, timeout_s=args.timeout)
     interrupted = False
     sampler = None if args.no_telemetry else start_sampler()
