@@ -29,7 +29,7 @@ class BurnSettings:
     check_every: int  # iterations between two comparisons with the first result
     copy_bytes: int = 0  # memory traffic: a buffer this size copied slice by slice (0: none)
     fault: str = (
-        ""  # for tests: "wrong@N" corrupts the result of iteration N; "slow@F" halves the rate after F of the time
+        ""  # for tests: "wrong@N" corrupts the result of iteration N; "slow@F" quarters the rate after F of the time
     )
 
 
@@ -170,7 +170,7 @@ class DeviceBurn:
             previous = done
             if s.fault.startswith("slow@") and time.time() - started > float(s.fault[5:]) * s.duration_s:
                 self.timer.wait(done)
-                time.sleep(time.perf_counter() - t_batch)  # the rate halves from here on
+                time.sleep(3 * (time.perf_counter() - t_batch))  # the rate falls to a quarter from here on
         end = self.timer.mark()
         self.timer.wait(end)
         wall = time.time() - t_start
