@@ -26,7 +26,7 @@ from rigcheck.engine.events import (
     Verdict,
     worst,
 )
-from rigcheck.engine.registry import STAGES, StageInfo, default_stages
+from rigcheck.engine.registry import STAGES, StageInfo
 from rigcheck.engine.runner import RunPlan
 from rigcheck.engine.session import RunSession
 from rigcheck.engine.stage import PROFILES
@@ -303,8 +303,7 @@ class RigcheckApp(App[int]):
             self.start([self.stage_infos[index]])
 
     def action_start_all(self) -> None:
-        defaults = default_stages(self.profile)  # burn only in the full profile
-        self.start([i for i in self.stage_infos if i.name in defaults])
+        self.start([i for i in self.stage_infos if self.profile in i.default_in])  # burn only in the full profile
 
     def action_cancel(self) -> None:
         if self.session is None:
