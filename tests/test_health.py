@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,11 +14,13 @@ from rigcheck.engine.events import Facts, Status, Verdict
 from rigcheck.engine.facts.amd_health import AmdHealthReader, bad_pages, link_gen
 from rigcheck.engine.facts.health_model import Missing, bus_id_from_text
 from rigcheck.engine.facts.nvidia_health import NvidiaHealthReader
+from rigcheck.engine.facts.nvml_ctypes import CtypesNvml
 from rigcheck.engine.facts.xid import xids_by_bus
 from rigcheck.engine.stages.health import check, open_readers
 from rigcheck.engine.stages.health_checks import share_in_words
 
 LABELS = {"0000:18:00.0": "cuda:0", "0000:c1:00.0": "cuda:0"}
+TESTS = Path(__file__).resolve().parent
 
 
 def no_load(device: str) -> contextlib.AbstractContextManager[bool]:
@@ -211,3 +215,27 @@ def test_without_nvml_or_amdgpu_the_readers_say_why(tmp_path: Path) -> None:
     if readers:
         pytest.skip("this host has a GPU driver")
     assert any("NVML" in why for why in absent) and any("amdgpu" in why for why in absent)
+
+
+def test_the_ctypes_binding_reads_a_real_shared_library(tmp_path: Path) -> None:
+    """Compiled from tests/fake_nvml_lib.c: real ctypes calls, out-parameters, error codes and a call it lacks."""
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if gcc is None:
+        pytest.skip("no C compiler to build the stand-in NVML library")
+    library = tmp_path / "libfakenvml.so"
+    subprocess.run([gcc, "-shared", "-fPIC", "-o", str(library), str(TESTS / "fake_nvml_lib.c")], check=True)
+    reader = NvidiaHealthReader(CtypesNvml(str(library)), kernel_log=list)
+    first, second = reader.devices()
+    assert (first.name, first.bus_id, second.bus_id) == ("NVIDIA H200", "0000:18:00.0", "0000:3b:00.0")
+    assert second.ecc == {"volatile_corrected": 0, "volatile_uncorrected": 12, "aggregate_corrected": 1,
+                          "aggregate_uncorrected": 101}  # fmt: skip
+    assert second.pcie == {"gen": 4, "max_gen": 5, "width": 8, "max_width": 16, "gpu_max_gen": 5}
+    assert second.power == {"limit_w": 500.0, "default_w": 700.0, "min_w": 200.0, "max_w": 700.0, "enforced_w": 700.0}
+    assert second.idle_clocks["reasons"] == ["idle", "software thermal slowdown"]  # through the older call's name
+    assert second.row_remap == {"correctable": 1, "uncorrectable": 2, "pending": 1, "failure": 0}
+    assert isinstance(first.retired_pages, Missing) and "not supported" in first.retired_pages.why
+    assert first.fabric == {"state": "completed", "status": 0}
+    found = [v for v in check([reader], [], {"0000:3b:00.0": "cuda:1"}, "cuda:1", no_load) if isinstance(v, Verdict)]
+    assert {v.check: v.status for v in found}["power-limit"] == Status.WARN
+    assert {v.device for v in found} == {"cuda:1"}
+    reader.close()

@@ -29,7 +29,7 @@ def missing_because(what: str, error: Exception) -> Missing:
     if code == NO_PERMISSION:
         return Missing(f"reading {what} needs more privilege than this user has")
     if code == FUNCTION_NOT_FOUND:
-        return Missing(f"this driver's NVML has no call for {what} (too old)")
+        return Missing(f"this driver's NVML has no call for {what}")
     return Missing(f"NVML could not read {what}: {error}")
 
 
