@@ -46,6 +46,7 @@ from .screens.confirm_quit import ConfirmQuit
 from .screens.history import HistoryScreen
 from .settings import load_settings, save_setting
 from .widgets.bench_panel import BenchPanel
+from .widgets.burn_plot import BurnPlot
 from .widgets.clocks_panel import ClocksPanel
 from .widgets.device_panel import DevicePanel
 from .widgets.host_panel import HostPanel
@@ -147,6 +148,8 @@ class RigcheckApp(App[int]):
                 yield DevicePanel(id="device")
             with TabPane("Log", id="tab-log"):
                 yield LogPanel(id="log")
+            with TabPane("Burn", id="tab-burn"):
+                yield BurnPlot(id="burn-plot")
         yield Footer()
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
@@ -265,6 +268,7 @@ class RigcheckApp(App[int]):
                 self.probe_warnings.append(event.explanation)
         elif isinstance(event, Measurement):
             self.panel(BenchPanel).add_measurement(event)
+            self.panel(BurnPlot).add(event)
             self.panel(ResultsPanel).add(measurement_row(event))
         elif isinstance(event, Facts) and event.stage == "probe":
             self.probe_facts, self.probe_warnings = event.data, []

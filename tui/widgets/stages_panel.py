@@ -41,7 +41,10 @@ class StagesPanel(Vertical):
         self.query_one("#stages-header", Static).update(f"device {device}  profile {profile}  ({state})")
 
     def set_state(self, stage: str, state: str) -> None:
-        self.query_one(DataTable).update_cell(stage, "state", status_text(self.app, "running", state))
+        table = self.query_one(DataTable)
+        table.update_cell(stage, "state", status_text(self.app, "running", state))
+        if state == "running":  # at 80x24 the last stages sit below the fold: bring the running one into view
+            table.move_cursor(row=table.get_row_index(stage))
 
     def set_progress(self, stage: str, done: int, total: int) -> None:
         fraction = done / total if total else 0.0
