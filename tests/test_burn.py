@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -139,3 +141,18 @@ def test_burn_runs_by_default_only_in_the_full_profile_and_its_limit_grows_with_
     assert BURN.timeout("quick") == 240.0
     assert BURN.timeout("quick", {"duration": 3600.0}) == 3600.0 + 180.0
     assert STAGES["matmul"].timeout("quick", {"duration": 3600.0}) == 240.0
+
+
+@pytest.mark.parametrize("value", ["-5", "0", "nan", "soon"])
+def test_a_bad_duration_is_one_line_and_exit_2(tmp_path: Path, value: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "rigcheck.tui.cli", "run", "burn", "--duration", value],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, RIGCHECK_STORE=str(tmp_path / "s.db")),
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert "duration" in done.stderr

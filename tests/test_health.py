@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -239,3 +242,18 @@ def test_the_ctypes_binding_reads_a_real_shared_library(tmp_path: Path) -> None:
     assert {v.check: v.status for v in found}["power-limit"] == Status.WARN
     assert {v.device for v in found} == {"cuda:1"}
     reader.close()
+
+
+def test_the_health_stage_through_the_cli_on_a_host_without_a_gpu(tmp_path: Path) -> None:
+    if open_readers()[0]:
+        pytest.skip("this host has a GPU driver")
+    out = tmp_path / "out.json"
+    env = dict(os.environ, RIGCHECK_STORE=str(tmp_path / "s.db"))
+    command = [sys.executable, "-m", "rigcheck.tui.cli", "run", "health", "--no-telemetry", "--json", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    [verdict] = json.loads(out.read_text())["verdicts"]
+    assert (verdict["check_name"], verdict["status"]) == ("gpu", "SKIP")
+    assert "NVML not usable" in verdict["explanation"]
+    asked = subprocess.run([*command, "--device", "cuda:0"], capture_output=True, text=True, env=env, timeout=120)
+    assert asked.returncode == 1  # a GPU was asked for and there is none

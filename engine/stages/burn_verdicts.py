@@ -59,11 +59,11 @@ def correctness(device: str, intervals: list[Interval], check_every: int) -> Ver
 
 
 def windows(intervals: list[Interval]) -> tuple[list[Interval], list[Interval], float] | None:
-    """The first and last minute (or third of a shorter run) of intervals, and the window's length."""
-    if len(intervals) < 3:
+    """The first and last minute (or half of a run under two minutes) of intervals, and the window's length."""
+    if len(intervals) < 4:
         return None
     start, end = intervals[0].t_start, intervals[-1].t_end
-    span = min(WINDOW_S, (end - start) / 3)
+    span = min(WINDOW_S, (end - start) / 2)
     first = [i for i in intervals if i.t_end <= start + span] or intervals[:1]
     last = [i for i in intervals if i.t_start >= end - span] or intervals[-1:]
     return first, last, span
