@@ -11,7 +11,7 @@ int nvmlDeviceGetName(H h,char*b,unsigned n){strncpy(b,"NVIDIA H200",n);return 0
 typedef struct{char legacy[16];unsigned domain,bus,device,pciDeviceId,sub;char busId[32];}Pci;
 int nvmlDeviceGetPciInfo_v3(H h,Pci*p){memset(p,0,sizeof*p);p->bus=(unsigned)(long)h*16;strcpy(p->busId,(long)h==1?"00000000:18:00.0":"00000000:3B:00.0");return 0;}
 int nvmlDeviceGetEccMode(H h,int*c,int*p){*c=1;*p=1;return 0;}
-int nvmlDeviceGetTotalEccErrors(H h,int t,int c,unsigned long long*n){*n=(long)h==2&&t==1&&c==0?12:t*100+c;return 0;}
+int nvmlDeviceGetTotalEccErrors(H h,int t,int c,unsigned long long*n){*n=(long)h==2&&t==1&&c==0?12:(t==0&&c==1);return 0;}
 int nvmlDeviceGetRetiredPages(H h,int cause,unsigned*count,unsigned long long*a){return 3;}
 int nvmlDeviceGetRemappedRows(H h,unsigned*a,unsigned*b,unsigned*p,unsigned*f){*a=1;*b=2;*p=(long)h==2;*f=0;return 0;}
 int nvmlDeviceGetCurrPcieLinkGeneration(H h,unsigned*v){*v=(long)h==2?4:5;return 0;}
@@ -36,3 +36,11 @@ int nvmlDeviceGetTemperature(H h,int s,unsigned*v){*v=40;return 0;}
 int nvmlDeviceGetPowerUsage(H h,unsigned*v){*v=126000;return 0;}
 typedef struct{unsigned long long total,free,used;}M;
 int nvmlDeviceGetMemoryInfo(H h,M*m){m->total=150000000000ULL;m->free=1;m->used=2;return 0;}
+int nvmlSystemGetDriverVersion(char*b,unsigned n){strncpy(b,"580.95.05",n);return 0;}
+int nvmlSystemGetCudaDriverVersion_v2(int*v){*v=13000;return 0;}
+int nvmlSystemGetCudaDriverVersion(int*v){*v=13000;return 0;}
+int nvmlInit(void){return 0;}
+int nvmlDeviceGetCount(unsigned*n){*n=2;return 0;}
+int nvmlDeviceGetHandleByIndex(unsigned i,H*h){*h=(H)(long)(i+1);return 0;}
+int nvmlDeviceGetUUID(H h,char*b,unsigned n){strncpy(b,(long)h==1?"GPU-fake-0":"GPU-fake-1",n);return 0;}
+int nvmlDeviceGetMemoryInfo_v2(H h,void*m){return 3;}

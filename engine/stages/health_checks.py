@@ -28,8 +28,23 @@ def _verdict(check: str, label: str, status: Status, text: str, numbers: dict[st
     return Verdict(STAGE, check, status, f"{label} {text}", numbers or {}, device=label)
 
 
+CHECK_WORDS = {
+    "ecc": "ECC errors",
+    "retired-pages": "retired pages",
+    "row-remap": "row remapping",
+    "xid": "XID errors",
+    "pcie": "PCIe link",
+    "persistence": "persistence mode",
+    "power-limit": "power limit",
+    "idle-clocks": "clocks at idle",
+    "partition": "MIG or compute partitions",
+    "fabric": "NVSwitch fabric",
+}
+
+
 def _skip(check: str, label: str, missing: Missing) -> Verdict:
-    return _verdict(check, label, Status.SKIP, f"{check} not checked: {missing.why}", {"missing": missing.why})
+    text = f"{CHECK_WORDS.get(check, check)} not checked: {missing.why}"
+    return _verdict(check, label, Status.SKIP, text, {"missing": missing.why})
 
 
 def ecc(label: str, gpu: GpuHealth) -> Verdict:
