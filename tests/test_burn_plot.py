@@ -43,6 +43,7 @@ async def test_burn_intervals_draw_a_line_per_device_and_the_running_stage_is_sc
         assert plot.clocks["cuda:0"] == [(6.0, 1980.0), (12.0, 1700.0)]
         table = app.query_one("#stages-table")
         assert table.cursor_row == table.get_row_index("burn")  # the last row, below the fold at 80x24
+        assert table.scroll_y > 0  # and the table scrolled to show it
         app.post_message(EngineEvent(interval("cuda:0", 0, 705.0)))  # a new burn
         await pilot.pause(0.2)
         assert plot.rates["cuda:0"] == [(6.0, 705.0)]
