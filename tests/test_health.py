@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from fake_health import FakeHealthNvml, amd_health_tree
@@ -19,7 +20,7 @@ from rigcheck.engine.facts.health_model import Missing, bus_id_from_text
 from rigcheck.engine.facts.nvidia_health import NvidiaHealthReader
 from rigcheck.engine.facts.nvml_ctypes import CtypesNvml
 from rigcheck.engine.facts.xid import xids_by_bus
-from rigcheck.engine.stages.health import check, open_readers
+from rigcheck.engine.stages.health import check, label_for, open_readers, torch_labels
 from rigcheck.engine.stages.health_checks import share_in_words
 
 LABELS = {"0000:18:00.0": "cuda:0", "0000:c1:00.0": "cuda:0"}
@@ -259,3 +260,29 @@ def test_the_health_stage_through_the_cli_on_a_host_without_a_gpu(tmp_path: Path
     assert "NVML not usable" in verdict["explanation"]
     asked = subprocess.run([*command, "--device", "cuda:0"], capture_output=True, text=True, env=env, timeout=120)
     assert asked.returncode == 1  # a GPU was asked for and there is none
+
+
+def test_gpus_are_named_as_torch_names_them_by_pci_address_or_else_by_nvml_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Props:
+        def __init__(self, bus: int | None) -> None:
+            if bus is not None:
+                self.pci_bus_id, self.pci_domain_id, self.pci_device_id = bus, 0, 0
+
+    def fake_torch(buses: list[int | None]):  # type: ignore[no-untyped-def]
+        cuda = SimpleNamespace(
+            is_available=lambda: True,
+            device_count=lambda: len(buses),
+            get_device_properties=lambda index: Props(buses[index]),
+        )
+        return SimpleNamespace(cuda=cuda, version=SimpleNamespace(hip=None))
+
+    # torch counts fastest first: its cuda:0 is NVML's second GPU
+    labels = torch_labels(fake_torch([0x3B, 0x18]))
+    assert labels == {"0000:3b:00.0": "cuda:0", "0000:18:00.0": "cuda:1"}
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,0")
+    assert torch_labels(fake_torch([None, None])) == {"nvml:1": "cuda:0", "nvml:0": "cuda:1"}
+    reader = NvidiaHealthReader(FakeHealthNvml(), kernel_log=list)
+    [gpu] = reader.devices()
+    assert label_for(gpu, {"nvml:0": "cuda:1"}) == "cuda:1" and label_for(gpu, {}) == "nvml:0"

@@ -12,6 +12,7 @@ import threading
 import time
 from typing import Any
 
+from ..conditions import nvml_index
 from ..facts.gpu_devices import _pci_address
 from ..facts.health_model import bus_id_from_text
 from ..telemetry.sample import GpuSample
@@ -56,8 +57,12 @@ class ChildTelemetry:
         indexes = {}
         for device in gpus:
             bus = _pci_address(torch.cuda.get_device_properties(device))
-            if bus in buses:
+            if bus is not None and bus in buses:
                 indexes[str(device)] = buses.index(bus)
+            elif bus is None and source.vendor == "NVIDIA":  # a torch without PCI ids: NVML's own order
+                index = nvml_index(str(device))
+                if index is not None and index < len(buses):
+                    indexes[str(device)] = index
         return cls(source, indexes) if indexes else None
 
     def start(self) -> ChildTelemetry:

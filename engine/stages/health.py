@@ -14,6 +14,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from ..conditions import nvml_index
 from ..events import Event, Facts, Progress, Status, Verdict
 from ..facts.amd_health import AmdHealthReader
 from ..facts.gpu_devices import _pci_address
@@ -43,14 +44,21 @@ def open_readers(drm_root: Path = Path("/sys/class/drm")) -> tuple[list[HealthRe
 
 
 def torch_labels(torch: Any) -> dict[str, str]:
-    """PCI bus id -> "cuda:N" for every GPU torch sees (NVML and torch may count GPUs in different orders)."""
+    """PCI bus id -> "cuda:N" for every GPU torch sees (NVML and torch may count GPUs in different orders).
+
+    A torch too old to report PCI ids falls back on NVML's index through CUDA_VISIBLE_DEVICES, as the
+    parent's telemetry does: key "nvml:I".
+    """
     if not torch.cuda.is_available():
         return {}
     labels = {}
     for index in range(torch.cuda.device_count()):
         address = _pci_address(torch.cuda.get_device_properties(index))
+        fallback = nvml_index(f"cuda:{index}") if torch.version.hip is None else None
         if address is not None:
             labels[address] = f"cuda:{index}"
+        elif fallback is not None:
+            labels[f"nvml:{fallback}"] = f"cuda:{index}"
     return labels
 
 
@@ -83,8 +91,9 @@ def torch_copy_load(device: str) -> Iterator[bool]:
 
 
 def label_for(gpu: GpuHealth, labels: dict[str, str]) -> str:
-    found = labels.get(gpu.bus_id or "")
-    return found or f"{'nvml' if gpu.vendor == 'NVIDIA' else 'amdgpu'}:{gpu.index}"
+    """The torch name of a driver's GPU ("cuda:N"), or the driver's own ("nvml:I", "amdgpu:I") when torch lacks it."""
+    driver_name = f"{'nvml' if gpu.vendor == 'NVIDIA' else 'amdgpu'}:{gpu.index}"
+    return labels.get(gpu.bus_id or "") or labels.get(driver_name) or driver_name
 
 
 def plain(value: Any) -> Any:
