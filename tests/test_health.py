@@ -18,7 +18,7 @@ from rigcheck.engine.events import Facts, Status, Verdict
 from rigcheck.engine.facts.amd_health import AmdHealthReader, bad_pages, link_gen
 from rigcheck.engine.facts.health_model import Missing, bus_id_from_text
 from rigcheck.engine.facts.nvidia_health import NvidiaHealthReader
-from rigcheck.engine.facts.nvml_ctypes import CtypesNvml
+from rigcheck.engine.facts.nvml_ctypes import CtypesNvml, NvmlError
 from rigcheck.engine.facts.xid import xids_by_bus
 from rigcheck.engine.stages.health import check, label_for, open_readers, torch_labels
 from rigcheck.engine.stages.health_checks import share_in_words
@@ -215,8 +215,8 @@ def test_small_parsers() -> None:
 
 
 def test_without_nvml_or_amdgpu_the_readers_say_why(tmp_path: Path) -> None:
-    readers, absent = open_readers(tmp_path)
-    if readers:
+    readers, absent, broken = open_readers(tmp_path)
+    if readers or broken:
         pytest.skip("this host has a GPU driver")
     assert any("NVML" in why for why in absent) and any("amdgpu" in why for why in absent)
 
@@ -248,7 +248,7 @@ def test_the_ctypes_binding_reads_a_real_shared_library(tmp_path: Path) -> None:
 
 
 def test_the_health_stage_through_the_cli_on_a_host_without_a_gpu(tmp_path: Path) -> None:
-    if open_readers()[0]:
+    if open_readers()[0] or open_readers()[2]:
         pytest.skip("this host has a GPU driver")
     out = tmp_path / "out.json"
     env = dict(os.environ, RIGCHECK_STORE=str(tmp_path / "s.db"))
@@ -286,3 +286,24 @@ def test_gpus_are_named_as_torch_names_them_by_pci_address_or_else_by_nvml_order
     reader = NvidiaHealthReader(FakeHealthNvml(), kernel_log=list)
     [gpu] = reader.devices()
     assert label_for(gpu, {"nvml:0": "cuda:1"}) == "cuda:1" and label_for(gpu, {}) == "nvml:0"
+
+
+def test_a_gpu_the_driver_lists_but_cannot_reach_fails_and_a_failing_driver_fails() -> None:
+    class LostGpu(FakeHealthNvml):
+        def nvmlDeviceGetCount(self) -> int:
+            return 2
+
+        def nvmlDeviceGetHandleByIndex(self, index: int) -> str:
+            if index == 1:
+                raise NvmlError(15, "GPU is lost")
+            return "handle0"
+
+    reader = NvidiaHealthReader(LostGpu(), kernel_log=list)
+    found = [v for v in check([reader], [], LABELS, "all", no_load) if isinstance(v, Verdict)]
+    lost = [v for v in found if v.device == "nvml:1"]
+    assert [(v.check, v.status) for v in lost] == [("reachable", Status.FAIL)]
+    assert "cannot be reached: GPU is lost" in lost[0].explanation
+    assert {v.status for v in found if v.device == "cuda:0" and v.check == "ecc"} == {Status.PASS}
+    broken = ["the NVIDIA driver's NVML is installed but fails to start: RM has detected an NVML/RM version mismatch"]
+    found = [v for v in check([], [], {}, "cpu", no_load, tuple(broken)) if isinstance(v, Verdict)]
+    assert [(v.check, v.status) for v in found] == [("driver", Status.FAIL), ("gpu", Status.SKIP)]

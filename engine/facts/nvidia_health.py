@@ -39,7 +39,12 @@ class NvidiaHealthReader:
     def __init__(self, nvml: Any = None, kernel_log: Callable[[], list[str] | Missing] = read_kmsg) -> None:
         self.nvml = nvml if nvml is not None else CtypesNvml()
         self.nvml.nvmlInit()
-        self.handles = [self.nvml.nvmlDeviceGetHandleByIndex(i) for i in range(self.nvml.nvmlDeviceGetCount())]
+        self.handles: list[Any] = []
+        for index in range(self.nvml.nvmlDeviceGetCount()):
+            try:
+                self.handles.append(self.nvml.nvmlDeviceGetHandleByIndex(index))
+            except Exception as error:  # a GPU the driver lists but cannot reach (fallen off the bus)
+                self.handles.append(error)
         self.kernel_log = kernel_log
 
     def _get(self, what: str, call: Callable[..., Any], *args: Any) -> Any:
@@ -54,6 +59,8 @@ class NvidiaHealthReader:
         return [self._read(index, handle, xids) for index, handle in enumerate(self.handles)]
 
     def _read(self, index: int, handle: Any, xids: dict[str, Counter[int]] | Missing) -> GpuHealth:
+        if isinstance(handle, Exception):
+            return GpuHealth(index, "NVIDIA GPU", self.vendor, None, extra={"unreachable": str(handle)})
         nv = self.nvml
         name = self._get("the name", nv.nvmlDeviceGetName, handle)
         pci = self._get("the PCI address", nv.nvmlDeviceGetPciInfo, handle)
@@ -120,6 +127,8 @@ class NvidiaHealthReader:
 
     def pcie(self, index: int) -> dict[str, int] | Missing:
         nv, handle = self.nvml, self.handles[index]
+        if isinstance(handle, Exception):
+            return Missing(f"the driver cannot reach this GPU: {handle}")
         values = {}
         for key, call in (
             ("gen", nv.nvmlDeviceGetCurrPcieLinkGeneration),

@@ -28,19 +28,21 @@ Load = Callable[[str], contextlib.AbstractContextManager[bool]]
 WAKE_S = 0.3  # long enough for the link to train up to speed under a copy
 
 
-def open_readers(drm_root: Path = Path("/sys/class/drm")) -> tuple[list[HealthReader], list[str]]:
-    """Every vendor reader that finds GPUs, and why the others found none."""
+def open_readers(drm_root: Path = Path("/sys/class/drm")) -> tuple[list[HealthReader], list[str], list[str]]:
+    """Every vendor reader that finds GPUs; why the others found none; and drivers present but failing."""
     readers: list[HealthReader] = []
-    absent = []
+    absent, broken = [], []
     try:
         readers.append(NvidiaHealthReader())
-    except (OSError, NvmlError) as error:
+    except OSError as error:
         absent.append(f"NVML not usable ({error})")
+    except NvmlError as error:  # the library is there and fails: e.g. a driver upgraded without a reboot
+        broken.append(f"the NVIDIA driver's NVML is installed but fails to start: {error}")
     try:
         readers.append(AmdHealthReader(drm_root))
     except RuntimeError as error:
         absent.append(str(error))
-    return readers, absent
+    return readers, absent, broken
 
 
 def torch_labels(torch: Any) -> dict[str, str]:
@@ -106,14 +108,21 @@ def plain(value: Any) -> Any:
 
 
 def check(
-    readers: list[HealthReader], absent: list[str], labels: dict[str, str], asked: str, load: Load
+    readers: list[HealthReader],
+    absent: list[str],
+    labels: dict[str, str],
+    asked: str,
+    load: Load,
+    broken: tuple[str, ...] = (),
 ) -> Iterator[Event]:
     """Facts and verdicts for the GPUs `asked` names: one cuda:N, or every GPU the drivers see."""
+    for why in broken:
+        yield Verdict(STAGE, "driver", Status.FAIL, why, {"error": why}, device=asked)
     found = [(reader, gpu) for reader in readers for gpu in reader.devices()]
     if asked.startswith("cuda:"):
         found = [(r, g) for r, g in found if label_for(g, labels) == asked]
     if not found:
-        why = "; ".join(absent) or "the drivers list no GPU"
+        why = "; ".join([*absent, *broken]) or "the drivers list no GPU"
         status = Status.FAIL if asked.startswith("cuda") else Status.SKIP
         yield Verdict(
             STAGE, "gpu", status, f"no GPU health to read for {asked}: {why}", {"absent": absent}, device=asked
@@ -124,6 +133,10 @@ def check(
     for done, (reader, gpu) in enumerate(found):
         label = label_for(gpu, labels)
         yield Progress(STAGE, done, len(found), f"{label} {gpu.name}")
+        if "unreachable" in gpu.extra:
+            text = f"{label} is listed by the driver but cannot be reached: {gpu.extra['unreachable']}"
+            yield Verdict(STAGE, "reachable", Status.FAIL, text, dict(gpu.extra), device=label)
+            continue
         link, under_load = gpu.pcie, False
         if isinstance(link, dict) and (link["gen"] < link["max_gen"] or link["width"] < link["max_width"]):
             with load(label) as loaded:
@@ -136,9 +149,9 @@ def check(
 def run(context: StageContext) -> Iterator[Event]:
     import torch
 
-    readers, absent = open_readers()
+    readers, absent, broken = open_readers()
     try:
-        yield from check(readers, absent, torch_labels(torch), context.spec.device, torch_copy_load)
+        yield from check(readers, absent, torch_labels(torch), context.spec.device, torch_copy_load, tuple(broken))
     finally:
         for reader in readers:
             reader.close()
