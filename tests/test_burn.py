@@ -10,11 +10,13 @@ from pathlib import Path
 
 import psutil
 import pytest
+import torch
 from rigcheck.engine.conditions import DEFAULT_POLICY
 from rigcheck.engine.events import Measurement, StageFinished, Status, Verdict
 from rigcheck.engine.registry import STAGES, default_stages
 from rigcheck.engine.runner import Run, RunPlan
-from rigcheck.engine.stages.burn_loop import Interval, Started
+from rigcheck.engine.stages.burn import verdicts
+from rigcheck.engine.stages.burn_loop import BurnSettings, Interval, Started
 from rigcheck.engine.stages.burn_verdicts import agreement, likely_cause, over_time, peers
 from rigcheck.engine.store import Store
 
@@ -156,3 +158,19 @@ def test_a_bad_duration_is_one_line_and_exit_2(tmp_path: Path, value: str) -> No
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
     assert "duration" in done.stderr
+
+
+def test_a_device_that_errors_mid_burn_fails_and_keeps_its_intervals() -> None:
+    settings = BurnSettings(60.0, 3.0, 8192, torch.bfloat16, check_every=8)
+    intervals = {"cuda:0": [interval("cuda:0", i, 700.0) for i in range(5)], "cuda:1": [interval("cuda:1", 0, 690.0)]}
+    started = {d: Started(d, "H200", "same", 8192, "bfloat16") for d in intervals}
+    failed = {"cuda:1": "RuntimeError: CUDA error: unspecified launch failure"}
+    events = list(verdicts(intervals, started, failed, {d: settings for d in intervals}, None))
+    errors = [e for e in events if isinstance(e, Verdict) and e.check == "error"]
+    assert [(e.device, e.status) for e in errors] == [("cuda:1", Status.FAIL)]
+    assert errors[0].explanation == (
+        "the burn on cuda:1 stopped with an error after 1 interval(s): "
+        "RuntimeError: CUDA error: unspecified launch failure"
+    )
+    sustained = [e for e in events if isinstance(e, Measurement)]
+    assert [(m.device, m.value) for m in sustained] == [("cuda:0", 700.0), ("cuda:1", 690.0)]
