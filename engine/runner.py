@@ -293,7 +293,7 @@ class Run:
     def _run_batch(self, info: StageInfo, batch: list[Child]) -> list[_Settled]:
         """Start every child of the batch, forward their events as they come, and settle each one."""
         plan = self.plan
-        limit = plan.timeout_s or info.timeout(plan.profile)
+        limit = plan.timeout_s or info.timeout(plan.profile, plan.options)
         settled: list[_Settled] = []
         running: list[_Running] = []
         for child in batch:

@@ -51,6 +51,7 @@ from .screens.history import HistoryScreen
 from .screens.too_small import TooSmallScreen, too_small
 from .settings import load_settings, save_setting
 from .widgets.bench_panel import BenchPanel
+from .widgets.burn_plot import BurnPlot
 from .widgets.clocks_panel import ClocksPanel
 from .widgets.device_panel import DevicePanel
 from .widgets.host_panel import HostPanel
@@ -130,6 +131,8 @@ class RigcheckApp(App[int]):
                 yield LogPanel(id="log")
             with TabPane("Processes", id="tab-processes"):
                 yield ProcessesPanel(id="processes")
+            with TabPane("Burn", id="tab-burn"):
+                yield BurnPlot(id="burn-plot")
         yield Footer(compact=True)  # every key fits at 80 columns
 
     def get_line_filters(self) -> Sequence[LineFilter]:
@@ -281,6 +284,7 @@ class RigcheckApp(App[int]):
                 self.probe_warnings.append(event.explanation)
         elif isinstance(event, Measurement):
             self.panel(BenchPanel).add_measurement(event)
+            self.panel(BurnPlot).add(event)
             self.panel(ResultsPanel).add(measurement_row(event))
         elif isinstance(event, Facts) and event.stage == "probe":
             self.probe_facts, self.probe_warnings = event.data, []
@@ -321,7 +325,7 @@ class RigcheckApp(App[int]):
             self.start([self.stage_infos[index]])
 
     def action_start_all(self) -> None:
-        self.start(list(self.stage_infos))
+        self.start([i for i in self.stage_infos if self.profile in i.default_in])  # burn only in the full profile
 
     def action_cancel(self) -> None:
         if self.session is None:

@@ -52,7 +52,7 @@ def _write_reports(args: argparse.Namespace, report: dict[str, Any], err: Consol
 
 
 def command_run(args: argparse.Namespace) -> int:
-    from rigcheck.engine.registry import DEFAULT_STAGES, UnknownStage, resolve
+    from rigcheck.engine.registry import UnknownStage, default_stages, resolve
     from rigcheck.engine.runner import RunPlan
     from rigcheck.engine.session import RunSession, start_sampler
     from rigcheck.engine.stage import PROFILES, parse_device
@@ -60,7 +60,7 @@ def command_run(args: argparse.Namespace) -> int:
     from .cli_display import LiveDisplay, fitted_console
 
     try:
-        infos = resolve(args.stages or list(DEFAULT_STAGES))
+        infos = resolve(args.stages or list(default_stages(args.profile)))
         device = parse_device(args.device) if args.device else None
     except (UnknownStage, ValueError) as error:
         raise UsageError(str(error)) from None
@@ -73,6 +73,8 @@ def command_run(args: argparse.Namespace) -> int:
     for flag in ("json", "junit"):
         if getattr(args, flag):
             check_output_file(f"--{flag}", getattr(args, flag))
+    if args.duration is not None and not 0 < args.duration < 7 * 86400:
+        raise UsageError("--duration must be a positive number of seconds (under a week)")
     if args.peer_tolerance is not None and not 0 < args.peer_tolerance < 100:
         raise UsageError("--peer-tolerance must be a percentage between 0 and 100")
     python = args.python or sys.executable
@@ -85,7 +87,9 @@ def command_run(args: argparse.Namespace) -> int:
     err = fitted_console(stderr=True)
     run_id = store.begin_run([i.name for i in infos], device, args.profile, python, sys.argv[1:])
     log_dir = store.log_dir(run_id)
-    options = {name: True for name in ("max_find", "compile") if getattr(args, name)}
+    options: dict[str, object] = {name: True for name in ("max_find", "compile") if getattr(args, name)}
+    if args.duration is not None:
+        options["duration"] = args.duration
     plan = RunPlan(run_id, infos, device, args.profile, python, log_dir, options, timeout_s=args.timeout, gpus=gpus)
     plan.serial = args.serial
     if args.peer_tolerance is not None:

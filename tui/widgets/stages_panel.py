@@ -80,6 +80,7 @@ class StagesPanel(Vertical):
         self.states[stage] = "running"
         table = self.query_one(DataTable)
         table.update_cell(stage, "state", status_text(self.app, "running"))
+        table.move_cursor(row=table.get_row_index(stage))  # at 80x24 the last stages sit below the fold
         self.set_progress(stage, 0, 1)
         before = f", took {duration_text(self.durations[stage])} before" if stage in self.durations else ""
         self.set_step(f"{stage}: started{before}")
