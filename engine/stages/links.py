@@ -148,7 +148,15 @@ def step_events(result: StepResult, first: torch.device | None, common: dict[str
     }
     spread = result.busbw_gbs * stats.spread
     figure = Measurement(
-        STAGE, f"{result.label} busbw", result.busbw_gbs, "GB/s", spread, len(result.times), device, params
+        STAGE,
+        f"{result.label} busbw",
+        result.busbw_gbs,
+        "GB/s",
+        spread,
+        len(result.times),
+        device,
+        params,
+        t_start=result.t_start,
     )
     limit = device_copy_limit(first) if first is not None else None
     yield from checked(figure, stats, limit, result.timer_reason)
@@ -199,7 +207,10 @@ def collectives(context: StageContext, devices: list[torch.device]) -> Iterator[
             yield from step_events(outcome, devices[0] if devices else None, common)
             last[outcome.collective] = outcome
         elif isinstance(outcome, Failure):
-            yield Verdict(STAGE, "collectives", Status(outcome.status), outcome.explanation, outcome.numbers)
+            where = str(devices[0]) if devices else "cpu"
+            yield Verdict(
+                STAGE, "collectives", Status(outcome.status), outcome.explanation, outcome.numbers, device=where
+            )
             return
     for name, result in last.items():
         where = HOST_NOTE if host else f"{plan.backend} {common.get('nccl_version')} on {', '.join(names)}"

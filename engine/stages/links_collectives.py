@@ -62,6 +62,7 @@ class StepResult:
     timer: str
     timer_check: str
     timer_reason: str | None
+    t_start: float | None = None  # when the first rank began it (time.time)
 
     @property
     def seconds(self) -> float:
@@ -193,7 +194,7 @@ def _died(rank: Rank) -> Failure:
     )
 
 
-def _combine(plan: Plan, answers: dict[int, dict[str, Any]]) -> StepResult:
+def _combine(plan: Plan, answers: dict[int, dict[str, Any]], began: float | None) -> StepResult:
     first = answers[0]
     per_rank = [answers[r]["times"] for r in sorted(answers)]
     reasons = [clocks_disagree(a["primary_total"], a["check_total"], a["timer"], a["check"]) for a in answers.values()]
@@ -208,6 +209,7 @@ def _combine(plan: Plan, answers: dict[int, dict[str, Any]]) -> StepResult:
         first["timer"],
         first["check"],
         next((r for r in reasons if r), None),
+        began,
     )
 
 
@@ -222,6 +224,7 @@ def run_collectives(plan: Plan, cancelled: Callable[[], bool] = lambda: False) -
 
 def _follow(plan: Plan, ranks: list[Rank], cancelled: Callable[[], bool]) -> Iterator[Outcome]:
     pending: dict[str, dict[int, dict[str, Any]]] = {}
+    began: dict[str, float] = {}
     ready: dict[int, dict[str, Any]] = {}
     done: set[int] = set()
     while len(done) < plan.world:
@@ -252,12 +255,14 @@ def _follow(plan: Plan, ranks: list[Rank], cancelled: Callable[[], bool]) -> Ite
                         {"rank": rank.rank, "step": message.get("step"), "error": message["text"]},
                     )
                     return
+                elif kind == "begin":
+                    began.setdefault(message["step"], float(message["t"]))
                 elif kind in ("result", "skip"):
                     answers = pending.setdefault(message["step"], {})
                     answers[rank.rank] = message
                     if len(answers) == plan.world:
                         del pending[message["step"]]
-                        yield _outcome(plan, answers)
+                        yield _outcome(plan, answers, began.pop(message["step"], None))
                 elif kind == "done":
                     done.add(rank.rank)
         for rank in ranks:
@@ -273,9 +278,9 @@ def _follow(plan: Plan, ranks: list[Rank], cancelled: Callable[[], bool]) -> Ite
             return
 
 
-def _outcome(plan: Plan, answers: dict[int, dict[str, Any]]) -> StepResult | StepSkipped:
+def _outcome(plan: Plan, answers: dict[int, dict[str, Any]], began: float | None) -> StepResult | StepSkipped:
     skipped = [a for a in answers.values() if a["kind"] == "skip"]
     if skipped:
         first = skipped[0]
         return StepSkipped(first["step"].partition(" ")[0], int(first.get("bytes", 0)), first["reason"])
-    return _combine(plan, answers)
+    return _combine(plan, answers, began)

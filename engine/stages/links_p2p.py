@@ -98,8 +98,14 @@ def both_ways(a: torch.device, b: torch.device, numel: int, reps: int) -> tuple[
 
 
 def figure(
-    name: str, src: torch.device, dst: torch.device, stats: TimingStats, moved: float, extra: dict[str, Any]
+    name: str,
+    pair: tuple[torch.device, torch.device],
+    stats: TimingStats,
+    moved: float,
+    extra: dict[str, Any],
+    started: float,
 ) -> list[Event]:
+    src, dst = pair
     median, best, spread = (v / 1e9 for v in stats.rate(moved))
     params = {
         "src": str(src),
@@ -110,13 +116,14 @@ def figure(
         **device_identity(src),
         **extra,
     }
-    result = Measurement(STAGE, name, median, "GB/s", spread, len(stats.times), str(src), params)
+    result = Measurement(STAGE, name, median, "GB/s", spread, len(stats.times), str(src), params, t_start=started)
     return list(checked(result, stats, device_copy_limit(src)))
 
 
 def p2p_pairs(devices: list[torch.device], numel: int, reps: int) -> Iterator[tuple[str, Any]]:
     """('figure', events) per measured pair, ('no-peer', (src, dst)) per pair without peer access,
-    ('wrong', (label, count)) per copy whose data did not arrive intact."""
+    ('wrong', (label, count)) per copy whose data did not arrive intact. One way for every ordered
+    pair; both ways at once for every unordered pair with peer access in both directions."""
     label = size_label(numel * 4)
     for src in devices:
         for dst in devices:
@@ -125,13 +132,10 @@ def p2p_pairs(devices: list[torch.device], numel: int, reps: int) -> Iterator[tu
             if not torch.cuda.can_device_access_peer(src, dst):
                 yield "no-peer", (src, dst)
                 continue
+            started = time.time()
             stats, wrong = one_way(src, dst, numel, reps)
-            yield (
-                "figure",
-                figure(
-                    f"p2p {src}->{dst} {label}", src, dst, stats, numel * 4.0, {"direction": "one-way", "wrong": wrong}
-                ),
-            )
+            extra = {"direction": "one-way", "wrong": wrong}
+            yield "figure", figure(f"p2p {src}->{dst} {label}", (src, dst), stats, numel * 4.0, extra, started)
             if wrong:
                 yield "wrong", (f"{src}->{dst}", wrong)
             torch.cuda.empty_cache()
@@ -139,9 +143,10 @@ def p2p_pairs(devices: list[torch.device], numel: int, reps: int) -> Iterator[tu
         for b in devices[i + 1 :]:
             if not (torch.cuda.can_device_access_peer(a, b) and torch.cuda.can_device_access_peer(b, a)):
                 continue
+            started = time.time()
             stats, wrong = both_ways(a, b, numel, reps)
-            name = f"p2p {a}<->{b} {label}"
-            yield "figure", figure(name, a, b, stats, 2.0 * numel * 4, {"direction": "both", "wrong": wrong})
+            extra = {"direction": "both", "wrong": wrong}
+            yield "figure", figure(f"p2p {a}<->{b} {label}", (a, b), stats, 2.0 * numel * 4, extra, started)
             if wrong:
                 yield "wrong", (f"{a}<->{b}", wrong)
             torch.cuda.empty_cache()
