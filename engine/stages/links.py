@@ -28,8 +28,8 @@ HOST_NOTE = "gloo across processes on the CPU: this measures the host, not GPU l
 ENV_PREFIXES = ("NCCL_", "RCCL_", "TORCH_NCCL_", "HSA_", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
 
 
-def gpus_asked(device: str) -> tuple[list[torch.device], str | None]:
-    """The GPUs to link, or none with the reason when there is nothing to link ([] and None: the host)."""
+def gpus_asked(device: str) -> tuple[list[torch.device], tuple[Status, str] | None]:
+    """The GPUs to link, or none with a SKIP (nothing to link) or FAIL (not there); [] and None: the host."""
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if device == "cpu" or (device == "all" and count == 0):
         return [], None
@@ -37,9 +37,12 @@ def gpus_asked(device: str) -> tuple[list[torch.device], str | None]:
     devices = [torch.device(n) for n in names]
     missing = [str(d) for d in devices if d.index is None or d.index >= count]
     if missing:
-        return [], f"{', '.join(missing)} asked for but torch sees {count} GPU(s)"
+        return [], (Status.FAIL, f"{', '.join(missing)} asked for but torch sees {count} GPU(s)")
     if len(devices) < 2:
-        return [], f"one GPU ({devices[0]}): nothing to link; use --device all on a host with two or more"
+        return [], (
+            Status.SKIP,
+            f"one GPU ({devices[0]}): nothing to link; use --device all on a host with two or more",
+        )
     return devices, None
 
 
@@ -229,7 +232,7 @@ def collectives(context: StageContext, devices: list[torch.device]) -> Iterator[
 def run(context: StageContext) -> Iterator[Event]:
     devices, nothing = gpus_asked(context.spec.device)
     if nothing:
-        yield Verdict(STAGE, "links", Status.SKIP, nothing, device=context.spec.device)
+        yield Verdict(STAGE, "links", nothing[0], nothing[1], device=context.spec.device)
         return
     if devices:
         yield Progress(STAGE, 0, 3, "topology")

@@ -33,7 +33,7 @@ class Plan:
     warmup: int = 3
     step_timeout: float = 60.0  # seconds without a word from any rank before the run is called hung
     init_timeout: float = 180.0  # importing torch and forming the group, on a busy host
-    fault: str = ""  # test hook: 'wrong:R[:COLL]' or 'hang:R[:COLL]'
+    fault: str = ""  # test hook: 'wrong:R[:COLL]', 'hang:R[:COLL]' or 'die:R[:COLL]'
     python: str = field(default_factory=lambda: sys.executable)
 
     @property
@@ -107,6 +107,7 @@ class Rank:
         self.rank, self.proc, self.fd = rank, proc, fd
         self.buffer = b""
         self.last_kind, self.last_step, self.last_t = "started", "", time.monotonic()
+        self.last_sent = 0.0  # the rank's own clock when it last spoke: orders ranks read in one batch
         self.closed = False
 
     def lines(self) -> list[dict[str, Any]]:
@@ -118,7 +119,7 @@ class Rank:
         *complete, self.buffer = self.buffer.split(b"\n")
         messages = [json.loads(line) for line in complete if line.strip()]
         for message in messages:
-            self.last_kind, self.last_t = message["kind"], time.monotonic()
+            self.last_kind, self.last_t, self.last_sent = message["kind"], time.monotonic(), float(message["t"])
             self.last_step = message.get("step", self.last_step)
         return messages
 
@@ -171,7 +172,7 @@ def stop_all(ranks: list[Rank]) -> None:
 
 
 def _hang(ranks: list[Rank], quiet_s: float, forming: bool) -> Failure:
-    latest = max(ranks, key=lambda r: r.last_t)
+    latest = max(ranks, key=lambda r: r.last_sent)
     said = "; ".join(f"rank {r.rank} {r.words()}" for r in ranks)
     behind = [r.rank for r in ranks if r.last_step != latest.last_step or r.last_kind != latest.last_kind]
     what = "forming the group" if forming else (latest.last_step or "the first collective")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from datetime import timedelta
@@ -34,7 +35,7 @@ class Reporter:
 
 
 def fault_for(fault: str, rank: int, collective: str) -> str | None:
-    """'wrong:R[:COLL]' or 'hang:R[:COLL]' (a test hook): the fault this rank injects here, or None."""
+    """'wrong:R[:COLL]', 'hang:R[:COLL]' or 'die:R[:COLL]' (a test hook): the fault this rank injects here, or None."""
     if not fault:
         return None
     parts = fault.split(":")
@@ -192,6 +193,8 @@ def run_steps(torch: Any, dist: Any, cfg: dict[str, Any], device: Any, rep: Repo
             fault = fault_for(cfg.get("fault", ""), rank, name)
             if fault == "hang":
                 time.sleep(10**6)  # stops answering before the collective, like a rank stuck elsewhere
+            if fault == "die":
+                os.kill(os.getpid(), signal.SIGKILL)
             rep.step = step
             rep.say("begin", step=step)
             try:
