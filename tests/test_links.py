@@ -111,6 +111,10 @@ def test_gpus_on_an_nvswitch_count_their_links_to_the_switch() -> None:
     switch = [("0000:99:00.0", 2)] * 18
     found = nvidia_topology(FakeNvLink(buses, {(0, 1): 50}, [switch, switch]), buses)
     assert found["cells"][0][1] == "NV18"
+    unknown = [("0000:99:00.0", -1)] * 12  # the driver would not say what is at the far end: not a GPU it lists
+    assert nvidia_topology(FakeNvLink(buses, {(0, 1): 50}, [unknown, unknown]), buses)["cells"][0][1] == "NV12"
+    hidden = [("0000:77:00.0", 0)] * 6  # links to a GPU this container cannot see join nothing here
+    assert nvidia_topology(FakeNvLink(buses, {(0, 1): 40}, [hidden, hidden]), buses)["cells"][0][1] == "NODE"
 
 
 def _kfd_node(root: Path, node: int, props: dict[str, int], links: list[dict[str, int]]) -> None:

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 NVML_LEVELS = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
 NVLINK_MAX_LINKS = 18
-NVLINK_REMOTE_GPU, NVLINK_REMOTE_SWITCH = 0, 2
+NVLINK_REMOTE_UNKNOWN, NVLINK_REMOTE_GPU, NVLINK_REMOTE_SWITCH = -1, 0, 2
 KFD_NODES = Path("/sys/class/kfd/kfd/topology/nodes")
 KFD_IOLINK_PCIE, KFD_IOLINK_XGMI = 2, 11
 
@@ -95,10 +95,11 @@ class CtypesNvml:
                 continue
             if not active.value:
                 continue
-            info, kind = _PciInfo(), ctypes.c_int(NVLINK_REMOTE_GPU)
+            info, kind = _PciInfo(), ctypes.c_int(NVLINK_REMOTE_UNKNOWN)
             ok = self.lib.nvmlDeviceGetNvLinkRemotePciInfo_v2(self.handles[index], link, ctypes.byref(info)) == 0
-            if hasattr(self.lib, "nvmlDeviceGetNvLinkRemoteDeviceType"):
-                self.lib.nvmlDeviceGetNvLinkRemoteDeviceType(self.handles[index], link, ctypes.byref(kind))
+            call = getattr(self.lib, "nvmlDeviceGetNvLinkRemoteDeviceType", None)
+            if call is None or call(self.handles[index], link, ctypes.byref(kind)) != 0:
+                kind.value = NVLINK_REMOTE_UNKNOWN
             links.append((_address(info) if ok else None, kind.value))
         return links
 
@@ -122,7 +123,16 @@ def nvidia_topology(nvml: NvLink, bus_ids: Sequence[str | None]) -> dict[str, An
     wanted = [normal_bus_id(b) for b in bus_ids]
     order = [nvml_bus.index(b) if b in nvml_bus else i for i, b in enumerate(wanted)]
     links = [nvml.nvlinks(n) for n in order]
-    to_switch = [sum(1 for _, kind in lk if kind == NVLINK_REMOTE_SWITCH) for lk in links]
+    # Links into an NVSwitch fabric join every pair on it; where the driver does not say what is at the far
+    # end, a far end that is no GPU NVML lists is taken for the switch.
+    to_switch = [
+        sum(
+            1
+            for bus, kind in lk
+            if kind == NVLINK_REMOTE_SWITCH or (kind == NVLINK_REMOTE_UNKNOWN and normal_bus_id(bus) not in nvml_bus)
+        )
+        for lk in links
+    ]
     cells: list[list[str]] = []
     for i, a in enumerate(order):
         row = []
@@ -130,9 +140,7 @@ def nvidia_topology(nvml: NvLink, bus_ids: Sequence[str | None]) -> dict[str, An
             if i == j:
                 row.append("X")
                 continue
-            direct = sum(
-                1 for remote, kind in links[i] if kind == NVLINK_REMOTE_GPU and normal_bus_id(remote) == wanted[j]
-            )
+            direct = sum(1 for remote, _ in links[i] if normal_bus_id(remote) == wanted[j])
             nv = direct + min(to_switch[i], to_switch[j])
             level = nvml.common_ancestor(a, b)
             row.append(f"NV{nv}" if nv else NVML_LEVELS.get(level, "?") if level is not None else "?")
