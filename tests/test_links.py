@@ -257,3 +257,30 @@ def test_links_stage_end_to_end_through_the_cli(tmp_path: Path) -> None:
     assert reduce["params"]["ranks"] == 2 and reduce["params"]["wrong"] == 0 and reduce["params"]["backend"] == "gloo"
     assert reduce["value"] == pytest.approx(reduce["params"]["algbw"] * 1.0)
     assert {s["name"]: s["status"] for s in report["stages"]} == {"links": "PASS"}
+
+
+def test_a_copy_that_loses_data_is_counted() -> None:
+    import torch
+    from rigcheck.engine.stages.links_p2p import pattern, wrong_after
+
+    src = pattern(4096, torch.device("cpu"), 3)
+    dst = torch.empty_like(src)
+    assert wrong_after(lambda: dst.copy_(src), dst, 3) == 0
+    assert wrong_after(lambda: dst[:1000].copy_(src[:1000]), dst, 3) == 3096  # the rest stays poisoned
+    assert wrong_after(lambda: dst.copy_(src.roll(1)), dst, 3) == 4096  # misplaced by one element
+
+
+def test_collective_figures_fail_on_wrong_elements_and_on_clocks_that_disagree() -> None:
+    from rigcheck.engine.events import Measurement, Status, Verdict
+    from rigcheck.engine.stages.links import step_events
+
+    clean = StepResult("all_reduce", MIB, 2, (0.001, 0.001, 0.001), 0, {}, "perf_counter", "CLOCK_MONOTONIC_RAW", None)
+    events = list(step_events(clean, None, {"backend": "gloo"}))
+    assert [type(e) for e in events] == [Measurement] and events[0].params["broken"] is None
+    wrong = {1: {"wrong": 2, "first_wrong": {"index": 7, "got": 5.0, "expected": 4.0}}}
+    bad = StepResult("reduce_scatter", 4 * MIB, 2, (0.001,) * 3, 2, wrong, "events", "wall clock", "device timer odd")
+    events = list(step_events(bad, None, {}))
+    fails = [e for e in events if isinstance(e, Verdict) and e.status == Status.FAIL]
+    assert events[0].params["broken"] == "device timer odd"
+    assert any("reduce_scatter 4 MiB: 2 wrong element(s) on rank 1" in v.explanation for v in fails)
+    assert any("the figure is not a result" in v.explanation for v in fails)

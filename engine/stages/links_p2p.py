@@ -32,7 +32,8 @@ def wrong_after(copy: Callable[[], None], dst: torch.Tensor, offset: int) -> int
     """Poison the destination, copy once, and count elements that differ from the source's pattern."""
     dst.fill_(float("nan"))
     copy()
-    torch.cuda.synchronize(dst.device)
+    if dst.device.type == "cuda":
+        torch.cuda.synchronize(dst.device)
     return int((dst != pattern(dst.numel(), dst.device, offset)).sum().item())
 
 
