@@ -284,3 +284,19 @@ def test_collective_figures_fail_on_wrong_elements_and_on_clocks_that_disagree()
     assert events[0].params["broken"] == "device timer odd"
     assert any("reduce_scatter 4 MiB: 2 wrong element(s) on rank 1" in v.explanation for v in fails)
     assert any("the figure is not a result" in v.explanation for v in fails)
+
+
+def test_the_rank_furthest_along_is_named_even_when_a_lagging_rank_spoke_later() -> None:
+    from rigcheck.engine.stages.links_collectives import Rank, _hang
+
+    ahead, behind = Rank(0, None, -1), Rank(1, None, -1)  # type: ignore[arg-type]
+    ahead.progress, ahead.last_kind, ahead.last_step, ahead.last_sent = 3, "begin", "broadcast 1 MiB", 10.0
+    behind.progress, behind.last_kind, behind.last_step, behind.last_sent = 2, "result", "all_reduce 1 MiB", 10.5
+    failure = _hang([ahead, behind], 60.0, forming=False)
+    assert failure.numbers["last_rank"] == 0 and failure.numbers["behind"] == [1]
+    assert failure.explanation.startswith("broadcast 1 MiB hung: no rank answered for 60 s")
+    both_inside = _hang([ahead, Rank(1, None, -1)], 60.0, forming=False)  # type: ignore[arg-type]
+    assert both_inside.numbers["behind"] == [1]
+    ahead2 = Rank(1, None, -1)  # type: ignore[arg-type]
+    ahead2.progress, ahead2.last_kind, ahead2.last_step = 3, "begin", "broadcast 1 MiB"
+    assert "every rank is inside it" in _hang([ahead, ahead2], 60.0, forming=False).explanation

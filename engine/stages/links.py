@@ -51,14 +51,15 @@ def option(context: StageContext, name: str, default: str) -> str:
     return str(context.spec.option(f"links_{name}") or os.environ.get(f"RIGCHECK_LINKS_{name.upper()}", default))
 
 
-def topology(devices: list[torch.device]) -> Iterator[Event]:
+def topology(devices: list[torch.device], facts: dict[str, Any]) -> Iterator[Event]:
     labels = [str(d) for d in devices]
     found = read_topology([bus_id(d) for d in devices], bool(getattr(torch.version, "hip", None)))
     if found.get("source") is None:
         yield Verdict(STAGE, "topology", Status.SKIP, f"topology not read: {found.get('reason')}")
         return
     drawn = render(labels, found["cells"])
-    yield Facts(STAGE, {"topology": found | {"labels": labels, "drawn": drawn}})
+    facts["topology"] = found | {"labels": labels, "drawn": drawn}
+    yield Facts(STAGE, dict(facts))
     yield LogLine(STAGE, f"topology ({found['source']}):\n{drawn}")
     links = sorted(
         {f"{labels[i]}-{labels[j]} {c}" for i, row in enumerate(found["cells"]) for j, c in enumerate(row) if i < j}
@@ -81,7 +82,7 @@ def _pcie_words(label: str, gpu: dict[str, Any]) -> str:
     return f"{label} gen{p.get('gen')} x{p.get('width')} of gen{p.get('max_gen')} x{p.get('max_width')}{idle}"
 
 
-def peer_copies(devices: list[torch.device], profile: str) -> Iterator[Event]:
+def peer_copies(devices: list[torch.device], profile: str, facts: dict[str, Any]) -> Iterator[Event]:
     numel = by_profile(profile, 256 * MIB, 2**30, 2**30) // 4
     labels = [str(d) for d in devices]
     one_way: dict[tuple[str, str], str] = {}
@@ -109,7 +110,8 @@ def peer_copies(devices: list[torch.device], profile: str) -> Iterator[Event]:
                 both.append(f"{figure.params['src']}<->{figure.params['dst']} {text} GB/s")
     cells = [[("-" if a == b else one_way.get((a, b), "?")) for b in labels] for a in labels]
     drawn = render(labels, cells)
-    yield Facts(STAGE, {"p2p": {"labels": labels, "one_way_gbs": cells, "both_ways": both, "bytes": numel * 4}})
+    facts["p2p"] = {"labels": labels, "one_way_gbs": cells, "both_ways": both, "bytes": numel * 4, "drawn": drawn}
+    yield Facts(STAGE, dict(facts))
     yield LogLine(STAGE, f"p2p one way, GB/s (row = source), {size_label(numel * 4)}:\n{drawn}")
     measured = [c for row in cells for c in row if c not in ("-", "no P2P", "?")]
     if not measured:
@@ -176,7 +178,7 @@ def step_events(result: StepResult, first: torch.device | None, common: dict[str
         )
 
 
-def collectives(context: StageContext, devices: list[torch.device]) -> Iterator[Event]:
+def collectives(context: StageContext, devices: list[torch.device], facts: dict[str, Any]) -> Iterator[Event]:
     host = not devices
     names = [str(d) for d in devices] or ["cpu"] * int(option(context, "ranks", "2"))
     plan = Plan(
@@ -191,15 +193,15 @@ def collectives(context: StageContext, devices: list[torch.device]) -> Iterator[
     env = {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)}
     common: dict[str, Any] = {"backend": plan.backend, "devices": names, "env": env}
     last: dict[str, StepResult] = {}
+    results: list[StepResult] = []
     total = len(plan.sizes) * len(plan.collectives)
     done = 0
     yield Progress(STAGE, 0, total, f"starting {plan.world} {plan.backend} ranks")
     for outcome in run_collectives(plan, lambda: context.cancelled):
         if isinstance(outcome, Ready):
             common |= {"backend": outcome.backend, "nccl_version": outcome.nccl, "torch": outcome.torch}
-            yield LogLine(
-                STAGE, f"{plan.world} ranks joined ({outcome.backend}, NCCL {outcome.nccl}); pids {outcome.pids}"
-            )
+            version = f", NCCL {outcome.nccl}" if outcome.nccl else ""
+            yield LogLine(STAGE, f"{plan.world} ranks joined ({outcome.backend}{version}); pids {outcome.pids}")
         elif isinstance(outcome, StepSkipped):
             done += 1
             yield LogLine(STAGE, f"{outcome.collective}: {outcome.reason}")
@@ -209,12 +211,17 @@ def collectives(context: StageContext, devices: list[torch.device]) -> Iterator[
             yield Progress(STAGE, done, total, outcome.label)
             yield from step_events(outcome, devices[0] if devices else None, common)
             last[outcome.collective] = outcome
+            results.append(outcome)
         elif isinstance(outcome, Failure):
             where = str(devices[0]) if devices else "cpu"
             yield Verdict(
                 STAGE, "collectives", Status(outcome.status), outcome.explanation, outcome.numbers, device=where
             )
-            return
+            last.clear()  # no summary from a run that did not finish
+            break
+    table = {f"{r.collective} {size_label(r.size_bytes)}": round(r.busbw_gbs, 2) for r in results}
+    facts["collectives"] = {"busbw_gbs": table, "ranks": plan.world} | common
+    yield Facts(STAGE, dict(facts))
     for name, result in last.items():
         where = HOST_NOTE if host else f"{plan.backend} {common.get('nccl_version')} on {', '.join(names)}"
         status = Status.PASS if result.wrong == 0 else Status.FAIL
@@ -230,16 +237,17 @@ def collectives(context: StageContext, devices: list[torch.device]) -> Iterator[
 
 
 def run(context: StageContext) -> Iterator[Event]:
+    facts: dict[str, Any] = {}  # the store keeps a stage's last Facts: each one carries everything so far
     devices, nothing = gpus_asked(context.spec.device)
     if nothing:
         yield Verdict(STAGE, "links", nothing[0], nothing[1], device=context.spec.device)
         return
     if devices:
         yield Progress(STAGE, 0, 3, "topology")
-        yield from topology(devices)
+        yield from topology(devices, facts)
         yield Progress(STAGE, 1, 3, "peer-to-peer copies")
-        yield from peer_copies(devices, context.spec.profile)
+        yield from peer_copies(devices, context.spec.profile, facts)
         torch.cuda.empty_cache()
     else:
         yield Verdict(STAGE, "topology", Status.SKIP, "no GPUs: no topology or peer copies; " + HOST_NOTE, device="cpu")
-    yield from collectives(context, devices)
+    yield from collectives(context, devices, facts)

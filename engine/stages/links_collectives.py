@@ -107,7 +107,8 @@ class Rank:
         self.rank, self.proc, self.fd = rank, proc, fd
         self.buffer = b""
         self.last_kind, self.last_step, self.last_t = "started", "", time.monotonic()
-        self.last_sent = 0.0  # the rank's own clock when it last spoke: orders ranks read in one batch
+        self.last_sent = 0.0  # the rank's own clock when it last spoke
+        self.progress = 0  # begin/result/skip messages so far: every rank sends the same sequence
         self.closed = False
 
     def lines(self) -> list[dict[str, Any]]:
@@ -121,6 +122,7 @@ class Rank:
         for message in messages:
             self.last_kind, self.last_t, self.last_sent = message["kind"], time.monotonic(), float(message["t"])
             self.last_step = message.get("step", self.last_step)
+            self.progress += message["kind"] in ("begin", "result", "skip")
         return messages
 
     def words(self) -> str:
@@ -172,9 +174,11 @@ def stop_all(ranks: list[Rank]) -> None:
 
 
 def _hang(ranks: list[Rank], quiet_s: float, forming: bool) -> Failure:
-    latest = max(ranks, key=lambda r: r.last_sent)
+    # The rank furthest along is the last that answered where the run stopped (a lagging rank may have
+    # spoken later by the clock, still finishing the step before); the ones short of it fell behind.
+    latest = max(ranks, key=lambda r: (r.progress, r.last_sent))
     said = "; ".join(f"rank {r.rank} {r.words()}" for r in ranks)
-    behind = [r.rank for r in ranks if r.last_step != latest.last_step or r.last_kind != latest.last_kind]
+    behind = [r.rank for r in ranks if r.progress < latest.progress]
     what = "forming the group" if forming else (latest.last_step or "the first collective")
     suspect = f"; rank(s) {', '.join(map(str, behind))} fell behind" if behind else "; every rank is inside it"
     return Failure(
