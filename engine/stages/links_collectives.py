@@ -127,9 +127,13 @@ class Rank:
 
     def words(self) -> str:
         step = f" {self.last_step}" if self.last_step else ""
-        return {"begin": f"began{step}", "result": f"finished{step}", "ready": "joined the group"}.get(
-            self.last_kind, f"{self.last_kind}{step}"
-        )
+        known = {
+            "begin": f"began{step}",
+            "result": f"finished{step}",
+            "ready": "joined the group",
+            "closing": "closing",
+        }
+        return known.get(self.last_kind, f"{self.last_kind}{step}")
 
 
 def _config(plan: Plan, rank: int, port: int) -> str:
@@ -179,7 +183,13 @@ def _hang(ranks: list[Rank], quiet_s: float, forming: bool) -> Failure:
     latest = max(ranks, key=lambda r: (r.progress, r.last_sent))
     said = "; ".join(f"rank {r.rank} {r.words()}" for r in ranks)
     behind = [r.rank for r in ranks if r.progress < latest.progress]
-    what = "forming the group" if forming else (latest.last_step or "the first collective")
+    what = (
+        "forming the group"
+        if forming
+        else "closing the group"
+        if latest.last_kind == "closing"
+        else (latest.last_step or "the first collective")
+    )
     suspect = f"; rank(s) {', '.join(map(str, behind))} fell behind" if behind else "; every rank is inside it"
     return Failure(
         "TIMEOUT",

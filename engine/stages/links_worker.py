@@ -216,6 +216,8 @@ def run_steps(torch: Any, dist: Any, cfg: dict[str, Any], device: Any, rep: Repo
             timed = time_gpu(torch, coll, reps) if device.type == "cuda" else time_cpu(coll, reps)
             rep.say("result", step=step, collective=name, bytes=numel * 4, **checked, **timed)
             del coll
+    rep.step = "closing the group"
+    rep.say("closing")  # so a hang while the group is torn down is not blamed on the last collective
     dist.destroy_process_group()
 
 
