@@ -199,12 +199,24 @@ def _hang(ranks: list[Rank], quiet_s: float, forming: bool) -> Failure:
     )
 
 
-def _died(rank: Rank) -> Failure:
+def _killed_peer(ranks: list[Rank], raised: Rank, wait_s: float = 1.0) -> Rank | None:
+    """Another rank killed by a signal, waiting briefly: a peer's death reaches the others as an error."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        for rank in ranks:
+            if rank is not raised and rank.proc.poll() is not None and rank.proc.returncode < 0:
+                return rank
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.05)
+
+
+def _died(rank: Rank, then: str = "") -> Failure:
     code = rank.proc.returncode
     how = f"died of signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
     return Failure(
         "CRASH",
-        f"rank {rank.rank} {how} after it {rank.words()}",
+        f"rank {rank.rank} {how} after it {rank.words()}{then}",
         {"rank": rank.rank, "exit_code": code, "step": rank.last_step},
     )
 
@@ -264,11 +276,14 @@ def _follow(plan: Plan, ranks: list[Rank], cancelled: Callable[[], bool]) -> Ite
                             tuple(ready[r]["pid"] for r in sorted(ready)),
                         )
                 elif kind == "error":
-                    yield Failure(
-                        "FAIL",
-                        f"rank {rank.rank} raised during {message.get('step') or 'setup'}: {message['text']}",
-                        {"rank": rank.rank, "step": message.get("step"), "error": message["text"]},
-                    )
+                    raised = f"rank {rank.rank} raised during {message.get('step') or 'setup'}: {message['text']}"
+                    dead = _killed_peer(ranks, rank)
+                    if dead is not None:  # the rank that raised only lost its peer: the dead one is the cause
+                        yield _died(dead, f"; then {raised}")
+                    else:
+                        yield Failure(
+                            "FAIL", raised, {"rank": rank.rank, "step": message.get("step"), "error": message["text"]}
+                        )
                     return
                 elif kind == "begin":
                     began.setdefault(message["step"], float(message["t"]))
