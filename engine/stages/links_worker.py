@@ -7,6 +7,7 @@ integers held in float32, so every sum is exact and any wrong element is a real 
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import signal
@@ -169,7 +170,8 @@ def init(torch: Any, dist: Any, cfg: dict[str, Any], rep: Reporter) -> Any:
     store = dist.TCPStore("127.0.0.1", cfg["port"], world, rank == 0, timeout=timeout, wait_for_workers=False)
     if rank == 0:
         rep.say("store", port=store.port)
-    extra = {"device_id": device} if device.type == "cuda" else {}
+    eager = device.type == "cuda" and "device_id" in inspect.signature(dist.init_process_group).parameters
+    extra = {"device_id": device} if eager else {}  # torch < 2.3 has no device_id: the group forms lazily
     dist.init_process_group(cfg["backend"], store=store, rank=rank, world_size=world, timeout=timeout, **extra)
     nccl = None
     if device.type == "cuda":
