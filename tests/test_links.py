@@ -300,3 +300,18 @@ def test_the_rank_furthest_along_is_named_even_when_a_lagging_rank_spoke_later()
     ahead2 = Rank(1, None, -1)  # type: ignore[arg-type]
     ahead2.progress, ahead2.last_kind, ahead2.last_step = 3, "begin", "broadcast 1 MiB"
     assert "every rank is inside it" in _hang([ahead, ahead2], 60.0, forming=False).explanation
+
+
+def test_second_clock_rejects_a_broken_timer_but_not_one_preempted_call() -> None:
+    from rigcheck.engine.stages.links_collectives import _disagreement
+
+    cpu = {"timer": "perf_counter", "check": "CLOCK_MONOTONIC_RAW", "primary_total": 0.0, "check_total": 0.0}
+    one_preempted = cpu | {"times": [0.002] * 5, "check_times": [0.002, 0.002, 0.0035, 0.002, 0.002]}
+    assert _disagreement(one_preempted) is None
+    assert "two host clocks disagree" in (_disagreement(cpu | {"times": [0.002] * 5, "check_times": [0.003] * 5}) or "")
+    gpu = {"timer": "events", "check": "wall clock", "times": [0.003] * 20}
+    assert _disagreement(gpu | {"primary_total": 0.060, "check_total": 0.0605}) is None
+    assert "longer than the wall clock" in (_disagreement(gpu | {"primary_total": 0.060, "check_total": 0.030}) or "")
+    assert "disagrees with the wall clock" in (
+        _disagreement(gpu | {"primary_total": 0.0006, "check_total": 0.060}) or ""
+    )

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..busbw import busbw, max_across_ranks, size_label
-from ..stats import clocks_disagree
+from ..stats import TimingStats, clocks_disagree
 
 
 @dataclass(frozen=True)
@@ -221,10 +221,19 @@ def _died(rank: Rank, then: str = "") -> Failure:
     )
 
 
+def _disagreement(answer: dict[str, Any]) -> str | None:
+    """Per call at the median where the rank timed each call by both clocks (the CPU), else over the
+    whole back-to-back group (device events, with the wall clock around them)."""
+    if answer.get("check_times"):
+        stats = TimingStats(tuple(answer["times"]), tuple(answer["check_times"]), answer["timer"], answer["check"])
+        return stats.disagreement()
+    return clocks_disagree(answer["primary_total"], answer["check_total"], answer["timer"], answer["check"])
+
+
 def _combine(plan: Plan, answers: dict[int, dict[str, Any]], began: float | None) -> StepResult:
     first = answers[0]
     per_rank = [answers[r]["times"] for r in sorted(answers)]
-    reasons = [clocks_disagree(a["primary_total"], a["check_total"], a["timer"], a["check"]) for a in answers.values()]
+    reasons = [_disagreement(a) for a in answers.values()]
     wrong = {r: {"wrong": a["wrong"], "first_wrong": a["first_wrong"]} for r, a in answers.items() if a["wrong"]}
     return StepResult(
         first["collective"],
