@@ -77,6 +77,13 @@ STAGES: dict[str, StageInfo] = {
             per_device=True,
         ),
         StageInfo(
+            "links",
+            "rigcheck.engine.stages.links:run",
+            "links between GPUs: topology, peer-to-peer copies, collectives through torch.distributed",
+            {"quick": 600.0, "standard": 1200.0, "full": 1800.0},
+            throughput=True,
+        ),
+        StageInfo(
             "training",
             "rigcheck.engine.stages.training:run",
             "training throughput of the board network, GPU against CPU, fp32 and bf16",
