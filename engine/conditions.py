@@ -242,7 +242,11 @@ def judge(
     slowdowns = [r for r in throttle if r in SLOWDOWN_REASONS]
     if slowdowns:
         reasons.append(f"clocks held back by {', '.join(slowdowns)}")
-    _judge_clocks(conditions, bound, policy, reference_clocks, reasons, notes)
+    if conditions.get("widened"):
+        notes.append("shorter than the telemetry's sampling: clocks not judged (its window held earlier work)")
+    else:
+        device_timed = params.get("timer") == "events" and not params.get("launch_bound")
+        _judge_clocks(conditions, bound, policy, reference_clocks, reasons, notes, device_timed)
 
     spread = params.get("spread_rel")
     if spread is None and measurement.spread is not None and measurement.value:
@@ -270,6 +274,7 @@ def _judge_clocks(
     reference_clocks: list[float] | None,
     reasons: list[str],
     notes: list[str],
+    device_timed: bool = False,
 ) -> None:
     """Clock and power: SUSPECT only when the clock is low for a reason outside the load itself."""
     ratio = conditions.get("clock_ratio")
@@ -284,9 +289,10 @@ def _judge_clocks(
         if bound == "memory" and mem_ratio is not None and mem_ratio < policy.mem_clock_ratio_min:
             reasons.append(f"memory clock at {mem_ratio:.0%} of max")
         return
-    busy = (conditions.get("utilization_mean_pct") or 0.0) >= GPU_BUSY_PCT
+    # NVML's utilization lags short bursts (an event-timed matmul read 15%): device-timed work is busy by construction
+    busy = device_timed or (conditions.get("utilization_mean_pct") or 0.0) >= GPU_BUSY_PCT
     mean = conditions.get("sm_clock_mean_mhz")
-    if reference_clocks and mean:
+    if reference_clocks and mean and busy:
         reference = statistics.median(reference_clocks)
         if mean < policy.reference_clock_min * reference:
             reasons.append(
@@ -317,22 +323,24 @@ class ConditionsAnnotator:
         self.reference_clocks = reference_clocks
         self.settle_s = sampler.interval * 1.2
 
-    def window(self, start: float, end: float) -> list[Sample]:
-        """The samples inside [start, end]; a window too short to hold enough is widened back in time."""
+    def window(self, start: float, end: float) -> tuple[list[Sample], bool]:
+        """The samples inside [start, end], and whether the window was too short to hold enough and was
+        widened back in time (then it holds the work before the figure too)."""
         samples = self.sampler.window(start, end)
         if len(samples) < self.policy.min_samples and end - start < self.policy.widen_s:
-            samples = self.sampler.window(end - self.policy.widen_s, end)
-        return samples
+            return self.sampler.window(end - self.policy.widen_s, end), True
+        return samples, False
 
     def __call__(self, measurement: Measurement) -> Measurement:
         end = measurement.t
         if time.time() < end + self.settle_s:
             time.sleep(max(0.0, end + self.settle_s - time.time()))  # let the closing sample land
         start = measurement.t_start if measurement.t_start is not None else end
-        samples = self.window(start, end)
+        samples, widened = self.window(start, end)
         conditions = summarise(samples, gpu_index_for(measurement, samples[-1] if samples else None))
         if not conditions:
             conditions = {"samples": 0, "window_s": 0.0}
+        conditions["widened"] = widened
         references = None
         if self.reference_clocks is not None and measurement.params.get("gpu_uuid"):
             references = self.reference_clocks(measurement)

@@ -63,6 +63,7 @@ class Progress:
     total: int
     what: str = ""
     t: float = field(default_factory=_now)
+    device: str = ""  # set by the runner when several children of one stage run at once
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,15 @@ def comparable(m: Measurement) -> bool:
     conditions = m.conditions or {}
     if m.params.get("broken") or conditions.get("trust") in ("BROKEN", "NOISY", "UNJUDGED"):
         return False
-    if m.params.get("launch_bound") or m.params.get("bound") not in ("compute", "memory"):
+    bound = m.params.get("bound")
+    if m.params.get("launch_bound") or not (
+        bound in ("compute", "memory") or (bound == "link" and m.params.get("pinned"))
+    ):
         return False
+    if m.params.get("timer") == "events":
+        return True  # timed on the device itself: the GPU (or its link) did the work being timed
+    # Timed by the host's clock: only where the driver saw the GPU busy was the GPU the bottleneck. (NVML's
+    # utilization lags a short burst: an event-timed matmul read 15%, so it is no test for those.)
     utilization = conditions.get("utilization_mean_pct")
     return utilization is None or utilization >= GPU_BOUND_UTILIZATION
 

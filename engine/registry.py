@@ -18,9 +18,16 @@ class StageInfo:
     throughput: bool = False  # a quiet-host check runs before it
     per_device: bool = False  # on several GPUs: one child per GPU, all at once
     cpu_part: bool = False  # ...and its GPU-independent host work once, in one more child after them
+    default_in: tuple[str, ...] = ("quick", "standard", "full")  # profiles whose `run` without stage names runs it
+    timed: bool = False  # its `duration` option sets how long it runs, so its time limit grows with it
 
-    def timeout(self, profile: str) -> float:
-        return self.timeouts.get(profile, max(self.timeouts.values()))
+    def timeout(self, profile: str, options: dict[str, object] | None = None) -> float:
+        limit = self.timeouts.get(profile, max(self.timeouts.values()))
+        duration = (options or {}).get("duration") if self.timed else None
+        return max(limit, float(duration) + TIMED_SETUP_S) if isinstance(duration, int | float) else limit
+
+
+TIMED_SETUP_S = 180.0  # beyond --duration: start-up, warm-up and the verdicts
 
 
 STAGES: dict[str, StageInfo] = {
@@ -31,6 +38,12 @@ STAGES: dict[str, StageInfo] = {
             "rigcheck.engine.stages.probe:run",
             "what is installed and visible: interpreter, torch build, driver, devices, BLAS",
             {"quick": 90.0, "standard": 120.0, "full": 180.0},
+        ),
+        StageInfo(
+            "health",
+            "rigcheck.engine.stages.health:run",
+            "the driver's own counters: ECC, retired pages or remapped rows, XIDs, PCIe link, power limit, MIG",
+            {"quick": 60.0, "standard": 60.0, "full": 120.0},
         ),
         StageInfo(
             "verify",
@@ -64,6 +77,13 @@ STAGES: dict[str, StageInfo] = {
             per_device=True,
         ),
         StageInfo(
+            "links",
+            "rigcheck.engine.stages.links:run",
+            "links between GPUs: topology, peer-to-peer copies, collectives through torch.distributed",
+            {"quick": 600.0, "standard": 1200.0, "full": 1800.0},
+            throughput=True,
+        ),
+        StageInfo(
             "training",
             "rigcheck.engine.stages.training:run",
             "training throughput of the board network, GPU against CPU, fp32 and bf16",
@@ -72,10 +92,25 @@ STAGES: dict[str, StageInfo] = {
             per_device=True,
             cpu_part=True,
         ),
+        StageInfo(
+            "burn",
+            "rigcheck.engine.stages.burn:run",
+            "sustained matmul on every GPU at once for --duration s: wrong elements, falling throughput, slow peers",
+            {"quick": 240.0, "standard": 300.0, "full": 600.0},
+            throughput=True,
+            default_in=("full",),
+            timed=True,
+        ),
     )
 }
 
-DEFAULT_STAGES: tuple[str, ...] = tuple(STAGES)
+
+def default_stages(profile: str) -> tuple[str, ...]:
+    """What `rigcheck run` without stage names runs: every stage, except burn outside the full profile."""
+    return tuple(name for name, info in STAGES.items() if profile in info.default_in)
+
+
+DEFAULT_STAGES: tuple[str, ...] = default_stages("standard")
 
 
 class UnknownStage(ValueError):

@@ -38,5 +38,8 @@ class RunRequest:
     @classmethod
     def from_json(cls, text: str) -> RunRequest:
         data = json.loads(text)
-        stages = tuple(StageInfo(**(s | {"extra_paths": tuple(s.get("extra_paths", ()))})) for s in data.pop("stages"))
+        tuples = ("extra_paths", "default_in")  # JSON gives lists back
+        stages = tuple(
+            StageInfo(**(s | {key: tuple(s[key]) for key in tuples if key in s})) for s in data.pop("stages")
+        )
         return cls(stages=stages, **(data | {"gpus": tuple(data["gpus"]), "argv": tuple(data["argv"])}))

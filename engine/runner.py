@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
@@ -24,6 +24,7 @@ from .events import (
     Fingerprint,
     LogLine,
     Measurement,
+    Progress,
     RunFinished,
     RunStarted,
     StageFinished,
@@ -292,7 +293,7 @@ class Run:
     def _run_batch(self, info: StageInfo, batch: list[Child]) -> list[_Settled]:
         """Start every child of the batch, forward their events as they come, and settle each one."""
         plan = self.plan
-        limit = plan.timeout_s or info.timeout(plan.profile)
+        limit = plan.timeout_s or info.timeout(plan.profile, plan.options)
         settled: list[_Settled] = []
         running: list[_Running] = []
         for child in batch:
@@ -324,8 +325,10 @@ class Run:
                     continue
                 if isinstance(event, StageFinished):
                     entry.finished = event
-                else:
-                    self._emit(event)
+                    continue
+                if isinstance(event, Progress) and len(batch) > 1:
+                    event = replace(event, device=entry.child.device)
+                self._emit(event)
             for conn, entry in list(live.items()):
                 if entry.proc.poll() is not None and not conn.poll(0):
                     del live[conn]

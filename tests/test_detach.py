@@ -201,3 +201,10 @@ def test_a_clean_run_has_no_error(tmp_path: Path) -> None:
     assert owned.wait(60) and owned.finish() == 0
     run = store.run(owned.run_id)
     assert run["status"] == "complete" and run["error"] is None
+
+
+def test_a_request_crosses_into_the_engine_whole() -> None:
+    from rigcheck.engine.registry import STAGES
+
+    sent = RunRequest(tuple(STAGES.values()), "all", "full", "/usr/bin/python3", ("cuda:0", "cuda:1"), {"duration": 5})
+    assert RunRequest.from_json(sent.to_json()) == sent

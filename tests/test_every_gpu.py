@@ -132,3 +132,17 @@ def test_host_work_is_computed_once_and_shared_between_children(tmp_path: Path, 
         thread.join()
     assert len(calls) == 1 and all(torch.equal(r, results[0]) for r in results) and len(results) == 3
     assert torch.equal(cached_tensor("ref 1024", lambda: torch.zeros(2)), torch.zeros(2)) and len(calls) == 1
+
+
+def test_device_timed_figures_are_compared_even_when_nvml_utilization_lags() -> None:
+    def timed(device: str, value: float) -> Measurement:
+        m = figure(device, value, utilization_mean_pct=15.0)
+        return replace(m, params=m.params | {"timer": "events"})
+
+    (warn,) = peer_verdicts([timed("cuda:0", 790.0), timed("cuda:1", 600.0)], "matmul")
+    assert warn.device == "cuda:1" and warn.status == Status.WARN
+    pageable = [
+        replace(timed(d, v), params={"bound": "link", "pinned": False, "timer": "events"})
+        for d, v in (("cuda:0", 7.1), ("cuda:1", 3.6))
+    ]
+    assert list(peer_verdicts(pageable, "bandwidth")) == []  # host memory, not the GPU

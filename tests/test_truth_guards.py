@@ -293,3 +293,29 @@ def test_earlier_clean_clocks_come_from_trusted_runs_of_the_same_gpu(tmp_path) -
     later = store.begin_run(["matmul"], "cuda:0", "standard", sys.executable, [])
     assert store.earlier_clean_clocks(later, "matmul bf16 4096", "u0") == [1975.0]
     assert store.earlier_clean_clocks(later, "matmul bf16 4096", "u9") == []
+
+
+def test_a_few_preempted_clock_reads_do_not_break_a_figure() -> None:
+    # on a busy host a thread can be preempted between its two clock reads: a few pairs differ by ms
+    times = tuple([0.057] * 10)
+    checks = (0.057, 0.0571, 0.0570, 0.0621, 0.0570, 0.0675, 0.0570, 0.0571, 0.0570, 0.0570)
+    assert TimingStats(times, checks, "perf_counter", "CLOCK_MONOTONIC_RAW").disagreement() is None
+    skewed = tuple(t * 1.05 for t in times)  # every pair 5% apart: one clock runs fast
+    reason = TimingStats(times, skewed, "perf_counter", "CLOCK_MONOTONIC_RAW").disagreement()
+    assert reason is not None and reason.startswith("two host clocks disagree")
+
+
+def test_a_device_timed_figure_is_busy_whatever_nvml_utilization_says() -> None:
+    # NVML's utilization lags short bursts: an event-timed matmul on the H200 read 15% while busy
+    lagging = gpu(0, 1386.0, utilization_pct=15.0)
+    timed = figure(timer="events")
+    assert judge(summarise(window(gpus=(lagging,)), 0), timed).trust == "SUSPECT"
+    assert judge(summarise(window(gpus=(lagging,)), 0), figure()).trust == "TRUSTED"  # host-timed: not busy
+
+
+def test_a_widened_window_does_not_judge_clocks_but_still_sees_contention() -> None:
+    conditions = summarise(window(gpus=(gpu(0, 1088.0),)), 0) | {"widened": True}
+    judged = judge(conditions, figure(timer="events"), reference_clocks=[1900.0, 1950.0])
+    assert judged.trust == "TRUSTED" and judged.notes[0].startswith("shorter than the telemetry's sampling")
+    busy = summarise(window(15.5, cpus=16, gpus=(gpu(0, 1088.0),)), 0) | {"widened": True}
+    assert judge(busy, figure(timer="events")).trust == "SUSPECT"

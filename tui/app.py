@@ -53,6 +53,7 @@ from .screens.history import HistoryScreen
 from .screens.too_small import TooSmallScreen, too_small
 from .settings import load_settings, save_setting
 from .widgets.bench_panel import BenchPanel
+from .widgets.burn_plot import BurnPlot
 from .widgets.clocks_panel import ClocksPanel
 from .widgets.device_panel import DevicePanel
 from .widgets.host_panel import HostPanel
@@ -77,6 +78,7 @@ class RigcheckApp(App[int]):
         Binding("d", "cycle_device", "Device"),
         Binding("p", "cycle_profile", "Profile"),
         Binding("h", "history", "History"),
+        Binding("g", "next_gpu", "GPU", show=False),
         Binding("o", "show_processes", "Processes", show=False),
         Binding("r", "results", "Results"),
         Binding("ctrl+q,ctrl+c", "request_quit", "Quit", priority=True),
@@ -139,6 +141,8 @@ class RigcheckApp(App[int]):
                 yield LogPanel(id="log")
             with TabPane("Processes", id="tab-processes"):
                 yield ProcessesPanel(id="processes")
+            with TabPane("Burn", id="tab-burn"):
+                yield BurnPlot(id="burn-plot")
         yield Footer(compact=True)  # every key fits at 80 columns
 
     def get_line_filters(self) -> Sequence[LineFilter]:
@@ -290,6 +294,9 @@ class RigcheckApp(App[int]):
 
     def _show_progress(self, event: Progress) -> None:
         stages = self.panel(StagesPanel)
+        if event.device:  # one of several GPUs measured at once
+            stages.set_device_progress(event.stage, event.device, event.done, event.total)
+            return
         stages.set_progress(event.stage, event.done, event.total)
         stages.set_step(f"{event.stage}: {event.what}")
 
@@ -313,6 +320,7 @@ class RigcheckApp(App[int]):
                 self.probe_warnings.append(event.explanation)
         elif isinstance(event, Measurement):
             self.panel(BenchPanel).add_measurement(event)
+            self.panel(BurnPlot).add(event)
             self.panel(ResultsPanel).add(measurement_row(event))
         elif isinstance(event, Facts) and event.stage == "probe":
             self.probe_facts, self.probe_warnings = event.data, []
@@ -359,7 +367,7 @@ class RigcheckApp(App[int]):
             self.start([self.stage_infos[index]])
 
     def action_start_all(self) -> None:
-        self.start(list(self.stage_infos))
+        self.start([i for i in self.stage_infos if self.profile in i.default_in])  # burn only in the full profile
 
     def action_cancel(self) -> None:
         if self.link is None:
@@ -372,6 +380,16 @@ class RigcheckApp(App[int]):
         if self.current_stage is not None:
             self.cancelled_stages.add(self.current_stage)
         self.panel(LogPanel).line("cancel asked: stopping the running stage")
+
+    def action_next_gpu(self) -> None:
+        """The Clocks panel follows the next GPU."""
+        latest = self.sampler.latest() if self.sampler is not None else None
+        indices = [g.index for g in latest.gpus] if latest is not None else []
+        if len(indices) < 2:
+            self.notify("one GPU or none: nothing to switch to")
+            return
+        chosen = self.panel(ClocksPanel).cycle_gpu(indices)
+        self.notify(f"Clocks: GPU {chosen}")
 
     def action_cycle_device(self) -> None:
         if self.running:
@@ -450,5 +468,6 @@ class RigcheckApp(App[int]):
         yield SystemCommand("Next device", f"now {self.device}", self.action_cycle_device)
         yield SystemCommand("Next profile", f"now {self.profile}", self.action_cycle_profile)
         yield SystemCommand("History", "past runs; compare two side by side", self.action_history)
+        yield SystemCommand("Next GPU", "the Clocks panel follows the next GPU (g)", self.action_next_gpu)
         yield SystemCommand("Processes", "other processes on each GPU and the host", self.action_show_processes)
         yield SystemCommand("Results", "the run's verdicts and figures; enter shows one in full", self.action_results)

@@ -76,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true", help="run even on a device another live run is using")
     run.add_argument("--max-find", action="store_true", help="matmul: also search shapes for the peak bf16 rate")
     run.add_argument("--compile", action="store_true", help="training: also measure torch.compile + channels_last")
+    run.add_argument("--duration", type=float, metavar="SECONDS", help="burn: how long to run (default 30/60/300 s)")
 
     monitor = commands.add_parser("monitor", help="live telemetry for every GPU and the host")
     monitor.add_argument("--json", action="store_true", help="one JSON object per line")

@@ -77,14 +77,14 @@ def summarise(report: dict[str, Any], code: int, strict: bool, err: Console) -> 
 
 def command_run(args: argparse.Namespace) -> int:
     from rigcheck.engine.owner import DeviceBusy, OwnedRun
-    from rigcheck.engine.registry import DEFAULT_STAGES, UnknownStage, resolve
+    from rigcheck.engine.registry import UnknownStage, default_stages, resolve
     from rigcheck.engine.run_request import RunRequest
     from rigcheck.engine.stage import PROFILES, parse_device
 
     from .cli_display import LiveDisplay, fitted_console
 
     try:
-        infos = resolve(args.stages or list(DEFAULT_STAGES))
+        infos = resolve(args.stages or list(default_stages(args.profile)))
         device = parse_device(args.device) if args.device else None
     except (UnknownStage, ValueError) as error:
         raise UsageError(str(error)) from None
@@ -97,6 +97,8 @@ def command_run(args: argparse.Namespace) -> int:
     for flag in ("json", "junit"):
         if getattr(args, flag):
             check_output_file(f"--{flag}", getattr(args, flag))
+    if args.duration is not None and not 0 < args.duration < 7 * 86400:
+        raise UsageError("--duration must be a positive number of seconds (under a week)")
     if args.peer_tolerance is not None and not 0 < args.peer_tolerance < 100:
         raise UsageError("--peer-tolerance must be a percentage between 0 and 100")
     python = args.python or sys.executable
@@ -105,13 +107,16 @@ def command_run(args: argparse.Namespace) -> int:
         device, gpus = run_devices(device, inspect_python(python))
     device = device or "cpu"
     store = open_store(args.store)
+    options: dict[str, object] = {name: True for name in ("max_find", "compile") if getattr(args, name)}
+    if args.duration is not None:
+        options["duration"] = args.duration
     request = RunRequest(
         tuple(infos),
         device,
         args.profile,
         python,
         gpus,
-        {name: True for name in ("max_find", "compile") if getattr(args, name)},
+        options,
         args.timeout,
         args.serial,
         None if args.peer_tolerance is None else args.peer_tolerance / 100.0,

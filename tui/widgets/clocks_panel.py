@@ -13,7 +13,7 @@ from textual_plotext import PlotextPlot
 
 from ..glyphs import UNICODE, Glyphs, level
 from .live_text import LiveText
-from .traces import Trace, binned, gpu_traces, host_traces
+from .traces import Trace, binned, gpu_traces, host_traces, pick_gpu
 
 WINDOW_S = 60.0
 SMALL_HEIGHT = 9  # below this many rows a plot is unreadable: show one-line traces instead
@@ -46,7 +46,30 @@ def host_line(host: HostSample) -> str:
     return "CPU " + "  ".join(p for p in parts if p) + (f" (no {', '.join(missing)})" if missing else "")
 
 
+def every_gpu_lines(latest: Sample, chosen: int, width: int) -> list[str]:
+    """Every GPU's clock (MHz) and temperature (C) at a glance, wrapped to the panel, the plotted one
+    marked: `>0:1980/34 1:1975/36 2:1410/81`."""
+    lines, line = [], ""
+    for gpu in latest.gpus:
+        mark = ">" if gpu.index == chosen else " "
+        cell = f"{mark}{gpu.index}:{na(gpu.sm_clock_mhz)}/{na(gpu.temperature_c)}"
+        if line and len(line) + len(cell) > width:
+            lines.append(line)
+            line = ""
+        line += cell
+    return [*lines, line] if line else lines
+
+
 class ClocksPanel(Vertical):
+    gpu_index = 0  # the GPU plotted; a key cycles it
+
+    def cycle_gpu(self, indices: list[int]) -> int:
+        if indices:
+            position = indices.index(self.gpu_index) if self.gpu_index in indices else -1
+            self.gpu_index = indices[(position + 1) % len(indices)]
+            self._drawn = None
+        return self.gpu_index
+
     def compose(self) -> ComposeResult:
         yield PlotextPlot(id="clocks-plot")
         yield LiveText(id="clocks-spark")
@@ -57,7 +80,9 @@ class ClocksPanel(Vertical):
         self.border_title = "Clocks"
         self._drawn: tuple[object, ...] | None = None
 
-    def sparks(self, traces: list[Trace], missing: list[str], note: str, glyphs: Glyphs) -> str:
+    def sparks(
+        self, traces: list[Trace], missing: list[str], note: str, glyphs: Glyphs, extra: tuple[str, ...] = ()
+    ) -> str:
         """One labelled line a trace for terminals too small for a plot; what could not be read and
         why there is no GPU telemetry follow where rows are left."""
         width = max(16, self.size.width)
@@ -65,6 +90,7 @@ class ClocksPanel(Vertical):
         traces = traces[:rows]
         value_width = max((len(t.latest_text()) for t in traces), default=0)
         lines = [spark_line(t, width, glyphs, value_width) for t in traces]
+        lines += extra[: max(0, rows - len(lines))]
         if missing and len(lines) < rows:
             lines.append("not readable: " + ", ".join(missing))
         if note and len(lines) < rows:
@@ -87,13 +113,14 @@ class ClocksPanel(Vertical):
         xs, kept = binned(samples, WINDOW_S, columns)
         has_gpu = bool(latest.gpus)
         if has_gpu:
-            traces, _ = gpu_traces(kept)
+            traces, _ = gpu_traces(kept, self.gpu_index)
             cpu, _ = host_traces(kept, busy=False)
             # On an APU the CPU shares the GPU's power budget: its power comes first where rows are few.
             cpu.sort(key=lambda t: t.label != "CPU W")
-            info.set(self._gpu_info(latest, small))
-            spark_text = self.sparks([*traces, *cpu], [], "", glyphs) if small else ""
-            host_text = host_line(latest.host) if cpu else ""
+            info.set(self._gpu_info(latest, small, self.gpu_index))
+            several = every_gpu_lines(latest, self.gpu_index, max(16, self.size.width)) if len(latest.gpus) > 1 else []
+            spark_text = self.sparks([*traces, *cpu], [], "", glyphs, tuple(several)) if small else ""
+            host_text = "\n".join([*several, *([host_line(latest.host)] if cpu else [])])
         else:
             traces, missing = host_traces(kept)
             note = "no GPU telemetry: " + ("; ".join(notes) if notes else "no GPU found")
@@ -134,17 +161,20 @@ class ClocksPanel(Vertical):
         if left:
             plt.ylim(0, left[0].top * 1.05)
         plt.ylim(0, right_top, yside="right")
-        plt.title(latest.gpus[0].name if has_gpu else "host CPU (no GPU telemetry)")
+        chosen = pick_gpu(latest, self.gpu_index) if has_gpu else None
+        plt.title(f"GPU {chosen.index}: {chosen.name}" if chosen else "host CPU (no GPU telemetry)")
         plt.xlim(-WINDOW_S, 0)
         plot.refresh()
 
     @staticmethod
-    def _gpu_info(latest: Sample, small: bool) -> str:
-        gpu = latest.gpus[0]
+    def _gpu_info(latest: Sample, small: bool, index: int = 0) -> str:
+        gpu = pick_gpu(latest, index)
+        assert gpu is not None
         reasons = ", ".join(gpu.throttle) or "none"
+        who = f"GPU {gpu.index} " if len(latest.gpus) > 1 else ""
         if small:  # clock, temperature and power have their own labelled lines above
-            return f"throttle: {reasons}"
-        return (
+            return f"{who}throttle: {reasons}"
+        return who + (
             f"{na(gpu.sm_clock_mhz, unit=' MHz')}/{na(gpu.max_sm_clock_mhz, unit=' MHz')} "
             f"{na(gpu.temperature_c, unit=' C')} {na(gpu.power_w)}/{na(gpu.power_limit_w, unit=' W')} "
             f"throttle: {reasons}"

@@ -42,6 +42,7 @@ class StagesPanel(Vertical):
         self.border_title = "Stages"
         self.durations: dict[str, float] = {}
         self.states = dict.fromkeys(stages, "idle")
+        self.per_device: dict[str, dict[str, float]] = {}  # stage -> GPU -> fraction done
 
     def compose(self) -> ComposeResult:
         yield Static(id="stages-header")
@@ -79,6 +80,7 @@ class StagesPanel(Vertical):
         self.states[stage] = "running"
         table = self.query_one(DataTable)
         table.update_cell(stage, "state", status_text(self.app, "running"))
+        table.move_cursor(row=table.get_row_index(stage))  # at 80x24 the last stages sit below the fold
         self.set_progress(stage, 0, 1)
         before = f", took {duration_text(self.durations[stage])} before" if stage in self.durations else ""
         self.set_step(f"{stage}: started{before}")
@@ -87,6 +89,16 @@ class StagesPanel(Vertical):
         fraction = done / total if total else 0.0
         cell = f"{bar(fraction, BAR_WIDTH, self.glyphs)} {fraction:>4.0%}"
         self.query_one(DataTable).update_cell(stage, "progress", cell)
+
+    def set_device_progress(self, stage: str, device: str, done: int, total: int) -> None:
+        """One GPU's progress in a stage measured on several at once: the bar shows the mean, the step
+        line each GPU (`matmul 0:60% 1:55%`), so a GPU that lags is seen."""
+        fractions = self.per_device.setdefault(stage, {})
+        fractions[device] = done / total if total else 0.0
+        mean = sum(fractions.values()) / len(fractions)
+        self.set_progress(stage, round(mean * 1000), 1000)
+        cells = " ".join(f"{d.removeprefix('cuda:')}:{f:.0%}" for d, f in sorted(fractions.items()))
+        self.set_step(f"{stage} {cells}")
 
     def set_interim(self, stage: str, status: Status) -> None:
         """A verdict while the stage still runs: only a bad one is sure to stand, so PASS waits for the end."""
@@ -105,6 +117,7 @@ class StagesPanel(Vertical):
     def reset(self, queued: list[str]) -> None:
         """A new run starts clean: its stages are queued, every other one idle, nothing from before."""
         table = self.query_one(DataTable)
+        self.per_device = {}
         for name in self.stage_names:
             self.states[name] = "queued" if name in queued else "idle"
             table.update_cell(name, "state", self.states[name])

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rigcheck.engine.telemetry.sample import HostSample, Sample, na
+from rigcheck.engine.telemetry.sample import GpuSample, HostSample, Sample, na
 
 
 @dataclass(frozen=True)
@@ -40,12 +40,18 @@ def _step_up(value: float, step: float) -> float:
     return max(step, step * math.ceil(value * 1.1 / step))
 
 
-def gpu_traces(samples: list[Sample]) -> tuple[list[Trace], list[str]]:
-    """The first GPU's shader clock (left axis, up to its maximum), temperature (right, 0-100 C), and
+def pick_gpu(sample: Sample, index: int) -> GpuSample | None:
+    """The sample's reading of the GPU with this telemetry index, else its first."""
+    return next((g for g in sample.gpus if g.index == index), sample.gpus[0] if sample.gpus else None)
+
+
+def gpu_traces(samples: list[Sample], index: int = 0) -> tuple[list[Trace], list[str]]:
+    """One GPU's shader clock (left axis, up to its maximum), temperature (right, 0-100 C), and
     its power against the limit (one-line trace only)."""
-    gpus = [s.gpus[0] if s.gpus else None for s in samples]
+    gpus = [pick_gpu(s, index) for s in samples]
     clocks = tuple(g.sm_clock_mhz if g else None for g in gpus)
-    latest = samples[-1].gpus[0]
+    latest = gpus[-1]
+    assert latest is not None
     top = latest.max_sm_clock_mhz or _step_up(max((c for c in clocks if c), default=1.0), 500)
     power = tuple(g.power_w if g else None for g in gpus)
     power_top = latest.power_limit_w or _step_up(max((v for v in power if v), default=1.0), 50)

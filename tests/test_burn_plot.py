@@ -1,0 +1,49 @@
+"""The app's Burn tab: burn intervals become one line per device, a new burn starts them afresh."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fakes import FakeSampler, h200_samples
+from rigcheck.engine.events import Measurement, StageStarted
+from rigcheck.engine.store import Store
+from rigcheck.tui.app import RigcheckApp
+from rigcheck.tui.messages import EngineEvent
+from rigcheck.tui.widgets.burn_plot import BurnPlot
+
+
+@pytest.fixture(autouse=True)
+def private_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RIGCHECK_CONFIG", str(tmp_path / "settings.json"))
+
+
+def interval(device: str, index: int, value: float, clock: float | None = None) -> Measurement:
+    conditions = {"sm_clock_mean_mhz": clock} if clock else {}
+    params = {"interval": index, "elapsed_s": 6.0 * (index + 1)}
+    return Measurement(
+        "burn", f"burn bfloat16 8192 at {6 * (index + 1)} s", value, "TFLOP/s", None, 1, device, params, conditions
+    )
+
+
+async def test_burn_intervals_draw_a_line_per_device_and_the_running_stage_is_scrolled_to(tmp_path: Path) -> None:
+    app = RigcheckApp(Store(tmp_path / "s.db"), FakeSampler(h200_samples()), device="all")
+    async with app.run_test(size=(80, 24)) as pilot:
+        for event in (
+            StageStarted("burn", "all", 1, "python"),
+            interval("cuda:0", 0, 700.0, 1980.0),
+            interval("cuda:1", 0, 690.0, 1975.0),
+            interval("cuda:0", 1, 610.0, 1700.0),
+            Measurement("matmul", "bf16 8192", 790.0, "TFLOP/s", device="cuda:0"),  # not a burn interval
+        ):
+            app.post_message(EngineEvent(event))
+        await pilot.pause(0.3)
+        plot = app.query_one(BurnPlot)
+        assert plot.rates == {"cuda:0": [(6.0, 700.0), (12.0, 610.0)], "cuda:1": [(6.0, 690.0)]}
+        assert plot.clocks["cuda:0"] == [(6.0, 1980.0), (12.0, 1700.0)]
+        table = app.query_one("#stages-table")
+        assert table.cursor_row == table.get_row_index("burn")  # the last row, below the fold at 80x24
+        assert table.scroll_y > 0  # and the table scrolled to show it
+        app.post_message(EngineEvent(interval("cuda:0", 0, 705.0)))  # a new burn
+        await pilot.pause(0.2)
+        assert plot.rates["cuda:0"] == [(6.0, 705.0)]
