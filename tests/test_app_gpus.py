@@ -11,7 +11,6 @@ from rigcheck.engine.store import Store
 from rigcheck.engine.telemetry.nvml import NvmlSource
 from rigcheck.engine.telemetry.sample import HostSample, Sample
 from rigcheck.tui.app import RigcheckApp
-from rigcheck.tui.messages import StageProgress
 from rigcheck.tui.widgets.clocks_panel import ClocksPanel
 from rigcheck.tui.widgets.stages_panel import StagesPanel
 
@@ -42,8 +41,9 @@ async def test_each_gpus_progress_shows_in_a_stage_run_on_all_at_once(tmp_path: 
     app = RigcheckApp(Store(tmp_path / "s.db"), FakeSampler(two_gpu_samples()))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause(0.2)
-        app.post_message(StageProgress(Progress("matmul", 1, 2, "bf16 4096", device="cuda:0")))
-        app.post_message(StageProgress(Progress("matmul", 1, 4, "bf16 4096", device="cuda:1")))
+        # as the app shows progress events it follows from the store
+        app._show_progress(Progress("matmul", 1, 2, "bf16 4096", device="cuda:0"))
+        app._show_progress(Progress("matmul", 1, 4, "bf16 4096", device="cuda:1"))
         await pilot.pause(0.3)
         step = app.query_one("#stages-expected").render()
         assert "matmul 0:50% 1:25%" in str(step)
