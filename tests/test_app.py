@@ -188,3 +188,34 @@ async def test_an_unchanged_history_is_not_plotted_again(tmp_path: Path) -> None
             panel.redraw(samples, [])
         assert calls == []  # the same samples: nothing to draw again
         panel.redraw([*samples, *h200_samples(count=4)[-1:]], [])
+
+
+HOLDER = """
+import sys
+from rigcheck.engine.store import Store
+store = Store(sys.argv[1])
+run_id = store.begin_run(["ok"], "cpu", "quick", sys.executable, ["engine"])
+print(run_id, flush=True)
+sys.stdin.readline()
+store.end_run(run_id, "error", 4, "the store could not be written (database or disk is full); the run was stopped")
+"""
+
+
+async def test_a_run_that_ends_in_error_says_why_in_the_app(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    store = Store(tmp_path / "s.db")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(store.path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    run_id = int(holder.stdout.readline())
+    app = RigcheckApp(store, FakeSampler(h200_samples()), stages=[fake("ok")], device="cpu")
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert app.run_id == run_id and app.running  # opened on the live run
+        holder.stdin.write("end\n")
+        holder.stdin.flush()
+        await wait_until(pilot, lambda: not app.running, 20)
+        log_text = "\n".join(app.query_one("#log").texts)
+    holder.wait(10)
+    assert f"run {run_id} ended in error: the store could not be written (database or disk is full)" in log_text

@@ -42,8 +42,8 @@ async def test_each_gpus_progress_shows_in_a_stage_run_on_all_at_once(tmp_path: 
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause(0.2)
         # as the app shows progress events it follows from the store
-        app._show_progress(Progress("matmul", 1, 2, "bf16 4096", device="cuda:0"))
-        app._show_progress(Progress("matmul", 1, 4, "bf16 4096", device="cuda:1"))
+        app.show(Progress("matmul", 1, 2, "bf16 4096", device="cuda:0"))
+        app.show(Progress("matmul", 1, 4, "bf16 4096", device="cuda:1"))
         await pilot.pause(0.3)
         step = app.query_one("#stages-expected").render()
         assert "matmul 0:50% 1:25%" in str(step)

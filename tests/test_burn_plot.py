@@ -9,7 +9,6 @@ from fakes import FakeSampler, h200_samples
 from rigcheck.engine.events import Measurement, StageStarted
 from rigcheck.engine.store import Store
 from rigcheck.tui.app import RigcheckApp
-from rigcheck.tui.messages import EngineEvent
 from rigcheck.tui.widgets.burn_plot import BurnPlot
 
 
@@ -36,7 +35,7 @@ async def test_burn_intervals_draw_a_line_per_device_and_the_running_stage_is_sc
             interval("cuda:0", 1, 610.0, 1700.0),
             Measurement("matmul", "bf16 8192", 790.0, "TFLOP/s", device="cuda:0"),  # not a burn interval
         ):
-            app.post_message(EngineEvent(event))
+            app.show(event)  # as the app shows what it follows from the store
         await pilot.pause(0.3)
         plot = app.query_one(BurnPlot)
         assert plot.rates == {"cuda:0": [(6.0, 700.0), (12.0, 610.0)], "cuda:1": [(6.0, 690.0)]}
@@ -44,6 +43,6 @@ async def test_burn_intervals_draw_a_line_per_device_and_the_running_stage_is_sc
         table = app.query_one("#stages-table")
         assert table.cursor_row == table.get_row_index("burn")  # the last row, below the fold at 80x24
         assert table.scroll_y > 0  # and the table scrolled to show it
-        app.post_message(EngineEvent(interval("cuda:0", 0, 705.0)))  # a new burn
+        app.show(interval("cuda:0", 0, 705.0))  # a new burn
         await pilot.pause(0.2)
         assert plot.rates["cuda:0"] == [(6.0, 705.0)]

@@ -108,6 +108,8 @@ def test_cancel_from_a_follower(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     run_id, _ = spawn(path, request("ok", "slow"))
     wait_for(lambda: stage_status(path, run_id, "slow") == "running")
+    listed = cli(path, "runs").stdout
+    assert any(line.split()[:1] == [str(run_id)] and "LIVE" in line for line in listed.splitlines()), listed
     done = cli(path, "cancel", str(run_id))
     assert done.returncode == 0 and f"run {run_id}: asked the engine to stop the run" in done.stdout
     followed = cli(path, "follow", str(run_id))
@@ -115,6 +117,8 @@ def test_cancel_from_a_follower(tmp_path: Path) -> None:
     store = Store(path)
     assert store.run(run_id)["status"] == "cancelled"
     assert stage_status(path, run_id, "slow") == "SKIP" and stage_status(path, run_id, "ok") == "PASS"
+    listed = cli(path, "history").stdout
+    assert "LIVE" not in listed and "cancelled" in listed
     again = cli(path, "cancel", str(run_id))
     assert again.returncode == 2 and again.stderr.strip() == f"rigcheck: run {run_id} is not running (cancelled)"
 

@@ -279,12 +279,16 @@ class RigcheckApp(App[int]):
             return
         with suppress(NoMatches):  # a poll that lands while the app shuts down: it is stored already
             for event in link.poll():
-                if isinstance(event, Progress):
-                    self._show_progress(event)
-                else:
-                    self._show_event(event)
+                self.show(event)
             if self.link is link and link.ended is not None:
                 self._run_ended(link.ended)
+
+    def show(self, event: Any) -> None:
+        """Put one engine event on the panels (on the app's thread), as it comes from the followed run."""
+        if isinstance(event, Progress):
+            self._show_progress(event)
+        else:
+            self._show_event(event)
 
     def _track(self, pid: int) -> None:
         """The engine and its stage children count as rigcheck's own load, also when this app did not start them."""

@@ -80,7 +80,7 @@ class HistoryScreen(Screen[int | None]):
                 "",
                 str(run["id"]),
                 dt.datetime.fromtimestamp(run["started"]).strftime("%Y-%m-%d %H:%M"),
-                run["status"],
+                "LIVE" if self.store.is_live(run) else run["status"],  # an engine is carrying it now
                 status_text(self.app, worst[run["id"]]) if run["id"] in worst else "-",
                 run["device"] or "",
                 run["profile"] or "",
