@@ -114,11 +114,12 @@ class ControlServer:
     def _answer(self, conn: socket.socket) -> None:
         conn.settimeout(TIMEOUT_S)
         try:
+            line = conn.makefile().readline(1024)  # read first, so closing never resets a caller mid-answer
             if peer_uid(conn) != self.owner_uid:
                 self.refused += 1
                 conn.sendall(b'{"ok": false, "error": "refused: not the owner of this run"}\n')
                 return
-            op = json.loads(conn.makefile().readline() or "{}").get("op")
+            op = json.loads(line or "{}").get("op")
             if op not in OPS:
                 conn.sendall(json.dumps({"ok": False, "error": f"unknown request {op!r}"}).encode() + b"\n")
                 return
@@ -145,7 +146,8 @@ def request(path: Path, op: str) -> None:
         sock.settimeout(TIMEOUT_S)
         try:
             sock.connect(str(path))
-            sock.sendall(json.dumps({"op": op}).encode() + b"\n")
+            with contextlib.suppress(BrokenPipeError):  # a refusal can come before we finish asking
+                sock.sendall(json.dumps({"op": op}).encode() + b"\n")
             answer = json.loads(sock.makefile().readline() or "{}")
         except (ConnectionRefusedError, FileNotFoundError):
             raise NotLive(f"{path} is left by an engine that is gone") from None

@@ -120,13 +120,16 @@ class OwnedRun:
             self.control.close()
         if self.sampler is not None and self._own_sampler:
             self.sampler.stop()  # type: ignore[attr-defined]
-        code = EXIT_INTERRUPTED if interrupted else self.exit_code
         error = self.session.store_error
+        cancelled = self.session.run.status == "cancelled" and not error  # stopped on request, as by Ctrl-C
+        code = EXIT_INTERRUPTED if interrupted or cancelled else self.exit_code
         try:
             if error:
                 self.store.end_run(self.run_id, "error", code, error)
             elif interrupted:
                 self.store.end_run(self.run_id, "interrupted", code)
+            elif cancelled:
+                self.store.end_run(self.run_id, "cancelled", code)
         except Exception as failure:  # the disk is still full: the engine log says so
             print(f"rigcheck engine: could not write the run's end: {failure}", file=sys.stderr, flush=True)
         return code
