@@ -128,8 +128,6 @@ class OwnedRun:
                 self.store.end_run(self.run_id, "error", code, error)
             elif interrupted:
                 self.store.end_run(self.run_id, "interrupted", code)
-            elif cancelled:
-                self.store.end_run(self.run_id, "cancelled", code)
         except Exception as failure:  # the disk is still full: the engine log says so
             print(f"rigcheck engine: could not write the run's end: {failure}", file=sys.stderr, flush=True)
         return code

@@ -10,7 +10,7 @@ from contextlib import suppress
 from dataclasses import replace
 
 from .conditions import DEFAULT_POLICY, ConditionsAnnotator, TrustPolicy
-from .events import Event, LogLine, Measurement, StageStarted, Status, Verdict
+from .events import Event, LogLine, Measurement, RunFinished, StageStarted, Status, Verdict
 from .quiet import others_busy, wait_quiet
 from .registry import StageInfo
 from .runner import Listener, Run, RunPlan
@@ -19,6 +19,7 @@ from .telemetry.sample import Sample
 from .telemetry.sampler import Sampler
 
 SAMPLE_STORE_INTERVAL_S = 1.0
+EXIT_STOPPED = 130
 
 
 class RunSession:
@@ -66,6 +67,8 @@ class RunSession:
     def _record(self, event: Event) -> None:
         if isinstance(event, StageStarted) and self.sampler is not None:
             self.sampler.host.track(event.pid)  # its CPU use is rigcheck's own from the first sample
+        if isinstance(event, RunFinished) and event.status == "cancelled":
+            event = replace(event, exit_code=EXIT_STOPPED)  # stopped on request ends as Ctrl-C would end it
         try:
             self.store.record(self.plan.run_id, event)
         except (sqlite3.Error, OSError) as error:  # disk full, store gone read-only: end the run, say why

@@ -415,7 +415,7 @@ class RigcheckApp(App[int]):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The Processes panel marks what ran beside the figure highlighted in Results."""
-        if event.data_table.id == "results-table":
+        if event.data_table.id == "results-table" and self._main_screen.is_attached:
             rows = self.panel(ResultsPanel).rows
             self.panel(ProcessesPanel).select(rows[event.cursor_row] if 0 <= event.cursor_row < len(rows) else None)
 
