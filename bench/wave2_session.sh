@@ -16,7 +16,7 @@ a = torch.randn(8192, 8192, device='$1', dtype=torch.bfloat16)
 end = time.time() + $2
 while time.time() < end:
     a @ a
-" & echo $!
+" > /dev/null 2>&1 & echo $!  # its output must not hold the caller's \$(...) open
 }
 what=${1:-a}
 if [[ $what == a ]]; then
@@ -61,4 +61,18 @@ for v in r['verdicts']: print(v['status'], v['device'], v['check_name'], '|', v[
 
   echo "== the app mid-run at 120x40, both GPUs"
   timeout 120 python3 bench/tui_capture_pty.py $OUT 120 40 12:5 28:@ 38:@ 45:^q 46:y -- python3 -m rigcheck.tui.cli --profile quick 2>&1 | tail -45
+fi
+if [[ $what == rival ]]; then
+  pid=$(rival cuda:1 90); sleep 8
+  timeout 200 $R run matmul --device all --profile quick --json $OUT/rival1.json > $OUT/rival1.out 2> $OUT/rival1.err
+  echo "matmul on both GPUs, a rival (pid $pid) on cuda:1: rc=$?"; kill $pid
+  python3 -c "
+import json; r = json.load(open('$OUT/rival1.json'))
+for v in r['verdicts']:
+    if v['check_name'].startswith('peers'): print(v['status'], v['device'], v['explanation'][:400])
+for m in r['measurements']:
+    print(m['device'], m['name'], round(m['value'], 1), m['conditions'].get('trust'), '; '.join(m['conditions'].get('trust_reasons', []))[:200])"
+fi
+if [[ $what == app ]]; then
+  timeout 80 python3 bench/tui_capture_pty.py $OUT 120 40 10:5 24:@ 32:@ 36:^q 37:y -- python3 -m rigcheck.tui.cli --profile quick 2>&1 | tail -45
 fi

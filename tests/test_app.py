@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import psutil
 import pytest
 from conftest import fake
 from fakes import FakeSampler, h200_samples
+from pilot_helpers import row, wait_until
 from rigcheck.engine.registry import STAGES
 from rigcheck.engine.store import Store
 from rigcheck.tui.app import RigcheckApp
@@ -22,18 +22,6 @@ def private_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "settings.json"
     monkeypatch.setenv("RIGCHECK_CONFIG", str(path))
     return path
-
-
-async def wait_until(pilot, condition, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "timed out"
-        await pilot.pause(0.05)
-
-
-def row(app: RigcheckApp, stage: str) -> list[str]:
-    return [str(cell) for cell in app.query_one("#stages-table").get_row(stage)]
 
 
 async def test_probe_by_key_shows_its_verdict_and_facts(tmp_path: Path) -> None:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 from pathlib import Path
 
 import pytest
 from conftest import fake
 from fakes import FakeSampler, h200_samples
+from pilot_helpers import row, wait_until
 from rigcheck.engine.events import Measurement, StageFinished, StageStarted, Status, Verdict
 from rigcheck.engine.store import Store
 from rigcheck.tui.app import RigcheckApp
@@ -25,18 +25,6 @@ SIZES = [(80, 24), (120, 40)]
 @pytest.fixture(autouse=True)
 def private_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RIGCHECK_CONFIG", str(tmp_path / "settings.json"))
-
-
-async def wait_until(pilot, condition, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "timed out"
-        await pilot.pause(0.05)
-
-
-def row(app: RigcheckApp, stage: str) -> list[str]:
-    return [str(cell) for cell in app.query_one("#stages-table").get_row(stage)]
 
 
 def region_text(app: RigcheckApp, selector: str) -> str:
