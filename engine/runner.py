@@ -255,7 +255,7 @@ class Run:
             paths.append(env["PYTHONPATH"])
         env.update(PYTHONPATH=os.pathsep.join(paths), PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1")
         env["RIGCHECK_SHARED_DIR"] = str(plan.log_dir / "shared")  # host work done once, read by every GPU's child
-        with open(log_path, "ab") as log:
+        with open(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as log:  # owner only
             proc = subprocess.Popen(
                 [plan.python, "-m", "rigcheck.engine.child", str(write_fd), spec_json, info.target],
                 stdin=subprocess.DEVNULL,

@@ -205,6 +205,7 @@ def test_a_clean_run_has_no_error(tmp_path: Path) -> None:
     assert owned.wait(60) and owned.finish() == 0
     run = store.run(owned.run_id)
     assert run["status"] == "complete" and run["error"] is None
+    assert (owned.log_dir / "ok.log").stat().st_mode & 0o777 == 0o600  # whatever the umask
 
 
 def test_a_request_crosses_into_the_engine_whole() -> None:
