@@ -62,7 +62,7 @@ def app_command(args: argparse.Namespace, python: str = sys.executable) -> str:
         words += ["--python", args.python]
     if args.ascii:
         words.append("--ascii")
-    return shlex.join(words)
+    return "exec " + shlex.join(words)  # exec: the shell textual-serve starts becomes the app, not its parent
 
 
 def check(args: argparse.Namespace) -> None:
