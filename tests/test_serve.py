@@ -274,20 +274,29 @@ def app_processes(server_pid: int) -> list[psutil.Process]:
 
 @pytest.mark.skipif(CHROMIUM is None or CHROMEDRIVER is None, reason="chromium and chromedriver are not installed")
 def test_the_app_in_a_headless_browser(served: Served, tmp_path: Path) -> None:
-    """Chromium opens the page; the app's Stages and Host load panels arrive; closing the tab ends its app."""
+    """Chromium opens the page; the app draws its Stages and Host load panels; a key typed in the page starts
+    probe, which passes; closing the tab ends the tab's app."""
     pytest.importorskip("selenium", reason="selenium is not installed (pip install -e '.[test]')")
+    from selenium.webdriver.common.by import By
+
     driver = chrome(tmp_path / "chromium-profile")
+
+    def drawn(since: int = 0) -> str:
+        return ESCAPE.sub("", driver.execute_script("return window.__terminalText")[since:])
+
+    def wait_for(words: tuple[str, ...], timeout: float, since: int = 0) -> None:
+        deadline = time.monotonic() + timeout
+        while not all(word in drawn(since) for word in words):
+            assert time.monotonic() < deadline, f"never drew {words}:\n{drawn(since)[-2000:]}"
+            time.sleep(0.2)
+
     try:
         driver.get(f"http://127.0.0.1:{served.port}/")
-        deadline, text = time.monotonic() + 30, ""
-        while time.monotonic() < deadline:
-            text = ESCAPE.sub("", driver.execute_script("return window.__terminalText"))
-            if "Stages" in text and "Host load" in text and "probe" in text:
-                break
-            time.sleep(0.2)
-        assert "Stages" in text and "Host load" in text and "probe" in text, f"the app never drew:\n{text[-2000:]}"
+        wait_for(("Stages", "Host load", "probe", "idle"), 30)
         assert len(app_processes(served.process.pid)) == 1
-        time.sleep(1)  # a second of telemetry on the plots
+        before = len(driver.execute_script("return window.__terminalText"))
+        driver.find_element(By.CSS_SELECTOR, "textarea.xterm-helper-textarea").send_keys("1")
+        wait_for(("PASS", "run 1 complete"), 60, since=before)
         shot = Path(os.environ.get("RIGCHECK_SERVE_SCREENSHOT", tmp_path / "serve.png"))
         driver.save_screenshot(str(shot))
         assert struct.unpack(">II", shot.read_bytes()[16:24]) == (1280, 800)
