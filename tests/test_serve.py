@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from rigcheck.tui.serve import OPEN_FLAG, app_command, is_loopback
+from rigcheck.tui.serve import INSTALL_HINT, OPEN_FLAG, app_command, is_loopback
 
 RIGCHECK = str(Path(sys.executable).with_name("rigcheck"))
 
@@ -306,3 +306,19 @@ def test_the_app_in_a_headless_browser(served: Served, tmp_path: Path) -> None:
     while app_processes(served.process.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert app_processes(served.process.pid) == [], "the tab's app outlived the tab"
+
+
+def test_without_textual_serve_it_says_how_to_install(tmp_path: Path) -> None:
+    code = (
+        "import sys; sys.modules['textual_serve'] = None; sys.modules['textual_serve.server'] = None; "
+        "from rigcheck.tui.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "serve", "--port", str(free_port())],
+        capture_output=True,
+        text=True,
+        env=serve_env(tmp_path),
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [f"rigcheck: {INSTALL_HINT}"]
