@@ -96,13 +96,14 @@ def _norm_uuid(text: str | None) -> str | None:
     return text[4:] if text.startswith("gpu-") else text
 
 
-def gpu_index_for(measurement: Measurement, sample: Sample | None) -> int | None:
-    """The telemetry index of the GPU a figure was measured on: by PCI bus id, else UUID, else position."""
+def gpu_index_for(measurement: Measurement, samples: list[Sample]) -> int | None:
+    """The telemetry index of the GPU a figure was measured on: by PCI bus id, else UUID, in any sample of
+    its window (one failed driver read drops a tick's GPUs), else by position."""
     if not measurement.device.startswith("cuda"):
         return None
     bus = _norm_bus(measurement.params.get("pci_bus_id"))
     uuid = _norm_uuid(measurement.params.get("gpu_uuid"))
-    for gpu in sample.gpus if sample else ():
+    for gpu in (g for sample in reversed(samples) for g in sample.gpus):
         if bus and _norm_bus(getattr(gpu, "pci_bus_id", None)) == bus:
             return gpu.index
         if uuid and _norm_uuid(getattr(gpu, "uuid", None)) == uuid:
@@ -162,7 +163,9 @@ def summarise(samples: list[Sample], gpu_index: int | None) -> dict[str, Any]:
     }
     gpus: list[GpuSample] = [g for s in samples for g in s.gpus if g.index == gpu_index]
     if gpus:
-        clocks = [g.sm_clock_mhz for g in gpus if g.sm_clock_mhz is not None]
+        idle_share = sum("idle" in g.throttle for g in gpus) / len(gpus)
+        working = [g for g in gpus if "idle" not in g.throttle] or gpus  # a figure's clock is its busy samples'
+        clocks = [g.sm_clock_mhz for g in working if g.sm_clock_mhz is not None]
         top = gpus[0].max_sm_clock_mhz
         mean_clock = _mean(clocks)
         mem_clock = _mean(g.mem_clock_mhz for g in gpus)
@@ -183,6 +186,7 @@ def summarise(samples: list[Sample], gpu_index: int | None) -> dict[str, Any]:
             power_limit_w=gpus[0].power_limit_w,
             utilization_mean_pct=_mean(g.utilization_pct for g in gpus),
             throttle=sorted({r for g in gpus for r in g.throttle}),
+            idle_share=round(idle_share, 2),
             other_gpu_pids=[p["pid"] for p in others],
             other_gpu_processes=others,
         )
@@ -304,8 +308,8 @@ def _judge_clocks(
         notes.append(f"power-limited at {at} with the SM clock at {ratio:.0%} of max: normal for this load")
     elif capped and busy:
         reasons.append(f"SM clock at {ratio:.0%} of max under the power cap ({at})")
-    elif ratio < policy.clock_ratio_min and busy and "idle" not in throttle:
-        cause = ", ".join(throttle) or "no reason reported"
+    elif ratio < policy.clock_ratio_min and busy and conditions.get("idle_share", 0.0) < 0.5:
+        cause = ", ".join(r for r in throttle if r != "idle") or "no reason reported"
         reasons.append(f"SM clock at {ratio:.0%} of max: {cause}")
 
 
@@ -337,7 +341,7 @@ class ConditionsAnnotator:
             time.sleep(max(0.0, end + self.settle_s - time.time()))  # let the closing sample land
         start = measurement.t_start if measurement.t_start is not None else end
         samples, widened = self.window(start, end)
-        conditions = summarise(samples, gpu_index_for(measurement, samples[-1] if samples else None))
+        conditions = summarise(samples, gpu_index_for(measurement, samples))
         if not conditions:
             conditions = {"samples": 0, "window_s": 0.0}
         conditions["widened"] = widened

@@ -19,7 +19,8 @@ PCIE_GEN_GTS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
 
 # Dense matrix FLOPs per clock per core, generous (both FMA pipes busy every cycle).
 CPU_FP32_FLOP_PER_CYCLE = (("avx512f", 64), ("fma", 32), ("avx2", 32))
-CPU_FP32_DEFAULT = 16  # SSE or NEON: two 128-bit FMA pipes
+CPU_FP32_DEFAULT = 16  # SSE: two 128-bit FMA pipes
+CPU_FP32_ARM = 32  # Arm's flags are not x86's: four 128-bit FMA pipes (Neoverse V2, Grace), generously
 CPU_BF16_FLOP_PER_CYCLE = (("amx_bf16", 2048), ("avx512_bf16", 128))
 
 
@@ -52,11 +53,15 @@ def pcie_limit(gen: int | None, gts: float | None, width: int | None, where: str
     return Limit(per_lane * width, f"PCIe {label} x{width}, one direction ({where})")
 
 
-def cpu_matmul_limit(logical_cpus: int | None, max_mhz: float | None, flags: list[str], dtype: str) -> Limit | None:
+def cpu_matmul_limit(
+    logical_cpus: int | None, max_mhz: float | None, flags: list[str], dtype: str, machine: str = "x86_64"
+) -> Limit | None:
     """Every logical CPU at its top frequency doing its widest FMAs every cycle, in GFLOP/s."""
     if not logical_cpus or not max_mhz:
         return None
     fp32 = next((n for flag, n in CPU_FP32_FLOP_PER_CYCLE if flag in flags), CPU_FP32_DEFAULT)
+    if machine == "aarch64":
+        fp32 = max(fp32, CPU_FP32_ARM)
     per_cycle = fp32
     if dtype == "bf16":
         per_cycle = next((n for flag, n in CPU_BF16_FLOP_PER_CYCLE if flag in flags), 2 * fp32)

@@ -4,7 +4,7 @@ optionally wait until it is, saying which processes it is waiting for."""
 from __future__ import annotations
 
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +47,7 @@ def wait_quiet(
     quiet_for_s: float = 2.0,
     policy: TrustPolicy = DEFAULT_POLICY,
     say_every_s: float = 5.0,
+    stop: Callable[[], bool] = lambda: False,
 ) -> Generator[HostBusy, None, tuple[bool, float, HostBusy | None]]:
     """Wait up to max_wait_s for quiet_for_s seconds of a host quiet enough for a figure that wants every
     CPU, yielding what it is waiting for now and then. Returns (quiet, waited, last reading)."""
@@ -58,7 +59,7 @@ def wait_quiet(
         waited = time.monotonic() - start
         if busy is not None and not policy.contended(busy.others, busy.cpus):
             return True, waited, busy
-        if waited >= max_wait_s:
+        if waited >= max_wait_s or stop():
             return False, waited, busy
         if busy is not None and waited - said >= say_every_s:
             said = waited

@@ -6,6 +6,7 @@ parent lives on and the next stage runs. The parent never imports torch.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -161,6 +162,9 @@ class Run:
     def cancel_stage(self) -> None:
         self._cancel_stage.set()
 
+    def stage_cancelled(self) -> bool:
+        return self._cancel_stage.is_set()
+
     def cancel(self) -> None:
         self._cancel_run.set()
         self._cancel_stage.set()
@@ -231,6 +235,10 @@ class Run:
             if self.before_stage is not None:
                 for event in self.before_stage(info):
                     self._emit(event)
+            if self._cancel_stage.is_set():  # cancelled while waiting for a quiet host: start no child
+                self._emit(Verdict(info.name, "stage", Status.SKIP, "not run: cancelled by the user"))
+                self._emit(StageFinished(info.name, Status.SKIP))
+                continue
             self._run_one(info)
         self.status = "cancelled" if self._cancel_run.is_set() else "complete"
         self._emit(RunFinished(plan.run_id, self.status, self.exit_code))
@@ -275,7 +283,11 @@ class Run:
         settled: list[_Settled] = []
         for batch in stage_batches(info, plan):
             if settled and self._cancel_stage.is_set():
-                break
+                for child in batch:  # batches a cancel left unrun say so, each for its device
+                    self._emit(
+                        Verdict(info.name, "stage", Status.SKIP, "not run: cancelled by the user", device=child.device)
+                    )
+                continue
             settled += self._run_batch(info, batch)
         statuses = [s.status for s in settled]
         if len({s.child.device for s in settled}) > 1:
@@ -286,6 +298,8 @@ class Run:
                 self._emit(verdict)
                 statuses.append(verdict.status)
         status = worst(statuses) or Status.SKIP
+        if self._cancel_stage.is_set() and status.severity <= Status.PASS.severity:
+            status = Status.SKIP  # a cancelled stage is not a PASS because the children that finished passed
         first = settled[0]
         code = first.code if len(settled) == 1 else None
         self._emit(StageFinished(info.name, status, code, str(first.log_path)))
@@ -332,10 +346,10 @@ class Run:
             for conn, entry in list(live.items()):
                 if entry.proc.poll() is not None and not conn.poll(0):
                     del live[conn]
+        cut = [entry for entry in running if entry.conn in live]  # still running when cancelled or timed out
+        self._stop_all([entry.proc for entry in cut], dump_stack=outcome is not None and outcome[0] == Status.TIMEOUT)
         for entry in running:
-            cut_off = entry.conn in live  # still running when the batch was cancelled or timed out
-            if cut_off:
-                self._stop(entry.proc, entry.conn, dump_stack=outcome is not None and outcome[0] == Status.TIMEOUT)
+            cut_off = entry in cut
             entry.conn.close()
             code = entry.proc.wait()
             if entry.finished is not None and not cut_off:
@@ -360,21 +374,28 @@ class Run:
         if tail and status in (Status.CRASH, Status.TIMEOUT):
             self._emit(LogLine(stage, f"{status.value}: {why}\n{tail}", level="error"))
 
-    def _stop(self, proc: subprocess.Popen[bytes], conn: Connection, dump_stack: bool = False) -> None:
-        """Ask the child to stop (SIGTERM sets its cancel flag), then kill it after a grace period."""
-        if proc.poll() is not None:
+    def _stop_all(self, procs: list[subprocess.Popen[bytes]], dump_stack: bool = False) -> None:
+        """Ask every child to stop at once (SIGTERM sets its cancel flag), then kill those still there
+        after one shared grace period: eight GPUs stop in the time of one."""
+        alive = [proc for proc in procs if proc.poll() is None]
+        if not alive:
             return
-        try:
-            if dump_stack:
-                os.kill(proc.pid, signal.SIGUSR1)  # faulthandler writes every thread's stack to the log
-                time.sleep(0.3)
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(TERM_GRACE_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        except ProcessLookupError:
-            pass
-        proc.wait()
+        if dump_stack:
+            for proc in alive:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGUSR1)  # faulthandler writes every thread's stack to the log
+            time.sleep(0.3)
+        for proc in alive:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + TERM_GRACE_S
+        for proc in alive:
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        for proc in alive:
+            proc.wait()
 
 
 def signal_name(code: int) -> str:

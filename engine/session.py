@@ -89,7 +89,7 @@ class RunSession:
         if not info.throughput or self.sampler is None:
             return
         if self.wait_quiet_s:
-            waiter = wait_quiet(self.sampler, self.wait_quiet_s, policy=self.policy)
+            waiter = wait_quiet(self.sampler, self.wait_quiet_s, policy=self.policy, stop=self.run.stage_cancelled)
             while True:
                 try:
                     busy = next(waiter)

@@ -146,3 +146,20 @@ def test_device_timed_figures_are_compared_even_when_nvml_utilization_lags() -> 
         for d, v in (("cuda:0", 7.1), ("cuda:1", 3.6))
     ]
     assert list(peer_verdicts(pageable, "bandwidth")) == []  # host memory, not the GPU
+
+
+def test_a_cancelled_stage_on_several_gpus_is_a_skip_not_a_pass(tmp_path: Path) -> None:
+    slow = replace(fake("matmul", "polite_wait"), per_device=True)
+    events: list[Event] = []
+    plan = RunPlan(1, [slow], "all", "quick", sys.executable, tmp_path, {"seconds": 60}, gpus=GPUS, serial=True)
+    run = Run(plan, [events.append])
+    run.start()
+    time.sleep(1.5)
+    started = time.monotonic()
+    run.cancel_stage()
+    assert run.wait(30)
+    assert time.monotonic() - started < 5.0
+    (finished,) = [e for e in events if isinstance(e, StageFinished)]
+    assert finished.status == Status.SKIP
+    skipped = [e.device for e in events if isinstance(e, Verdict) and e.check == "stage"]
+    assert skipped == ["cuda:0", "cuda:1", "cuda:2"]  # the cut-off child, then each batch left unrun

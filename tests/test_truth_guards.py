@@ -166,11 +166,13 @@ def test_telemetry_is_matched_by_bus_id_under_a_reordered_visible_devices(monkey
     samples = window(gpus=(gpu(0, clock=1980.0), gpu(1, clock=1200.0)))
     # torch's cuda:0 is the GPU at 2c:00.0, which NVML (unaffected by the variable) calls index 1
     measured = figure("cuda:0", pci_bus_id=BUS[1])
-    assert gpu_index_for(measured, samples[-1]) == 1
+    assert gpu_index_for(measured, samples) == 1
     assert summarise(samples, 1)["sm_clock_mean_mhz"] == 1200.0
     by_uuid = figure("cuda:0", pci_bus_id=None, gpu_uuid="abc-1")
     with_uuid = window(gpus=(gpu(0, uuid="GPU-abc-0"), gpu(1, uuid="GPU-ABC-1")))
-    assert gpu_index_for(by_uuid, with_uuid[-1]) == 1
+    assert gpu_index_for(by_uuid, with_uuid) == 1
+    dropped = [*with_uuid[:-1], Sample(with_uuid[-1].t, with_uuid[-1].host, ())]  # the last read failed
+    assert gpu_index_for(by_uuid, dropped) == 1
 
 
 # -- SUSPECT only when something outside was wrong --
@@ -319,3 +321,43 @@ def test_a_widened_window_does_not_judge_clocks_but_still_sees_contention() -> N
     assert judged.trust == "TRUSTED" and judged.notes[0].startswith("shorter than the telemetry's sampling")
     busy = summarise(window(15.5, cpus=16, gpus=(gpu(0, 1088.0),)), 0) | {"widened": True}
     assert judge(busy, figure(timer="events")).trust == "SUSPECT"
+
+
+def test_one_idle_sample_does_not_excuse_a_low_clock() -> None:
+    samples = window(gpus=(gpu(0, 1188.0),))
+    samples[0] = Sample(samples[0].t, samples[0].host, (gpu(0, 345.0, ("idle",)),))
+    conditions = summarise(samples, 0)
+    assert conditions["idle_share"] < 0.5 and conditions["sm_clock_mean_mhz"] == 1188.0  # the busy samples'
+    judged = judge(conditions, figure(timer="events"))
+    assert judged.trust == "SUSPECT" and judged.reasons == ["SM clock at 60% of max: no reason reported"]
+
+
+def test_an_arm_cpu_is_bounded_by_its_own_fma_pipes() -> None:
+    arm = cpu_matmul_limit(72, 3438.0, [], "fp32", "aarch64")
+    assert arm is not None and arm.value == pytest.approx(72 * 3.438 * 32)  # Grace: 7,921 GFLOP/s
+    x86 = cpu_matmul_limit(72, 3438.0, [], "fp32")
+    assert x86 is not None and x86.value == pytest.approx(72 * 3.438 * 16)
+
+
+def test_children_on_other_gpus_take_turns_at_the_host_link(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    from rigcheck.engine.stages.shared_cache import SHARED_DIR_ENV, one_at_a_time
+
+    monkeypatch.setenv(SHARED_DIR_ENV, str(tmp_path))
+    inside: list[int] = []
+    overlap: list[int] = []
+
+    def copy() -> None:
+        with one_at_a_time("host-link"):
+            inside.append(1)
+            overlap.append(len(inside))
+            time.sleep(0.1)
+            inside.pop()
+
+    threads = [threading.Thread(target=copy) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert overlap == [1, 1, 1]

@@ -14,6 +14,8 @@ from typing import NoReturn
 from .cli_follow import command_cancel, command_follow
 from .cli_run import EXIT_INTERRUPTED, EXIT_USAGE, command_run
 from .preflight import UsageError, check_output_file, inspect_python, open_store, resolve_run_id, run_devices
+from .serve import add_parser as add_serve_parser
+from .serve import command_serve
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_USAGE", "UsageError", "build_parser", "main"]
 
@@ -88,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     app.add_argument("--profile", default="standard", help=f"one of {', '.join(PROFILES)}")
     app.add_argument("--python", help="run the stages under this interpreter (it needs torch)")
     app.add_argument("--ascii", action="store_true", help="plain ASCII bars, for terminals without Unicode")
+    add_serve_parser(commands, common)
 
     commands.add_parser("stages", help="list the stages")
     for name in ("history", "runs"):
@@ -194,7 +197,8 @@ def command_app(args: argparse.Namespace) -> int:
     from rigcheck.engine.session import start_sampler
     from rigcheck.engine.stage import PROFILES, parse_device
 
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+    served = os.environ.get("TEXTUAL_DRIVER", "").startswith("textual.drivers.web_driver")  # a `serve` tab
+    if not served and not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("the app needs a terminal and this is not one; for a headless run use `rigcheck run`")
     from .app import RigcheckApp
 
@@ -242,6 +246,7 @@ COMMANDS = {
     "stages": command_stages,
     "monitor": command_monitor,
     "app": command_app,
+    "serve": command_serve,
 }
 
 

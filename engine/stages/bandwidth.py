@@ -16,6 +16,7 @@ from .devices import by_profile, resolve_devices
 from .figures import checked, device_identity, usable
 from .limits import device_copy_limit, host_link_limit
 from .peaks import bandwidth_peak
+from .shared_cache import one_at_a_time
 from .timing import BENCHMARK_VERSION, on_device, time_calls
 
 STAGE = "bandwidth"
@@ -72,8 +73,24 @@ def gpu_bandwidth(device: torch.device, copy_bytes: int, transfer_bytes: int) ->
     d2d = events[0]
     torch.cuda.empty_cache()
     gpu = torch.empty(transfer_bytes // 4, device=device)
-    size = f"{transfer_bytes / 2**30:.0f} GiB" if transfer_bytes >= 2**30 else f"{transfer_bytes >> 20} MiB"
     link = host_link_limit(device)
+    with one_at_a_time("host-link"):  # all GPUs copying at once would share the host's links and memory
+        yield from host_copies(device, gpu, transfer_bytes, link)
+    if not isinstance(d2d, Measurement) or not usable(d2d):
+        return
+    tail = f", {d2d.value / peak:.0%} of the datasheet's {peak:.0f}" if peak else ""
+    yield Verdict(
+        STAGE,
+        "device-copy",
+        Status.PASS,
+        f"device copy on {device}: {d2d.value:.0f} GB/s{tail}",
+        {"value": d2d.value, "peak": peak},
+        device=str(device),
+    )
+
+
+def host_copies(device: torch.device, gpu: torch.Tensor, transfer_bytes: int, link: Limit | None) -> Iterator[Event]:
+    size = f"{transfer_bytes / 2**30:.0f} GiB" if transfer_bytes >= 2**30 else f"{transfer_bytes >> 20} MiB"
     for pinned in (True, False):
         host = torch.randn(transfer_bytes // 4)
         if pinned:
@@ -88,17 +105,6 @@ def gpu_bandwidth(device: torch.device, copy_bytes: int, transfer_bytes: int) ->
                 {"direction": direction, "pinned": pinned, "bound": "link"},
                 link,
             )
-    if not isinstance(d2d, Measurement) or not usable(d2d):
-        return
-    tail = f", {d2d.value / peak:.0%} of the datasheet's {peak:.0f}" if peak else ""
-    yield Verdict(
-        STAGE,
-        "device-copy",
-        Status.PASS,
-        f"device copy on {device}: {d2d.value:.0f} GB/s{tail}",
-        {"value": d2d.value, "peak": peak},
-        device=str(device),
-    )
 
 
 def cpu_bandwidth(copy_bytes: int) -> Iterator[Event]:

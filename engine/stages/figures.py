@@ -36,10 +36,11 @@ def timing_params(stats: TimingStats) -> dict[str, object]:
 
 
 def checked(
-    measurement: Measurement, stats: TimingStats | None, limit: Limit | None, timer_reason: str | None = None
+    measurement: Measurement, stats: TimingStats | None, limit: Limit | None, known_broken: str | None = None
 ) -> Iterator[Event]:
-    """The measurement with its limit and checks in its params, then a FAIL verdict if it is broken."""
-    timer_reason = timer_reason or (stats.disagreement() if stats is not None else None)
+    """The measurement with its limit and checks in its params, then a FAIL verdict if it is broken
+    (`known_broken`: a reason the caller found itself, such as clocks it compared on its own)."""
+    timer_reason = known_broken or (stats.disagreement() if stats is not None else None)
     params = dict(measurement.params)
     params.update(limit.as_params() if limit else {"limit": None, "limit_basis": "no limit known for this device"})
     if stats is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import os
+import platform
 import re
 from pathlib import Path
 
@@ -69,7 +69,7 @@ def cpu_limit(dtype: str) -> Limit | None:
     """GFLOP/s of every logical CPU at its top frequency."""
     facts = cpu_facts()
     mhz = facts.get("max_mhz") or _cpuinfo_top_mhz()
-    return cpu_matmul_limit(facts.get("logical_cpus"), mhz, facts.get("flags") or [], dtype)
+    return cpu_matmul_limit(facts.get("logical_cpus"), mhz, facts.get("flags") or [], dtype, facts.get("machine", ""))
 
 
 def _cpuinfo_top_mhz() -> float | None:
@@ -96,6 +96,8 @@ def host_link_limit(device: torch.device) -> Limit | None:
     """GB/s one way between host and GPU: the link's top generation and width, from NVML, else sysfs."""
     if bool(getattr(torch.cuda.get_device_properties(device), "is_integrated", False)):
         return None  # an APU's "copies" stay in one memory: no link to bound them
+    if platform.machine() == "aarch64":
+        return None  # Grace Hopper joins CPU and GPU by NVLink-C2C (about 450 GB/s a way), not PCIe: no bound known
     address = bus_id(device)
     if address is None:
         return None
@@ -139,7 +141,3 @@ def _sysfs_link(address: str, root: Path = Path("/sys/bus/pci/devices")) -> Limi
         return None
     match = re.match(r"\s*([\d.]+)\s*GT/s", speed)
     return pcie_limit(None, float(match.group(1)), width, "sysfs max_link_speed") if match else None
-
-
-def logical_cpus() -> int:
-    return os.cpu_count() or 1

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import torch
 
 from ..events import Event, Measurement, Progress, Status, Verdict
+from ..plausibility import over_limit
 from ..stage import StageContext
 from ..stats import TimingStats
 from .figures import checked, device_identity, usable
@@ -93,7 +94,9 @@ def max_find(context: StageContext, device: torch.device, budget_s: float, dtype
             | device_identity(device),
             t_start=start,
         )
-        for event in checked(measurement, stats, limit):
+        # the best group is quoted too, so it must be possible as well as the mean
+        top_impossible = over_limit(top, "TFLOP/s", limit.value, f"{limit.basis}; the best group") if limit else None
+        for event in checked(measurement, stats, limit, top_impossible):
             yield event
             if isinstance(event, Measurement):
                 measurement = event

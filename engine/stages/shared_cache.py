@@ -1,4 +1,6 @@
-"""CPU work that does not depend on the GPU, done once per run: the first stage child to need a result
+"""Host work shared by the GPU children of a run, and host work they must take turns at.
+
+CPU work that does not depend on the GPU is done once per run: the first child to need a result
 computes it and leaves it in the run's shared folder; the others, running at the same time on other
 GPUs, wait for it and read it instead of computing it again."""
 
@@ -8,7 +10,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
@@ -19,6 +21,20 @@ SHARED_DIR_ENV = "RIGCHECK_SHARED_DIR"
 def shared_dir() -> Path | None:
     folder = os.environ.get(SHARED_DIR_ENV)
     return Path(folder) if folder else None
+
+
+@contextlib.contextmanager
+def one_at_a_time(name: str) -> Iterator[None]:
+    """Hold a run-wide lock while the body runs, so children on other GPUs wait: for work that shares the
+    host (PCIe uplinks, host memory) and would slow the others and itself if done by all at once."""
+    folder = shared_dir()
+    if folder is None:
+        yield
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def generator_key(generator: torch.Generator) -> str:
