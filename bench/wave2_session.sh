@@ -76,3 +76,10 @@ fi
 if [[ $what == app ]]; then
   timeout 80 python3 bench/tui_capture_pty.py $OUT 120 40 10:5 24:@ 32:@ 36:^q 37:y -- python3 -m rigcheck.tui.cli --profile quick 2>&1 | tail -45
 fi
+if [[ $what == final ]]; then
+  timeout 150 $R run matmul bandwidth --device all --profile quick --json $OUT/final.json > $OUT/final.out 2> $OUT/final.err
+  echo "final code, matmul bandwidth on both GPUs at once: rc=$?"
+  python3 $S $OUT/final.json 2>&1 | head -40
+  timeout 60 $R run probe --device all --detach > $OUT/detach.out 2>&1; echo "run --detach: rc=$?"; cat $OUT/detach.out | head -5
+  sleep 20; timeout 60 $R follow > $OUT/follow.out 2>&1; echo "follow: rc=$?"; tail -3 $OUT/follow.out; timeout 30 $R runs | head -5
+fi
