@@ -56,3 +56,19 @@ async def test_one_gpu_needs_no_switching(tmp_path: Path) -> None:
         await pilot.pause(0.2)
         assert app.device == "cuda:0"
         assert app._device_choices() == ["cpu", "cuda:0"]
+
+
+async def test_the_device_tab_shows_the_links_matrices(tmp_path: Path) -> None:
+    from rigcheck.engine.events import Facts
+    from rigcheck.engine.stages.links_topology import render
+
+    app = RigcheckApp(Store(tmp_path / "s.db"), FakeSampler(two_gpu_samples()))
+    topology = render(["cuda:0", "cuda:1"], [["X", "NV18"], ["NV18", "X"]])
+    p2p = render(["cuda:0", "cuda:1"], [["-", "390.0"], ["391.1", "-"]])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.2)
+        app.show(Facts("links", {"topology": {"drawn": topology}, "p2p": {"drawn": p2p}}))
+        await pilot.pause(0.2)
+        text = str(app.query_one("#device-text").render())
+        assert "links between GPUs:" in text and "NV18" in text
+        assert "peer-to-peer copies, GB/s one way:" in text and "391.1" in text

@@ -118,6 +118,7 @@ class RigcheckApp(App[int]):
         self.run_id: int | None = None
         self.stage_verdicts: dict[str, list[Status]] = {}
         self.probe_facts: dict[str, Any] | None = None
+        self.links_facts: dict[str, Any] | None = None
         self.fingerprint: str | None = None
         self.probe_warnings: list[str] = []
         self.current_stage: str | None = None
@@ -209,7 +210,7 @@ class RigcheckApp(App[int]):
         latest = self.store.latest_probe()  # one query at start-up, not a full report per past run
         if latest is not None:
             self.probe_facts, self.fingerprint, self.probe_warnings = latest
-        self.panel(DevicePanel).show(self.probe_facts, self.fingerprint, self.probe_warnings)
+        self.panel(DevicePanel).show(self.probe_facts, self.fingerprint, self.probe_warnings, self.links_facts)
 
     # -- live telemetry, drawn from the sampler's buffer --
     def refresh_live(self) -> None:
@@ -326,9 +327,12 @@ class RigcheckApp(App[int]):
             self.panel(BenchPanel).add_measurement(event)
             self.panel(BurnPlot).add(event)
             self.panel(ResultsPanel).add(measurement_row(event))
+        elif isinstance(event, Facts) and event.stage == "links":
+            self.links_facts = event.data
+            self.panel(DevicePanel).show(self.probe_facts, self.fingerprint, self.probe_warnings, self.links_facts)
         elif isinstance(event, Facts) and event.stage == "probe":
             self.probe_facts, self.probe_warnings = event.data, []
-            self.panel(DevicePanel).show(self.probe_facts, self.fingerprint, self.probe_warnings)
+            self.panel(DevicePanel).show(self.probe_facts, self.fingerprint, self.probe_warnings, self.links_facts)
         elif isinstance(event, Fingerprint):
             self.fingerprint = event.digest
         elif isinstance(event, LogLine):
@@ -339,7 +343,7 @@ class RigcheckApp(App[int]):
             self.current_stage = None
             log.line(f"{event.stage}: {'cancelled' if cancelled else event.status.value}")
             if event.stage == "probe":
-                self.panel(DevicePanel).show(self.probe_facts, self.fingerprint, self.probe_warnings)
+                self.panel(DevicePanel).show(self.probe_facts, self.fingerprint, self.probe_warnings, self.links_facts)
         elif isinstance(event, RunFinished):
             self._run_ended(event.status)
 

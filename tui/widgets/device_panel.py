@@ -55,9 +55,29 @@ def describe_facts(facts: dict[str, Any] | None, fingerprint: str | None, warnin
     return "\n".join(lines)
 
 
+def describe_links(links: dict[str, Any] | None) -> str:
+    """The links stage's matrices as the driver and the copies found them: topology, then peer copies."""
+    if not links:
+        return ""
+    parts = []
+    for key, title in (("topology", "links between GPUs"), ("p2p", "peer-to-peer copies, GB/s one way")):
+        drawn = (links.get(key) or {}).get("drawn")
+        if drawn:
+            parts.append(f"{title}:\n{drawn}")
+    return "\n".join(parts)
+
+
 class DevicePanel(VerticalScroll):
     def compose(self):  # type: ignore[no-untyped-def]
         yield Static(Text(describe_facts(None, None, [])), id="device-text")
 
-    def show(self, facts: dict[str, Any] | None, fingerprint: str | None, warnings: list[str]) -> None:
-        self.query_one("#device-text", Static).update(Text(describe_facts(facts, fingerprint, warnings)))
+    def show(
+        self,
+        facts: dict[str, Any] | None,
+        fingerprint: str | None,
+        warnings: list[str],
+        links: dict[str, Any] | None = None,
+    ) -> None:
+        text = describe_facts(facts, fingerprint, warnings)
+        drawn = describe_links(links)
+        self.query_one("#device-text", Static).update(Text(text + ("\n" + drawn if drawn else "")))
