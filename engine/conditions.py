@@ -22,7 +22,7 @@ from typing import Any
 
 from .events import Measurement
 from .plausibility import over_limit
-from .telemetry.sample import GpuSample, Sample
+from .telemetry.sample import GpuSample, Sample, find_gpu
 
 SLOWDOWN_REASONS = {
     "hardware slowdown",
@@ -77,36 +77,15 @@ def nvml_index(device: str, environ: dict[str, str] | None = None) -> int | None
     return ordinal
 
 
-def _norm_bus(text: str | None) -> str | None:
-    """'00000000:1B:00.0', '0000:1b:00.0' and '1b:00.0' all name one device."""
-    if not text:
-        return None
-    parts = text.strip().lower().split(":")
-    if len(parts) == 2:
-        parts = ["0", *parts]
-    if len(parts) != 3:
-        return None
-    return f"{int(parts[0], 16):04x}:{parts[1].zfill(2)}:{parts[2]}"
-
-
-def _norm_uuid(text: str | None) -> str | None:
-    if not text:
-        return None
-    text = text.strip().lower()
-    return text[4:] if text.startswith("gpu-") else text
-
-
 def gpu_index_for(measurement: Measurement, samples: list[Sample]) -> int | None:
     """The telemetry index of the GPU a figure was measured on: by PCI bus id, else UUID, in any sample of
     its window (one failed driver read drops a tick's GPUs), else by position."""
     if not measurement.device.startswith("cuda"):
         return None
-    bus = _norm_bus(measurement.params.get("pci_bus_id"))
-    uuid = _norm_uuid(measurement.params.get("gpu_uuid"))
-    for gpu in (g for sample in reversed(samples) for g in sample.gpus):
-        if bus and _norm_bus(getattr(gpu, "pci_bus_id", None)) == bus:
-            return gpu.index
-        if uuid and _norm_uuid(getattr(gpu, "uuid", None)) == uuid:
+    bus, uuid = measurement.params.get("pci_bus_id"), measurement.params.get("gpu_uuid")
+    for sample in reversed(samples):
+        gpu = find_gpu(sample.gpus, bus, uuid)
+        if gpu is not None:
             return gpu.index
     return nvml_index(measurement.device)
 
@@ -116,12 +95,12 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return statistics.fmean(present) if present else None
 
 
-def _busiest_others(samples: list[Sample], own: set[int]) -> list[dict[str, Any]]:
+def busiest_others(samples: list[Sample], own: set[int]) -> list[dict[str, Any]]:
     """Other host processes by their mean CPU use across the window, busiest first."""
     totals: dict[int, float] = {}
     names: dict[int, str] = {}
     for sample in samples:
-        for proc in getattr(sample.host, "top_others", ()):
+        for proc in sample.host.top_others:
             if proc.pid in own:
                 continue
             totals[proc.pid] = totals.get(proc.pid, 0.0) + (proc.cpus or 0.0)
@@ -134,7 +113,7 @@ def _gpu_others(gpus: list[GpuSample], own: set[int]) -> list[dict[str, Any]]:
     """Other processes on this GPU, with name and memory where the driver reports them."""
     seen: dict[int, dict[str, Any]] = {}
     for gpu in gpus:
-        for proc in getattr(gpu, "processes", ()):
+        for proc in gpu.processes:
             if proc.pid not in own:
                 seen[proc.pid] = {"pid": proc.pid, "name": proc.name, "gpu_memory": proc.gpu_memory}
         for pid in gpu.process_pids:
@@ -156,10 +135,10 @@ def summarise(samples: list[Sample], gpu_index: int | None) -> dict[str, Any]:
         "host_others_cpus": round(statistics.fmean(h.others_cpus for h in hosts), 2),
         "host_own_cpus": round(statistics.fmean(h.own_cpus for h in hosts), 2),
         "host_load1": max((h.load1 for h in hosts if h.load1 is not None), default=None),
-        "host_top_others": _busiest_others(samples, own_pids),
+        "host_top_others": busiest_others(samples, own_pids),
         "cpu_mhz_mean": _mean(h.cpu_mhz for h in hosts),
         "cpu_temperature_max_c": max((h.temperature_c for h in hosts if h.temperature_c is not None), default=None),
-        "cpu_package_power_w": _mean(getattr(h, "package_power_w", None) for h in hosts),
+        "cpu_package_power_w": _mean(h.package_power_w for h in hosts),
     }
     gpus: list[GpuSample] = [g for s in samples for g in s.gpus if g.index == gpu_index]
     if gpus:
@@ -169,12 +148,12 @@ def summarise(samples: list[Sample], gpu_index: int | None) -> dict[str, Any]:
         top = gpus[0].max_sm_clock_mhz
         mean_clock = _mean(clocks)
         mem_clock = _mean(g.mem_clock_mhz for g in gpus)
-        mem_top = getattr(gpus[0], "max_mem_clock_mhz", None)
+        mem_top = gpus[0].max_mem_clock_mhz
         others = _gpu_others(gpus, own_pids)
         out.update(
             gpu_index=gpu_index,
             gpu_name=gpus[0].name,
-            gpu_pci_bus_id=getattr(gpus[0], "pci_bus_id", None),
+            gpu_pci_bus_id=gpus[0].pci_bus_id,
             sm_clock_mean_mhz=None if mean_clock is None else round(mean_clock, 1),
             sm_clock_min_mhz=min(clocks) if clocks else None,
             sm_clock_max_mhz=top,

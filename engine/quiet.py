@@ -8,7 +8,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .conditions import DEFAULT_POLICY, TrustPolicy
+from .conditions import DEFAULT_POLICY, TrustPolicy, busiest_others
 
 
 @dataclass(frozen=True)
@@ -29,14 +29,8 @@ def others_busy(sampler: Any, seconds: float) -> HostBusy | None:
     samples = [s for s in sampler.window(now - seconds, now) if s.t >= now - seconds]
     if not samples:
         return None
-    totals: dict[int, tuple[str, float]] = {}
     own = {pid for s in samples for pid in s.host.own_pids}
-    for sample in samples:
-        for proc in getattr(sample.host, "top_others", ()):
-            if proc.pid not in own:
-                name, total = totals.get(proc.pid, (proc.name, 0.0))
-                totals[proc.pid] = (name, total + (proc.cpus or 0.0))
-    busiest = sorted(((n, pid, t / len(samples)) for pid, (n, t) in totals.items()), key=lambda b: -b[2])
+    busiest = [(p["name"], p["pid"], p["cpus"]) for p in busiest_others(samples, own)]
     others = sum(s.host.others_cpus for s in samples) / len(samples)
     return HostBusy(others, samples[0].host.cpus, busiest)
 
@@ -65,13 +59,3 @@ def wait_quiet(
             said = waited
             yield busy
         time.sleep(0.25)
-
-
-def wait_quiet_blocking(sampler: Any, max_wait_s: float, **kwargs: Any) -> tuple[bool, float, HostBusy | None]:
-    """wait_quiet for callers that do not need to hear what it waits for."""
-    waiter = wait_quiet(sampler, max_wait_s, **kwargs)
-    while True:
-        try:
-            next(waiter)
-        except StopIteration as stop:
-            return stop.value

@@ -7,7 +7,7 @@ import time
 import torch
 from fakes import FakeSampler
 from rigcheck.engine.events import Status, Verdict
-from rigcheck.engine.quiet import wait_quiet, wait_quiet_blocking
+from rigcheck.engine.quiet import HostBusy, wait_quiet
 from rigcheck.engine.rows import detail_text
 from rigcheck.engine.stages import training
 from rigcheck.engine.telemetry.sample import HostSample, ProcessUse, Sample
@@ -25,6 +25,16 @@ class LiveHost(FakeSampler):
         host = HostSample(cpus=8, load1=1.0, busy_cpus=self.others, own_cpus=0.0, top_others=self.top)
         now = time.time()
         return [Sample(t, host) for t in (now - i * 0.1 for i in range(100)) if t0 <= t <= t1]
+
+
+def wait_quiet_blocking(sampler, max_wait_s: float, **kwargs) -> tuple[bool, float, HostBusy | None]:  # type: ignore[no-untyped-def]
+    """wait_quiet, not listening to what it says it waits for."""
+    waiter = wait_quiet(sampler, max_wait_s, **kwargs)
+    while True:
+        try:
+            next(waiter)
+        except StopIteration as stop:
+            return stop.value
 
 
 def test_wait_quiet_returns_soon_on_a_quiet_host() -> None:

@@ -361,3 +361,25 @@ def test_children_on_other_gpus_take_turns_at_the_host_link(tmp_path, monkeypatc
     for thread in threads:
         thread.join()
     assert overlap == [1, 1, 1]
+
+
+def test_the_host_link_limit_comes_from_nvml_through_the_shared_binding(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from rigcheck.engine.facts.nvml_ctypes import CtypesNvml
+    from rigcheck.engine.stages import limits
+
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if gcc is None:
+        pytest.skip("no C compiler to build the stand-in NVML library")
+    library = tmp_path / "libfakenvml.so"
+    source = Path(__file__).parent / "fake_nvml_lib.c"
+    subprocess.run([gcc, "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    monkeypatch.setattr(limits, "CtypesNvml", lambda: CtypesNvml(str(library)))
+    limits._nvml_link.cache_clear()
+    found = limits._nvml_link("0000:3b:00.0")
+    assert found is not None and found.value == pytest.approx(63.0, rel=0.01) and "Gen5 x16" in found.basis
+    assert limits._nvml_link("0000:99:00.0") is None  # a GPU NVML does not list
+    limits._nvml_link.cache_clear()

@@ -92,13 +92,10 @@ def run_devices(device: str | None, interpreter: Interpreter) -> tuple[str, tupl
 
 
 def check_device(device: str, interpreter: Interpreter) -> None:
-    """A `cuda:N` that the interpreter's torch cannot see is refused before the run starts."""
+    """A `cuda:N` that the interpreter's torch cannot see is refused before the run starts (a list is
+    split by run_devices first)."""
     if not device.startswith("cuda"):
         return  # cpu, and all (every GPU there is, else the CPU)
-    if "," in device:
-        for part in device.split(","):
-            check_device(part, interpreter)
-        return
     index = int(device.split(":")[1])
     seen = f"torch {interpreter.torch} ({interpreter.build}) in {interpreter.python}"
     if interpreter.gpus == 0:

@@ -6,17 +6,17 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..telemetry.sample import bus_id_from_parts
 from .amd_driver import amd_cards, memory_pool
 from .dtypes import amd_matrix_dtypes, nvidia_matrix_dtypes
 
 
-def _pci_address(props: Any) -> str | None:
+def pci_address(props: Any) -> str | None:
+    """torch's device properties as a PCI address in telemetry's form ("0000:1b:00.0"), or None."""
     bus = getattr(props, "pci_bus_id", None)
     if bus is None:
         return None
-    domain = getattr(props, "pci_domain_id", 0)
-    device = getattr(props, "pci_device_id", 0)
-    return f"{domain:04x}:{bus:02x}:{device:02x}.0"
+    return bus_id_from_parts(getattr(props, "pci_domain_id", 0), bus, getattr(props, "pci_device_id", 0))
 
 
 def torch_device(torch: Any, index: int) -> dict[str, Any]:
@@ -39,7 +39,7 @@ def torch_device(torch: Any, index: int) -> dict[str, Any]:
         "memory_runtime_free": free,
         "memory_runtime_total": total,
         "uuid": str(uuid) if uuid is not None else None,
-        "pci": _pci_address(props),
+        "pci": pci_address(props),
         "matrix_dtypes": amd_matrix_dtypes(arch or "") if hip else nvidia_matrix_dtypes(props.major, props.minor),
     }
 

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from ..conditions import nvml_index
-from ..facts.gpu_devices import _pci_address
+from ..facts.gpu_devices import pci_address
 from ..facts.health_model import bus_id_from_text
 from ..telemetry.sample import GpuSample
 
@@ -56,7 +56,7 @@ class ChildTelemetry:
         source, buses = found
         indexes = {}
         for device in gpus:
-            bus = _pci_address(torch.cuda.get_device_properties(device))
+            bus = pci_address(torch.cuda.get_device_properties(device))
             if bus is not None and bus in buses:
                 indexes[str(device)] = buses.index(bus)
             elif bus is None and source.vendor == "NVIDIA":  # a torch without PCI ids: NVML's own order

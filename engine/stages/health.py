@@ -17,7 +17,7 @@ from typing import Any
 from ..conditions import nvml_index
 from ..events import Event, Facts, Progress, Status, Verdict
 from ..facts.amd_health import AmdHealthReader
-from ..facts.gpu_devices import _pci_address
+from ..facts.gpu_devices import pci_address
 from ..facts.health_model import GpuHealth, HealthReader, Missing
 from ..facts.nvidia_health import NvidiaHealthReader
 from ..facts.nvml_ctypes import NvmlError
@@ -55,7 +55,7 @@ def torch_labels(torch: Any) -> dict[str, str]:
         return {}
     labels = {}
     for index in range(torch.cuda.device_count()):
-        address = _pci_address(torch.cuda.get_device_properties(index))
+        address = pci_address(torch.cuda.get_device_properties(index))
         fallback = nvml_index(f"cuda:{index}") if torch.version.hip is None else None
         if address is not None:
             labels[address] = f"cuda:{index}"

@@ -3,7 +3,7 @@ from the chip's units and clock; the host link from the driver or sysfs; the CPU
 
 from __future__ import annotations
 
-import ctypes
+import contextlib
 import functools
 import platform
 import re
@@ -11,9 +11,11 @@ from pathlib import Path
 
 import torch
 
-from ..facts.gpu_devices import _pci_address
+from ..facts.gpu_devices import pci_address
 from ..facts.host import cpu_facts
+from ..facts.nvml_ctypes import CtypesNvml, NvmlError
 from ..plausibility import Limit, cpu_matmul_limit, pcie_limit
+from ..telemetry.sample import normalise_bus_id
 from .peaks import bandwidth_peak, matmul_peak
 
 GENEROUS_CLOCK_GHZ = 2.6  # above every shipping GPU's boost clock, for bounds without a datasheet
@@ -89,7 +91,7 @@ def device_copy_limit(device: torch.device) -> Limit | None:
 
 
 def bus_id(device: torch.device) -> str | None:
-    return _pci_address(torch.cuda.get_device_properties(device))
+    return pci_address(torch.cuda.get_device_properties(device))
 
 
 def host_link_limit(device: torch.device) -> Limit | None:
@@ -106,30 +108,38 @@ def host_link_limit(device: torch.device) -> Limit | None:
 
 @functools.cache
 def _nvml_link(address: str) -> Limit | None:
+    """The link's top generation and width as NVML reports them, through the binding health uses."""
     try:
-        nvml = ctypes.CDLL("libnvidia-ml.so.1")
-    except OSError:
-        return None
-    if nvml.nvmlInit_v2() != 0:
+        nvml = CtypesNvml()
+        nvml.nvmlInit()
+    except (OSError, NvmlError):
         return None
     try:
-        handle = ctypes.c_void_p()
-        if nvml.nvmlDeviceGetHandleByPciBusId_v2(address.encode(), ctypes.byref(handle)) != 0:
-            return None
-        gens, widths = [], []
-        for call, out in (
-            ("nvmlDeviceGetMaxPcieLinkGeneration", gens),
-            ("nvmlDeviceGetGpuMaxPcieLinkGeneration", gens),
-            ("nvmlDeviceGetMaxPcieLinkWidth", widths),
-        ):
-            value = ctypes.c_uint()
-            if hasattr(nvml, call) and getattr(nvml, call)(handle, ctypes.byref(value)) == 0 and value.value:
-                out.append(value.value)
-        if not gens or not widths:
-            return None
-        return pcie_limit(max(gens), None, max(widths), "NVML's maximum link")
+        for index in range(nvml.nvmlDeviceGetCount()):
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            if normalise_bus_id(nvml.nvmlDeviceGetPciInfo(handle).busId) != address:
+                continue
+            gens = [
+                _read(nvml, name, handle)
+                for name in ("nvmlDeviceGetMaxPcieLinkGeneration", "nvmlDeviceGetGpuMaxPcieLinkGeneration")
+            ]
+            width = _read(nvml, "nvmlDeviceGetMaxPcieLinkWidth", handle)
+            if not any(gens) or not width:
+                return None
+            return pcie_limit(max(g for g in gens if g), None, width, "NVML's maximum link")
+        return None
+    except NvmlError:
+        return None
     finally:
-        nvml.nvmlShutdown()
+        with contextlib.suppress(NvmlError):
+            nvml.nvmlShutdown()
+
+
+def _read(nvml: CtypesNvml, name: str, handle: object) -> int | None:
+    try:
+        return getattr(nvml, name)(handle) or None
+    except NvmlError:
+        return None
 
 
 def _sysfs_link(address: str, root: Path = Path("/sys/bus/pci/devices")) -> Limit | None:

@@ -89,7 +89,7 @@ def find_gpu(gpus: tuple[GpuSample, ...], bus_id: str | None = None, uuid: str |
     lists reorder."""
     wanted = normalise_bus_id(bus_id)
     for gpu in gpus:
-        if wanted is not None and gpu.pci_bus_id == wanted:
+        if wanted is not None and normalise_bus_id(gpu.pci_bus_id) == wanted:
             return gpu
         if uuid and gpu.uuid and _bare_uuid(gpu.uuid) == _bare_uuid(uuid):
             return gpu
