@@ -52,13 +52,17 @@ def test_a_clean_start_shows_every_sample_after_the_first(capsys) -> None:  # ty
     assert len(capsys.readouterr().out.splitlines()) == 3
 
 
-def test_ctrl_c_exits_130_without_a_traceback() -> None:
-    proc = subprocess.Popen(
+def start_monitor() -> subprocess.Popen[str]:
+    return subprocess.Popen(
         [sys.executable, "-m", "rigcheck.tui.cli", "monitor", "--interval", "0.1"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def test_ctrl_c_exits_130_without_a_traceback() -> None:
+    proc = start_monitor()
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()  # running and printing: the start-up sample was dropped, this is the next
@@ -72,12 +76,7 @@ def test_ctrl_c_exits_130_without_a_traceback() -> None:
 
 
 def test_a_reader_that_goes_away_ends_the_monitor() -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rigcheck.tui.cli", "monitor", "--interval", "0.1"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_monitor()
     try:
         assert proc.stdout is not None and proc.stdout.readline()
         proc.stdout.close()  # as `rigcheck monitor | head -1` does
