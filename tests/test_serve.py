@@ -268,8 +268,15 @@ def chrome(user_data: Path):  # type: ignore[no-untyped-def]
 
 
 def app_processes(server_pid: int) -> list[psutil.Process]:
-    children = psutil.Process(server_pid).children(recursive=True)
-    return [p for p in children if "rigcheck.tui.cli" in " ".join(p.cmdline())]
+    """The server's live app children; one that has exited (a zombie not yet reaped, or gone) does not count."""
+    alive = []
+    for child in psutil.Process(server_pid).children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE and "rigcheck.tui.cli" in " ".join(child.cmdline()):
+                alive.append(child)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return alive
 
 
 @pytest.mark.skipif(CHROMIUM is None or CHROMEDRIVER is None, reason="chromium and chromedriver are not installed")
