@@ -55,6 +55,7 @@ def verdict_row(v: Verdict | Row) -> Row:
             "explanation": v.explanation,
             "numbers": v.numbers,
             "device": v.device,
+            "host": "",
         }
     return {
         "kind": "verdict",
@@ -64,14 +65,15 @@ def verdict_row(v: Verdict | Row) -> Row:
         "explanation": v.get("explanation") or "",
         "numbers": v.get("numbers") or {},
         "device": v.get("device") or "",
+        "host": v.get("host") or "",
     }
 
 
 def measurement_row(m: Measurement | Row) -> Row:
     keys = ("stage", "name", "value", "unit", "device", "conditions", "spread", "repeats", "params")
     if isinstance(m, Measurement):
-        return {"kind": "measurement"} | {k: getattr(m, k) for k in keys}
-    return {"kind": "measurement"} | {k: m.get(k) for k in keys}
+        return {"kind": "measurement", "host": ""} | {k: getattr(m, k) for k in keys}
+    return {"kind": "measurement", "host": m.get("host") or ""} | {k: m.get(k) for k in keys}
 
 
 def trust_of(row: Row) -> str:

@@ -115,13 +115,20 @@ class StoreReader(StoreBase):
 
         measurements = rows_of("measurements")
         samples = self.samples(run_id)
+        facts = rows_of("facts")
+        host_facts: dict[str, dict[str, Any]] = {}  # a fleet run's facts, host by host
+        for row in facts:
+            if row["host"]:
+                host_facts.setdefault(row["host"], {})[row["stage"]] = row["data"]
         return {
             "run": run,
             "fingerprint": {"digest": run["fingerprint"], "basis": basis},
             "stages": rows_of("stages"),
             "verdicts": rows_of("verdicts"),
             "measurements": measurements,
-            "facts": {row["stage"]: row["data"] for row in rows_of("facts")},
+            "facts": {row["stage"]: row["data"] for row in facts if not row["host"]},
+            "host_facts": host_facts,
+            "fleet": json.loads(run["fleet"]) if run.get("fleet") else None,
             "telemetry_samples": len(samples),
             "contention": contention_report(samples, measurements),
         }

@@ -59,6 +59,23 @@ MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN gpus TEXT;
     ALTER TABLE runs ADD COLUMN error TEXT;
     """,
+    # version 4: fleet runs hold every host's results; '' is the run's own host. A stage is one row per host.
+    """
+    ALTER TABLE runs ADD COLUMN fleet TEXT;
+    ALTER TABLE events ADD COLUMN host TEXT NOT NULL DEFAULT '';
+    ALTER TABLE measurements ADD COLUMN host TEXT NOT NULL DEFAULT '';
+    ALTER TABLE verdicts ADD COLUMN host TEXT NOT NULL DEFAULT '';
+    ALTER TABLE facts ADD COLUMN host TEXT NOT NULL DEFAULT '';
+    CREATE TABLE stages_by_host (
+        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL,
+        status TEXT NOT NULL, started REAL, finished REAL, exit_code INTEGER, pid INTEGER,
+        python TEXT, log_path TEXT, host TEXT NOT NULL DEFAULT '', UNIQUE (run_id, host, name)
+    );
+    INSERT INTO stages_by_host (id, run_id, name, status, started, finished, exit_code, pid, python, log_path)
+        SELECT id, run_id, name, status, started, finished, exit_code, pid, python, log_path FROM stages;
+    DROP TABLE stages;
+    ALTER TABLE stages_by_host RENAME TO stages;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -76,6 +76,18 @@ class StoreWriter(StoreBase):
                 raise
         return run_id, taken
 
+    def begin_fleet_run(
+        self, stages: list[str], profile: str, python: str, argv: list[str], fleet: dict[str, Any]
+    ) -> int:
+        """Rank 0's fleet run: it holds every host's results, and no device of this host (its own local run does)."""
+        run_id = self.begin_run(stages, "fleet", profile, python, argv, gpus=(f"fleet:{fleet.get('id', '')}",))
+        self.update_fleet(run_id, fleet)
+        return run_id
+
+    def update_fleet(self, run_id: int, fleet: dict[str, Any]) -> None:
+        """The fleet's hosts and their states (joined, done, lost) as rank 0 last saw them."""
+        self._write("UPDATE runs SET fleet = ? WHERE id = ?", (_dumps(fleet), run_id))
+
     def _holders(self, devices: tuple[str, ...], but: int | None = None) -> list[dict[str, Any]]:
         """Live runs on this host holding any of `devices` (called with the lock held)."""
         host = socket.gethostname()
@@ -102,32 +114,33 @@ class StoreWriter(StoreBase):
                 (run_id,),
             )
 
-    def record(self, run_id: int, event: Event) -> None:
-        """Write one event as it arrives, plus its row in the table made for its kind."""
+    def record(self, run_id: int, event: Event, host: str = "") -> None:
+        """Write one event as it arrives, plus its row in the table made for its kind. `host` names the
+        fleet host it came from ('' for the run's own host)."""
         stage = getattr(event, "stage", None)
         self._write(
-            "INSERT INTO events (run_id, stage, kind, t, payload) VALUES (?, ?, ?, ?, ?)",
-            (run_id, stage, event_kind(event), event.t, _dumps(event_to_dict(event))),
+            "INSERT INTO events (run_id, stage, kind, t, payload, host) VALUES (?, ?, ?, ?, ?, ?)",
+            (run_id, stage, event_kind(event), event.t, _dumps(event_to_dict(event)), host),
         )
         if isinstance(event, StageStarted):
             self._write(
-                "INSERT INTO stages (run_id, name, status, started, pid, python)"
-                " VALUES (?, ?, 'running', ?, ?, ?) ON CONFLICT (run_id, name) DO UPDATE SET"
+                "INSERT INTO stages (run_id, name, status, started, pid, python, host)"
+                " VALUES (?, ?, 'running', ?, ?, ?, ?) ON CONFLICT (run_id, host, name) DO UPDATE SET"
                 " status = 'running', started = excluded.started, pid = excluded.pid",
-                (run_id, event.stage, event.t, event.pid, event.python),
+                (run_id, event.stage, event.t, event.pid, event.python, host),
             )
         elif isinstance(event, StageFinished):
             self._write(
-                "INSERT INTO stages (run_id, name, status, finished, exit_code, log_path)"
-                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, name) DO UPDATE SET"
+                "INSERT INTO stages (run_id, name, status, finished, exit_code, log_path, host)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, host, name) DO UPDATE SET"
                 " status = excluded.status, finished = excluded.finished,"
                 " exit_code = excluded.exit_code, log_path = excluded.log_path",
-                (run_id, event.stage, event.status.value, event.t, event.exit_code, event.log_path),
+                (run_id, event.stage, event.status.value, event.t, event.exit_code, event.log_path, host),
             )
         elif isinstance(event, Verdict):
             self._write(
                 "INSERT INTO verdicts (run_id, stage, check_name, status, explanation, numbers,"
-                " tolerance, device, t) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " tolerance, device, t, host) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     event.stage,
@@ -138,13 +151,14 @@ class StoreWriter(StoreBase):
                     event.tolerance,
                     event.device,
                     event.t,
+                    host,
                 ),
             )
         elif isinstance(event, Measurement):
             self._write(
                 "INSERT INTO measurements (run_id, stage, name, value, unit, spread, repeats, device,"
-                " params, conditions, fingerprint, t) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-                " (SELECT fingerprint FROM runs WHERE id = ?), ?)",
+                " params, conditions, fingerprint, t, host) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+                " (SELECT fingerprint FROM runs WHERE id = ?), ?, ?)",
                 (
                     run_id,
                     event.stage,
@@ -158,12 +172,13 @@ class StoreWriter(StoreBase):
                     _dumps(event.conditions),
                     run_id,
                     event.t,
+                    host,
                 ),
             )
         elif isinstance(event, Facts):
             self._write(
-                "INSERT INTO facts (run_id, stage, data) VALUES (?, ?, ?)",
-                (run_id, event.stage, _dumps(event.data)),
+                "INSERT INTO facts (run_id, stage, data, host) VALUES (?, ?, ?, ?)",
+                (run_id, event.stage, _dumps(event.data), host),
             )
         elif isinstance(event, Fingerprint):
             self._write(
@@ -171,8 +186,11 @@ class StoreWriter(StoreBase):
                 (event.digest, _dumps(event.basis), event.t),
             )
             # the run's first fingerprint stands; a later stage that differs is a finding (see runner)
-            self._write("UPDATE runs SET fingerprint = ? WHERE id = ? AND fingerprint IS NULL", (event.digest, run_id))
-        elif isinstance(event, RunFinished):
+            if not host:  # another host's environment is compared across the fleet, not made this run's
+                self._write(
+                    "UPDATE runs SET fingerprint = ? WHERE id = ? AND fingerprint IS NULL", (event.digest, run_id)
+                )
+        elif isinstance(event, RunFinished) and not host:
             self.end_run(run_id, event.status, event.exit_code)
 
     def record_sample(self, run_id: int, t: float, data: dict[str, Any]) -> None:

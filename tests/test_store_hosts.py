@@ -1,0 +1,60 @@
+"""A fleet run's store: one stage row per host, every row carries its host, and an older store migrates."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from rigcheck.engine.events import Facts, Measurement, StageFinished, StageStarted, Status, Verdict
+from rigcheck.engine.rows import measurement_row, report_rows
+from rigcheck.engine.store import Store
+from rigcheck.engine.store_schema import MIGRATIONS, SCHEMA_VERSION
+
+
+def test_the_same_stage_on_two_hosts_is_two_rows_each_with_its_host(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    run_id = store.begin_fleet_run(["matmul"], "quick", "python3", [], {"id": "r1", "hosts": ["a", "b"]})
+    for host, value in (("a", 100.0), ("b", 60.0)):
+        store.record(run_id, StageStarted("matmul", "cpu", 1, "python3"), host=host)
+        store.record(run_id, Measurement("matmul", "matmul fp32 1024", value, "GFLOP/s", device="cpu"), host=host)
+        store.record(run_id, Verdict("matmul", "limits", Status.PASS, "fine", device="cpu"), host=host)
+        store.record(run_id, Facts("probe", {"torch": host}), host=host)
+        store.record(run_id, StageFinished("matmul", Status.PASS), host=host)
+    report = store.report(run_id)
+    assert report is not None
+    assert sorted((s["host"], s["status"]) for s in report["stages"]) == [("a", "PASS"), ("b", "PASS")]
+    assert {(r["host"], r.get("value")) for r in report_rows(report) if r["kind"] == "measurement"} == {
+        ("a", 100.0),
+        ("b", 60.0),
+    }
+    assert report["host_facts"] == {"a": {"probe": {"torch": "a"}}, "b": {"probe": {"torch": "b"}}}
+    assert report["fleet"] == {"id": "r1", "hosts": ["a", "b"]}
+    assert report["run"]["device"] == "fleet"
+
+
+def test_a_local_run_keeps_one_row_per_stage_and_an_empty_host(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    run_id = store.begin_run(["matmul"], "cpu", "quick", "python3", [])
+    store.record(run_id, StageStarted("matmul", "cpu", 1, "python3"))
+    store.record(run_id, StageFinished("matmul", Status.FAIL))
+    report = store.report(run_id)
+    assert report is not None
+    assert [(s["host"], s["status"]) for s in report["stages"]] == [("", "FAIL")]
+    assert measurement_row(Measurement("m", "x", 1.0, "s"))["host"] == ""
+
+
+def test_a_version_3_store_migrates_with_its_stages(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)
+    for version, migration in enumerate(MIGRATIONS[:3]):
+        db.executescript(migration)
+        db.execute(f"PRAGMA user_version = {version + 1}")
+    db.execute("INSERT INTO runs (id, started, status) VALUES (1, 0, 'complete')")
+    db.execute("INSERT INTO stages (run_id, name, status) VALUES (1, 'probe', 'PASS')")
+    db.commit()
+    db.close()
+    store = Store(path)
+    report = store.report(1)
+    assert report is not None
+    assert [(s["name"], s["status"], s["host"]) for s in report["stages"]] == [("probe", "PASS", "")]
+    assert store._read("PRAGMA user_version")[0][0] == SCHEMA_VERSION
