@@ -133,6 +133,19 @@ class StoreReader(StoreBase):
             "contention": contention_report(samples, measurements),
         }
 
+    def host_fingerprints(self, run_id: int) -> dict[str, tuple[str, dict[str, Any]]]:
+        """A fleet run's environment fingerprint of each host: (digest, basis) of its first Fingerprint event."""
+        found: dict[str, tuple[str, dict[str, Any]]] = {}
+        rows = self._read(
+            "SELECT host, payload FROM events WHERE run_id = ? AND kind = 'Fingerprint' AND host != '' ORDER BY id",
+            (run_id,),
+        )
+        for row in rows:
+            if row["host"] not in found:
+                payload = json.loads(row["payload"])
+                found[row["host"]] = (str(payload.get("digest")), dict(payload.get("basis") or {}))
+        return found
+
     def worst_statuses(self, run_ids: list[int]) -> dict[int, str]:
         """Each run's most severe verdict (CRASH over TIMEOUT over FAIL over WARN over PASS over SKIP).
 

@@ -193,6 +193,13 @@ class StoreWriter(StoreBase):
         elif isinstance(event, RunFinished) and not host:
             self.end_run(run_id, event.status, event.exit_code)
 
+    def interrupt_host_stages(self, run_id: int, host: str) -> None:
+        """A lost fleet host's stages that were running when it was lost."""
+        self._write(
+            "UPDATE stages SET status = 'INTERRUPTED' WHERE run_id = ? AND host = ? AND status = 'running'",
+            (run_id, host),
+        )
+
     def record_sample(self, run_id: int, t: float, data: dict[str, Any]) -> None:
         self._write("INSERT INTO samples (run_id, t, data) VALUES (?, ?, ?)", (run_id, t, _dumps(data)))
 

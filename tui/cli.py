@@ -11,6 +11,7 @@ import os
 import sys
 from typing import NoReturn
 
+from .cli_fleet import add_fleet_parser
 from .cli_follow import command_cancel, command_follow
 from .cli_run import EXIT_INTERRUPTED, EXIT_USAGE, command_run
 from .preflight import UsageError, check_output_file, inspect_python, open_store, resolve_run_id, run_devices
@@ -34,6 +35,45 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options of `rigcheck run`, which a fleet agent takes too."""
+    from rigcheck.engine.stage import PROFILES
+
+    parser.add_argument("stages", nargs="*", metavar="STAGE", help="stages to run (default: all)")
+    parser.add_argument(
+        "--device", help="cpu, cuda:N, a list like cuda:0,cuda:3, or all (default: every GPU torch sees, else cpu)"
+    )
+    parser.add_argument(
+        "--serial", action="store_true", help="on several GPUs, measure one after another, not all at once"
+    )
+    parser.add_argument(
+        "--peer-tolerance",
+        type=float,
+        metavar="PERCENT",
+        help="name a GPU more than this far below the best of its peers (default 10)",
+    )
+    parser.add_argument("--profile", default="standard", help=f"one of {', '.join(PROFILES)}")
+    parser.add_argument("--python", help="run the stages under this interpreter (it needs torch)")
+    parser.add_argument("--json", metavar="FILE", help="also write the run's report as JSON here")
+    parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML here: one test case per verdict, for CI")
+    parser.add_argument("--strict", action="store_true", help="a WARN verdict fails the run (exit 1), for CI")
+    parser.add_argument("--timeout", type=float, help="time limit per stage in seconds")
+    parser.add_argument(
+        "--wait-quiet",
+        type=float,
+        metavar="SECONDS",
+        help="before each throughput stage, wait for a quiet host",
+    )
+    parser.add_argument("--no-telemetry", action="store_true", help="do not sample clocks and host load")
+    parser.add_argument(
+        "--detach", action="store_true", help="run in a background engine: the terminal can close; see `follow`"
+    )
+    parser.add_argument("--force", action="store_true", help="run even on a device another live run is using")
+    parser.add_argument("--max-find", action="store_true", help="matmul: also search shapes for the peak bf16 rate")
+    parser.add_argument("--compile", action="store_true", help="training: also measure torch.compile + channels_last")
+    parser.add_argument("--duration", type=float, metavar="SECONDS", help="burn: how long to run (default 30/60/300 s)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from rigcheck.engine.stage import PROFILES
 
@@ -46,39 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     run = commands.add_parser("run", help="run stages headless", parents=[common])
-    run.add_argument("stages", nargs="*", metavar="STAGE", help="stages to run (default: all)")
-    run.add_argument(
-        "--device", help="cpu, cuda:N, a list like cuda:0,cuda:3, or all (default: every GPU torch sees, else cpu)"
-    )
-    run.add_argument(
-        "--serial", action="store_true", help="on several GPUs, measure one after another, not all at once"
-    )
-    run.add_argument(
-        "--peer-tolerance",
-        type=float,
-        metavar="PERCENT",
-        help="name a GPU more than this far below the best of its peers (default 10)",
-    )
-    run.add_argument("--profile", default="standard", help=f"one of {', '.join(PROFILES)}")
-    run.add_argument("--python", help="run the stages under this interpreter (it needs torch)")
-    run.add_argument("--json", metavar="FILE", help="also write the run's report as JSON here")
-    run.add_argument("--junit", metavar="FILE", help="also write JUnit XML here: one test case per verdict, for CI")
-    run.add_argument("--strict", action="store_true", help="a WARN verdict fails the run (exit 1), for CI")
-    run.add_argument("--timeout", type=float, help="time limit per stage in seconds")
-    run.add_argument(
-        "--wait-quiet",
-        type=float,
-        metavar="SECONDS",
-        help="before each throughput stage, wait for a quiet host",
-    )
-    run.add_argument("--no-telemetry", action="store_true", help="do not sample clocks and host load")
-    run.add_argument(
-        "--detach", action="store_true", help="run in a background engine: the terminal can close; see `follow`"
-    )
-    run.add_argument("--force", action="store_true", help="run even on a device another live run is using")
-    run.add_argument("--max-find", action="store_true", help="matmul: also search shapes for the peak bf16 rate")
-    run.add_argument("--compile", action="store_true", help="training: also measure torch.compile + channels_last")
-    run.add_argument("--duration", type=float, metavar="SECONDS", help="burn: how long to run (default 30/60/300 s)")
+    add_run_options(run)
 
     monitor = commands.add_parser("monitor", help="live telemetry for every GPU and the host")
     monitor.add_argument("--json", action="store_true", help="one JSON object per line")
@@ -91,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     app.add_argument("--python", help="run the stages under this interpreter (it needs torch)")
     app.add_argument("--ascii", action="store_true", help="plain ASCII bars, for terminals without Unicode")
     add_serve_parser(commands, common)
+    add_fleet_parser(commands)
 
     commands.add_parser("stages", help="list the stages")
     for name in ("history", "runs"):
@@ -255,6 +264,11 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--store", "--version")):
         argv = ["app", *argv]  # `rigcheck` and `rigcheck --device cuda:0` open the app
     try:
+        if argv[0] == "fleet":  # everything it does not know goes to the agents
+            from .cli_fleet import command_fleet
+
+            args, rest = build_parser().parse_known_args(argv)
+            return command_fleet(args, rest)
         args = build_parser().parse_args(argv)
         if args.command is None:  # only `--store PATH` was given
             args = build_parser().parse_args([*argv, "app"])

@@ -35,7 +35,7 @@ def _print_summary(report: dict[str, Any]) -> None:
             out.print(table)
 
 
-def _write_reports(args: argparse.Namespace, report: dict[str, Any], err: Console) -> bool:
+def write_reports(args: argparse.Namespace, report: dict[str, Any], err: Console) -> bool:
     from rigcheck.engine.export import to_json
     from rigcheck.engine.junit import to_junit
 
@@ -75,13 +75,11 @@ def summarise(report: dict[str, Any], code: int, strict: bool, err: Console) -> 
     return code
 
 
-def command_run(args: argparse.Namespace) -> int:
-    from rigcheck.engine.owner import DeviceBusy, OwnedRun
+def request_from_args(args: argparse.Namespace) -> tuple[Any, Any]:
+    """Check `run`'s options and turn them into a RunRequest and the store it goes to (UsageError if bad)."""
     from rigcheck.engine.registry import UnknownStage, default_stages, resolve
     from rigcheck.engine.run_request import RunRequest
     from rigcheck.engine.stage import PROFILES, parse_device
-
-    from .cli_display import LiveDisplay, fitted_console
 
     try:
         infos = resolve(args.stages or list(default_stages(args.profile)))
@@ -125,6 +123,15 @@ def command_run(args: argparse.Namespace) -> int:
         tuple(sys.argv[1:]),
         args.force,
     )
+    return request, store
+
+
+def command_run(args: argparse.Namespace) -> int:
+    from rigcheck.engine.owner import DeviceBusy, OwnedRun
+
+    from .cli_display import LiveDisplay, fitted_console
+
+    request, store = request_from_args(args)
     if args.detach:
         return _detach(store, request)
 
@@ -155,6 +162,6 @@ def command_run(args: argparse.Namespace) -> int:
     assert report is not None
     code = summarise(report, code, args.strict, err)
     err.print(f"run {run_id} stored in {store.path}; logs in {log_dir}", markup=False, highlight=False)
-    if not _write_reports(args, report, err):
+    if not write_reports(args, report, err):
         return code or EXIT_USAGE
     return code

@@ -1,0 +1,201 @@
+"""One host's agent in a fleet run: its own engine run on every local GPU, its events sent on to rank 0 as they
+happen, then the inter-host collectives with the agents still alive; rank 0 also collects and compares.
+
+The agent process imports torch only for the c10d store (no CUDA); the stages still run in spawned children.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from ..events import Event, LogLine, StageFinished, Status
+from ..owner import OwnedRun
+from ..run_request import RunRequest
+from ..store import Store
+from .channel import FleetChannel, Heartbeat
+from .collector import Collector
+from .env import FleetEnv
+
+FAULT_ENV = "RIGCHECK_FLEET_FAULT"  # test hook: 'die-after:STAGE' kills this agent when STAGE ends
+LINKS_PHASE = "links"
+
+
+@dataclass(frozen=True)
+class FleetOptions:
+    """Every wait of a fleet run has an end; these are the flags that set them."""
+
+    join_timeout: float = 300.0  # for an agent to announce itself after the rendezvous
+    lost_after: float = 30.0  # heartbeat silence before an agent is lost
+    phase_timeout: float = 3600.0  # for the live agents to reach the collectives
+    collective_timeout: float = 60.0  # without a word from any rank during one collective
+    links: bool = True
+    pair_bytes: int = 0  # 0: by backend (64 MiB on NCCL, 4 MiB on gloo)
+
+
+def connect(env: FleetEnv, timeout: float) -> Any:
+    """torchrun's store (or, under srun alone, one rank 0 serves), namespaced for this fleet run."""
+    from torch.distributed import PrefixStore, TCPStore
+
+    store = TCPStore(
+        env.store_host,
+        env.store_port,
+        is_master=env.hosts_store,
+        timeout=timedelta(seconds=timeout),
+        wait_for_workers=False,
+    )
+    return store, PrefixStore(f"rigcheck/{env.run_id}/", store)
+
+
+def _fault_listener(fault: str) -> Callable[[Event], None] | None:
+    if not fault.startswith("die-after:"):
+        return None
+    stage = fault.split(":", 1)[1]
+
+    def die(event: Event) -> None:
+        if isinstance(event, StageFinished) and event.stage == stage:
+            time.sleep(0.3)  # let the heartbeat and forwarding threads send what they hold, as a real crash might not
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return die
+
+
+class Agent:
+    def __init__(self, env: FleetEnv, store: Store, request: RunRequest, options: FleetOptions) -> None:
+        self.env, self.store, self.request, self.options = env, store, request, options
+        self.fleet_run_id: int | None = None
+        self.local_run_id: int | None = None
+        self.collector: Collector | None = None
+        self.say: Callable[[str], None] = lambda text: print(f"rigcheck fleet [{env.node}]: {text}", file=sys.stderr)
+
+    def run(self) -> int:
+        base, prefixed = connect(self.env, self.options.join_timeout)
+        self.base_store = base
+        channel = FleetChannel(prefixed, self.env.rank, self.env.world)
+        beat = Heartbeat(channel).start()
+        channel.announce({"name": self.env.node, "pid": os.getpid(), "devices": list(self.request.devices)})
+        if self.env.rank == 0:
+            self._start_collecting(channel)
+        code = self._local_run(channel)
+        if self.options.links and self.env.world > 1:
+            code = max(code, self._links(channel))
+        channel.finish({"exit_code": code, "run_id": self.local_run_id, "store": str(self.store.path)})
+        if self.env.rank == 0:
+            code = max(code, self._finish_fleet())
+        beat.stop()
+        return code
+
+    def _start_collecting(self, channel: FleetChannel) -> None:
+        fleet = {"id": self.env.run_id, "world": self.env.world, "launcher": self.env.launcher, "rank0": self.env.node}
+        names = [info.name for info in self.request.stages]
+        self.fleet_run_id = self.store.begin_fleet_run(
+            names, self.request.profile, self.request.python, list(self.request.argv), fleet
+        )
+        self.collector = Collector(
+            self.store, self.fleet_run_id, channel, fleet, self.options.join_timeout, self.options.lost_after
+        )
+        self.collector.open_phase(LINKS_PHASE)
+        self.collector.start()
+        self.say(f"fleet run {self.fleet_run_id} in {self.store.path}: {self.env.world} host(s)")
+
+    def _local_run(self, channel: FleetChannel) -> int:
+        owned = OwnedRun(self.store, self.request)
+        self.local_run_id = owned.run_id
+        owned.listen(channel.publish)
+        fault = _fault_listener(os.environ.get(FAULT_ENV, ""))
+        if fault is not None:
+            owned.listen(fault)
+        self.say(f"run {owned.run_id} on {', '.join(self.request.devices)} ({len(self.request.stages)} stage(s))")
+        interrupted = False
+        owned.start()
+        try:
+            while not owned.wait(0.2):
+                pass
+        except KeyboardInterrupt:
+            interrupted = True
+            owned.cancel()
+            owned.wait(10)
+        return owned.finish(interrupted)
+
+    def _links(self, channel: FleetChannel) -> int:
+        """The inter-host collectives and the pairwise round, with the agents rank 0 admitted."""
+        channel.arrive(LINKS_PHASE)
+        deadline = time.monotonic() + self.options.phase_timeout
+        members = channel.members(LINKS_PHASE)
+        while members is None and time.monotonic() < deadline:
+            time.sleep(0.25)
+            members = channel.members(LINKS_PHASE)
+        if members is None:
+            self._send(channel, LogLine("fleet-links", "rank 0 never opened the collectives: skipped", "warning"))
+            return 0
+        if self.env.rank not in members or len(members) < 2:
+            return 0
+        return self._run_links(channel, members)
+
+    def _run_links(self, channel: FleetChannel, members: list[int]) -> int:
+        from .links import FleetLinksPlan, fleet_collectives, pairwise_rounds
+
+        infos = {rank: channel.host(rank) or {} for rank in members}
+        hosts = tuple(str(infos[rank].get("name") or f"rank {rank}") for rank in members)
+        local = tuple(self.request.devices)
+        gpu = any(d.startswith("cuda") for d in local)
+        plan = FleetLinksPlan(
+            store_host=self.env.store_host,
+            store_port=self.env.store_port,
+            prefix=f"rigcheck/{self.env.run_id}/links/",
+            host_index=members.index(self.env.rank),
+            hosts=hosts,
+            local_devices=local,
+            device_counts=tuple(len(infos[rank].get("devices") or ["cpu"]) for rank in members),
+            backend="nccl" if gpu else "gloo",
+            sizes=fleet_sizes(self.request.profile, gpu),
+            step_timeout=self.options.collective_timeout,
+            init_timeout=max(self.options.collective_timeout, 120.0),
+            python=self.request.python,
+        )
+        worst = Status.PASS
+        pair_bytes = self.options.pair_bytes or (64 << 20 if gpu else 4 << 20)
+        for event in (*fleet_collectives(plan), *pairwise_rounds(plan, pair_bytes, 5 if gpu else 3)):
+            self._send(channel, event)
+            status = getattr(event, "status", None)
+            if isinstance(status, Status) and status.severity > worst.severity:
+                worst = status
+        return 0 if worst.severity <= Status.WARN.severity else 1
+
+    def _send(self, channel: FleetChannel, event: Event) -> None:
+        """An event of the fleet part: to rank 0, and into this host's own run as well."""
+        channel.publish(event)
+        if self.local_run_id is not None:
+            self.store.record(self.local_run_id, event)
+
+    def _finish_fleet(self) -> int:
+        from .verdicts import fleet_verdicts
+
+        assert self.collector is not None and self.fleet_run_id is not None
+        self.collector.wait(self.options.phase_timeout + self.options.lost_after)
+        self.collector.stop()
+        for error in self.collector.errors[:3]:
+            self.store.record(self.fleet_run_id, LogLine("fleet", f"reading the agents: {error}", "error"))
+        report = self.store.report(self.fleet_run_id)
+        assert report is not None
+        for host, verdict in fleet_verdicts(report, self.store.host_fingerprints(self.fleet_run_id)):
+            self.store.record(self.fleet_run_id, verdict, host=host)
+        report = self.store.report(self.fleet_run_id)
+        assert report is not None
+        statuses = [Status(v["status"]) for v in report["verdicts"] if v["status"] in Status._value2member_map_]
+        failed = any(s.severity >= Status.FAIL.severity for s in statuses)
+        self.store.end_run(self.fleet_run_id, "complete", 1 if failed else 0)
+        return 1 if failed else 0
+
+
+def fleet_sizes(profile: str, gpu: bool) -> tuple[tuple[int, int], ...]:
+    """(bytes, timed calls) for the inter-host collectives: 1 GiB is the figure people compare on GPUs."""
+    if gpu:
+        return ((16 << 20, 20), (256 << 20, 10), (1 << 30, 5)) if profile != "quick" else ((1 << 30, 5),)
+    return ((1 << 20, 5), (16 << 20, 3)) if profile != "quick" else ((1 << 20, 3),)

@@ -1,0 +1,45 @@
+"""Rank 0's verdicts over the whole fleet once every agent has finished or is lost: peers across hosts,
+probe differences, and the pairwise links."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..events import Measurement, Verdict
+from .compare_hosts import fleet_peer_verdicts, probe_differences
+from .links import pair_verdicts
+
+
+def stored_figure(row: dict[str, Any]) -> Measurement:
+    """A figure as the store gave it back, as the event it was."""
+    return Measurement(
+        row["stage"],
+        row["name"],
+        row["value"],
+        row["unit"] or "",
+        row["spread"],
+        row["repeats"] or 1,
+        row["device"] or "",
+        row["params"] or {},
+        row["conditions"] or {},
+        t=row["t"] or 0.0,
+    )
+
+
+def fleet_verdicts(
+    report: dict[str, Any], fingerprints: dict[str, tuple[str, dict[str, Any]]]
+) -> list[tuple[str, Verdict]]:
+    """(host the verdict is about, or '' for the fleet, verdict) for every finding across hosts."""
+    figures = [(row["host"], stored_figure(row)) for row in report["measurements"] if row["host"]]
+    stage_figures = [(host, m) for host, m in figures if m.stage != "fleet-links"]
+    pairs = [m for _, m in figures if m.stage == "fleet-links" and m.params.get("pair")]
+    probes = {host: facts.get("probe", {}) for host, facts in report["host_facts"].items()}
+    lost = {host for host, state in ((report.get("fleet") or {}).get("states") or {}).items() if state == "lost"}
+    for host in (report.get("fleet") or {}).get("hosts", []):
+        if host not in probes and host not in lost:
+            probes[host] = {}
+    return [
+        *fleet_peer_verdicts(stage_figures),
+        *probe_differences(probes, fingerprints),
+        *pair_verdicts(pairs),
+    ]

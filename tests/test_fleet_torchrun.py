@@ -1,0 +1,110 @@
+"""A real fleet on this machine: torchrun with a c10d rendezvous on 127.0.0.1, three agents named as three hosts,
+gloo, CPU stages; rank 0's store holds all three hosts' results."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fleet_driver import Fleet, start_fleet
+from rigcheck.engine.store import Store
+
+pytestmark = pytest.mark.timeout(420)
+HOSTS = ["host-a", "host-b", "host-c"]
+
+
+def fleet_report(store: Path, timeout: float, fleet: Fleet) -> dict:
+    """Rank 0's fleet run once it has ended (torchrun itself may still wait at its exit barrier)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if store.exists():
+            with sqlite3.connect(store) as db:
+                row = db.execute("SELECT id FROM runs WHERE device = 'fleet' AND status != 'running'").fetchone()
+            if row:
+                report = Store(store).report(row[0])
+                assert report is not None
+                return report
+        time.sleep(0.5)
+    fleet.stop()
+    logs = "\n".join(f"--- {a.name}\n{a.text()[-4000:]}" for a in fleet.agents)
+    raise AssertionError(f"no fleet run ended within {timeout:.0f} s:\n{logs}")
+
+
+def burners(cpu: str, count: int) -> list[subprocess.Popen[bytes]]:
+    loop = "while True: pass"
+    return [subprocess.Popen(["taskset", "-c", cpu, sys.executable, "-c", loop]) for _ in range(count)]
+
+
+def test_three_hosts_in_one_run_and_the_slow_one_named(tmp_path: Path) -> None:
+    """host-c shares its one CPU with three burners pinned to it; a and b have the other CPU."""
+    hot = burners("1", 3)
+    try:
+        fleet = start_fleet(
+            tmp_path,
+            HOSTS,
+            ["probe", "matmul", "--profile", "quick", "--lost-after", "20", "--collective-timeout", "30"],
+            cpus_for={"host-a": "0", "host-b": "0", "host-c": "1"},
+        )
+        report = fleet_report(tmp_path / "host-a.db", 360, fleet)
+        fleet.wait(60)
+    finally:
+        for proc in hot:
+            proc.kill()
+    assert report["fleet"]["hosts"] == HOSTS
+    assert report["fleet"]["states"] == dict.fromkeys(HOSTS, "done")
+    stages = {(s["host"], s["name"]): s["status"] for s in report["stages"]}
+    for host in HOSTS:
+        assert stages[(host, "probe")] == "PASS", stages
+        assert stages[(host, "matmul")] in ("PASS", "WARN"), stages
+        assert any(m["host"] == host and m["stage"] == "matmul" for m in report["measurements"])
+    slow = [v for v in report["verdicts"] if v["stage"] == "fleet" and v["status"] == "WARN" and v["host"] == "host-c"]
+    assert slow, [(v["host"], v["check_name"], v["explanation"]) for v in report["verdicts"] if v["stage"] == "fleet"]
+    assert "host-c" in slow[0]["explanation"]
+    # the inter-host collectives ran across the three hosts, checked, with their busbw
+    links = [m for m in report["measurements"] if m["stage"] == "fleet-links" and not m["params"].get("pair")]
+    assert {m["name"].split()[0] for m in links} >= {"all_reduce", "all_gather", "reduce_scatter"}
+    assert all(m["value"] > 0 for m in links)
+    checks = [v for v in report["verdicts"] if v["stage"] == "fleet-links" and v["status"] != "PASS"]
+    assert not [v for v in checks if v["status"] in ("FAIL", "CRASH")], checks
+    pairs = {tuple(m["params"]["pair"]) for m in report["measurements"] if m["params"].get("pair")}
+    assert len(pairs) == 3, pairs
+    # every agent kept its own store as well
+    for agent in fleet.agents:
+        with sqlite3.connect(agent.store) as db:
+            assert db.execute("SELECT count(*) FROM stages WHERE name = 'matmul'").fetchone()[0] == 1
+
+
+def test_a_killed_agent_is_lost_and_the_others_finish(tmp_path: Path) -> None:
+    fleet = start_fleet(
+        tmp_path,
+        HOSTS,
+        ["probe", "matmul", "--profile", "quick", "--lost-after", "4", "--no-links"],
+        env_for={"host-c": {"RIGCHECK_FLEET_FAULT": "die-after:probe"}},
+    )
+    try:
+        report = fleet_report(tmp_path / "host-a.db", 300, fleet)
+    finally:
+        fleet.stop()  # the survivors' torchrun waits at its exit barrier for the lost host's agent
+    assert report["fleet"]["states"] == {"host-a": "done", "host-b": "done", "host-c": "lost"}
+    lost = [v for v in report["verdicts"] if v["host"] == "host-c" and v["check_name"] == "agent"]
+    assert lost and lost[0]["status"] == "CRASH", lost
+    assert "probe finished PASS" in lost[0]["explanation"]
+    stages = {(s["host"], s["name"]): s["status"] for s in report["stages"]}
+    assert stages[("host-c", "probe")] == "PASS"
+    assert ("host-c", "matmul") not in stages or stages[("host-c", "matmul")] == "INTERRUPTED"
+    for host in ("host-a", "host-b"):
+        assert stages[(host, "matmul")] in ("PASS", "WARN"), stages
+
+
+def test_outside_torchrun_it_says_how_to_start_it(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "RIGCHECK_STORE": str(tmp_path / "s.db")}
+    done = subprocess.run(
+        [sys.executable, "-m", "rigcheck.fleet", "probe"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "torchrun" in done.stderr
+    assert "Traceback" not in done.stderr

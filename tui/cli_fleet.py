@@ -1,0 +1,206 @@
+"""Fleet front ends: the agent torchrun starts on each host (`python -m rigcheck.fleet`), and `rigcheck fleet`,
+which starts torchrun with the right rendezvous for you. Rank 0 prints the fleet's summary on stdout."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import signal
+import sys
+from typing import Any
+
+from .preflight import UsageError
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def add_fleet_timeouts(parser: argparse.ArgumentParser) -> None:
+    from rigcheck.engine.fleet.agent import FleetOptions
+
+    d = FleetOptions()
+    parser.add_argument(
+        "--join-timeout",
+        type=float,
+        default=d.join_timeout,
+        metavar="S",
+        help="for every agent to announce itself (default %(default)s)",
+    )
+    parser.add_argument(
+        "--lost-after",
+        type=float,
+        default=d.lost_after,
+        metavar="S",
+        help="heartbeat silence before an agent is called lost (default %(default)s)",
+    )
+    parser.add_argument(
+        "--phase-timeout",
+        type=float,
+        default=d.phase_timeout,
+        metavar="S",
+        help="for the live agents to reach the collectives (default %(default)s)",
+    )
+    parser.add_argument(
+        "--collective-timeout",
+        type=float,
+        default=d.collective_timeout,
+        metavar="S",
+        help="one collective without a word from any rank is a TIMEOUT (default %(default)s)",
+    )
+    parser.add_argument(
+        "--no-links", action="store_true", help="skip the inter-host collectives and the pairwise round"
+    )
+
+
+def agent_parser() -> argparse.ArgumentParser:
+    from .cli import _Parser, add_run_options
+
+    parser = _Parser(
+        prog="python -m rigcheck.fleet",
+        description="One host's agent of a fleet run; start it on every host with torchrun (one per host).",
+    )
+    parser.add_argument("--store", help="this host's results database (default: $RIGCHECK_STORE, else per user)")
+    add_run_options(parser)
+    add_fleet_timeouts(parser)
+    return parser
+
+
+def fleet_options(args: argparse.Namespace) -> Any:
+    from rigcheck.engine.fleet.agent import FleetOptions
+
+    for flag in ("join_timeout", "lost_after", "phase_timeout", "collective_timeout"):
+        if not getattr(args, flag) > 0:
+            raise UsageError(f"--{flag.replace('_', '-')} must be a positive number of seconds")
+    return FleetOptions(
+        args.join_timeout, args.lost_after, args.phase_timeout, args.collective_timeout, not args.no_links
+    )
+
+
+def agent_main(argv: list[str] | None = None) -> int:
+    from rigcheck.engine.fleet.agent import Agent
+    from rigcheck.engine.fleet.env import FleetEnvError, read_env
+
+    from .cli_run import request_from_args, write_reports
+
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = agent_parser().parse_args(argv)
+        if args.detach:
+            raise UsageError("a fleet agent runs in the foreground under torchrun or srun; --detach is for `run`")
+        try:
+            env = read_env()
+        except FleetEnvError as error:
+            raise UsageError(str(error)) from None
+        options = fleet_options(args)
+        request, store = request_from_args(args)
+    except UsageError as error:
+        print(f"rigcheck fleet: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    signal.signal(signal.SIGTERM, _raise_interrupt)  # torchrun stops its workers with SIGTERM
+    agent = Agent(env, store, request, options)
+    try:
+        code = agent.run()
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except RuntimeError as error:  # the store cannot be reached: torch.distributed says why
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        print(
+            f"rigcheck fleet [{env.node}]: the fleet store at {env.store_host}:{env.store_port} failed: {first}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    shown = agent.fleet_run_id if agent.fleet_run_id is not None else agent.local_run_id
+    report = store.report(shown) if shown is not None else None
+    if report is not None:
+        if agent.fleet_run_id is not None:
+            print(fleet_summary(report))
+            print(f"fleet run {agent.fleet_run_id} stored in {store.path}", file=sys.stderr)
+        from rich.console import Console
+
+        write_reports(args, report, Console(stderr=True))
+    return code
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def fleet_summary(report: dict[str, Any]) -> str:
+    """Plain text: each host's state and stages, the fleet's own verdicts, and the inter-host figures."""
+    fleet = report.get("fleet") or {}
+    states = fleet.get("states") or {}
+    lines = [
+        f"fleet run {report['run']['id']}: {len(fleet.get('hosts', []))} host(s), profile {report['run']['profile']}"
+    ]
+    for host in fleet.get("hosts", []):
+        stages = [f"{s['name']} {s['status']}" for s in report["stages"] if s["host"] == host]
+        lines.append(f"  {host:<16} {states.get(host, '?'):<8} {', '.join(stages) or 'no stage reported'}")
+    fleet_rows = [v for v in report["verdicts"] if v["stage"] in ("fleet", "fleet-links")]
+    if fleet_rows:
+        lines.append("across the fleet:")
+        for v in fleet_rows:
+            where = f"{v['host']}: " if v["host"] else ""
+            text = (v["explanation"] or "").splitlines()[0] if v["explanation"] else ""
+            lines.append(f"  {v['status']:<7} {where}{text}")
+    links = [m for m in report["measurements"] if m["stage"] == "fleet-links"]
+    if links:
+        lines.append("inter-host links:")
+        for m in links:
+            trust = (m.get("conditions") or {}).get("trust") or ""
+            lines.append(f"  {m['name']:<40} {m['value']:>10,.1f} {m['unit'] or ''} {trust}".rstrip())
+    return "\n".join(lines)
+
+
+def launch_argv(args: argparse.Namespace, rest: list[str]) -> list[str]:
+    """The torchrun command line `rigcheck fleet` starts on this host."""
+    if args.nnodes < 1:
+        raise UsageError("--nnodes must be 1 or more")
+    if ":" not in args.endpoint:
+        raise UsageError(f"--endpoint {args.endpoint!r} must be HOST:PORT (the host that serves the rendezvous)")
+    argv = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        f"--nnodes={args.nnodes}",
+        "--nproc-per-node=1",
+        "--rdzv-backend=c10d",
+        f"--rdzv-endpoint={args.endpoint}",
+        f"--rdzv-id={args.id}",
+    ]
+    if args.rendezvous_client:
+        argv.append("--rdzv-conf=is_host=0")
+    return [*argv, "-m", "rigcheck.fleet", *rest]
+
+
+def command_fleet(args: argparse.Namespace, rest: list[str]) -> int:
+    argv = launch_argv(args, rest)
+    print(f"rigcheck fleet: {shlex.join(argv)}", file=sys.stderr, flush=True)
+    os.execv(argv[0], argv)
+    return 0  # not reached
+
+
+def add_fleet_parser(commands: Any) -> None:
+    fleet = commands.add_parser(
+        "fleet",
+        help="start this host's agent of a fleet run under torchrun (run it on every host)",
+        description="Starts torchrun with a c10d rendezvous; every other argument goes to the agent "
+        "(stages, --profile, --device, --store, the timeouts: see `python -m rigcheck.fleet --help`).",
+    )
+    fleet.add_argument(
+        "--nnodes",
+        type=int,
+        required=True,
+        help="how many hosts (torchrun's --nnodes: N or MIN:MAX not supported here)",
+    )
+    fleet.add_argument(
+        "--endpoint", required=True, metavar="HOST:PORT", help="the rendezvous host and port, the same on every host"
+    )
+    fleet.add_argument(
+        "--id", default="rigcheck", help="the rendezvous id, the same on every host (default %(default)s)"
+    )
+    fleet.add_argument(
+        "--rendezvous-client",
+        action="store_true",
+        help="only join the rendezvous, never serve it (for every agent but the first when several run on one machine)",
+    )

@@ -1,0 +1,1 @@
+"""`python -m rigcheck.fleet`: the agent torchrun (or srun) starts on every host of a fleet run."""
