@@ -14,6 +14,7 @@ from rigcheck.tui.screens.history import HistoryScreen
 from rigcheck.tui.widgets.fleet_grid import FleetGrid
 from rigcheck.tui.widgets.results_panel import ResultsPanel
 from screen_text import screen_text
+from textual import events
 
 
 @pytest.fixture(autouse=True)
@@ -89,3 +90,27 @@ async def test_the_fleet_screens_keep_to_ascii(tmp_path: Path) -> None:
     assert "LOST" in grid and "cuda:3" in host
     for text in (grid, host):
         assert text.isascii(), sorted({c for c in text if not c.isascii()})
+
+
+async def test_keys_that_arrive_in_one_burst_open_the_host_they_moved_to(tmp_path: Path) -> None:
+    """Over SSH arrows and enter come in one read: enter must not run ahead of the arrows (the history too)."""
+    store = Store(tmp_path / "s.db")
+    fleet_run(store)
+    store.end_run(store.begin_run(["probe"], "cpu", "quick", "python3", []), "complete", 0)  # newest: listed first
+    app = RigcheckApp(store, FakeSampler(h200_samples()), device="cpu", profile="quick")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press(pilot, "h")
+        burst(app, "down", "enter")  # down to the fleet run, then open it
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, FleetScreen)
+        burst(app, "down", "down", "down", "enter")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, FleetHostScreen) and app.screen.line.host == HOSTS[3]
+
+
+def burst(app: RigcheckApp, *keys: str) -> None:
+    """Keys as the driver sends them, each without waiting for the last to be handled."""
+    for key in keys:
+        event = events.Key(key, "\r" if key == "enter" else None)
+        event.set_sender(app)
+        app._driver.send_message(event)  # type: ignore[union-attr]

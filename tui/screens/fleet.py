@@ -27,7 +27,6 @@ class FleetScreen(Screen[int | None]):
 
     BINDINGS = [
         Binding("escape,q", "close", "Back"),
-        Binding("enter", "open", "Open host", priority=True),  # before the table's own enter, and shown
         Binding("r", "all_results", "All results"),
     ]
 
@@ -64,15 +63,9 @@ class FleetScreen(Screen[int | None]):
         self._describe(event.coordinate.row, event.coordinate.column)
 
     def on_data_table_cell_selected(self, event: DataTable.CellSelected) -> None:
-        """A click on a cell opens its host, as enter does."""
+        """Enter, or a click, on a cell opens its host."""
         event.stop()
-        self._open(event.coordinate.row)
-
-    def action_open(self) -> None:
-        self._open(self.query_one(FleetGrid).cursor_coordinate.row)
-
-    def _open(self, row: int) -> None:
-        grid = self.query_one(FleetGrid)
+        grid, row = self.query_one(FleetGrid), event.coordinate.row
         if self.report is not None and 0 <= row < len(grid.lines):
             self.app.push_screen(FleetHostScreen(self.report, grid.lines[row]))
 

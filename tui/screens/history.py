@@ -50,10 +50,16 @@ class CompareScreen(Screen[None]):
                 table.add_row(*row)
 
 
+class RunsTable(DataTable[Any]):
+    # Enter is the table's own (a RowSelected after any arrow keys before it, shown in the footer): a
+    # screen's priority binding would run ahead of arrows still queued for the table, as keys arrive
+    # in bursts over SSH, and open the wrong run.
+    BINDINGS = [Binding("enter", "select_cursor", "Open")]
+
+
 class HistoryScreen(Screen[int | None]):
     BINDINGS = [
         Binding("escape,q", "close", "Back"),
-        Binding("enter", "open", "Open", priority=True),  # before the table's own enter, and shown
         Binding("space", "mark", "Mark"),
         Binding("c", "compare", "Compare marked"),
     ]
@@ -67,7 +73,7 @@ class HistoryScreen(Screen[int | None]):
 
     def compose(self) -> ComposeResult:
         yield Static("History: enter opens a run, space marks two, c compares them", classes="screen-title")
-        yield DataTable(id="history-table", cursor_type="row")
+        yield RunsTable(id="history-table", cursor_type="row")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -100,9 +106,6 @@ class HistoryScreen(Screen[int | None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
-
-    def action_open(self) -> None:
-        self._open(self._current())
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter on a row: the table takes the key for itself and says so with this message."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 from rigcheck.engine.fleet_view import STATE_CLASS, Cell, HostLine, grid_devices
+from textual.binding import Binding
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
@@ -16,6 +17,10 @@ HOST_WIDTH = 20  # a longer name is cut here (the detail line has it whole)
 
 class FleetGrid(DataTable[Text]):
     """Cells of `engine.fleet_view`: the worst verdict and key figure on line 1, the figure's trust on line 2."""
+
+    # Enter is the table's own (a CellSelected after any arrow keys before it): a screen's priority
+    # binding would run ahead of arrows still queued for the table, as keys arrive in bursts over SSH.
+    BINDINGS = [Binding("enter", "select_cursor", "Open host")]
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(cursor_type="cell", fixed_columns=1, zebra_stripes=True, **kwargs)  # type: ignore[arg-type]
