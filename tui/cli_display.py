@@ -229,8 +229,10 @@ def history_table(runs: list[dict[str, Any]], worst: dict[int, str] | None = Non
     worst = worst or {}
     wide = width >= 100
     table = Table(title="rigcheck runs", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for column in ("run", "started", "status", "worst", "exit", "device", "profile"):
+    for column in ("run", "started", "status", "worst", "exit"):
         table.add_column(column, no_wrap=True)
+    table.add_column("device", overflow="fold")  # a fleet's "fleet (16 hosts, 1 lost)" wraps rather than crowd
+    table.add_column("profile", no_wrap=True)
     table.add_column("stages", overflow="fold", min_width=10)
     if wide:
         table.add_column("fingerprint", no_wrap=True)
