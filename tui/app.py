@@ -29,6 +29,7 @@ from rigcheck.engine.events import (
     Verdict,
     worst,
 )
+from rigcheck.engine.fleet_view import host_labelled
 from rigcheck.engine.registry import STAGES, StageInfo
 from rigcheck.engine.rows import measurement_row, report_rows, verdict_row
 from rigcheck.engine.run_request import RunRequest
@@ -432,7 +433,7 @@ class RigcheckApp(App[int]):
         report = self.store.report(run_id)
         if report is None:
             return
-        self._show_results_of(run_id, report_rows(report, by_time=True))
+        self._show_results_of(run_id, host_labelled(report_rows(report, by_time=True)))  # a fleet's: host by device
         self.action_results()
 
     def _show_results_of(self, run_id: int | None, rows: list[dict[str, Any]]) -> None:

@@ -140,7 +140,9 @@ def command_export(args: argparse.Namespace) -> int:
 
 
 def command_show(args: argparse.Namespace) -> int:
-    from .cli_display import contention_table, fitted_console, measurements_table, summary_table
+    from rigcheck.engine.fleet_view import fleet_label
+
+    from .cli_display import contention_table, fitted_console, fleet_table, measurements_table, summary_table
 
     store = open_store(args.store)
     report = store.report(resolve_run_id(store, args.run))
@@ -148,11 +150,10 @@ def command_show(args: argparse.Namespace) -> int:
     console = fitted_console()
     run = report["run"]
     console.print(
-        f"run {run['id']}: {run['status']}, device {run['device']}, profile {run['profile']}, "
+        f"run {run['id']}: {run['status']}, device {fleet_label(run)}, profile {run['profile']}, "
         f"python {run['python']}, fingerprint {run['fingerprint']}"
     )
-    console.print(summary_table(report))
-    for table in (measurements_table(report), contention_table(report)):
+    for table in (fleet_table(report), summary_table(report), measurements_table(report), contention_table(report)):
         if table is not None:
             console.print(table)
     return 0

@@ -23,6 +23,7 @@ from rigcheck.engine.events import (
 from rigcheck.engine.events import (
     Progress as ProgressEvent,
 )
+from rigcheck.engine.fleet_view import KEY_RULE, fleet_cells, fleet_label, grid_devices
 from rigcheck.engine.rows import STATUS_CLASS, measurement_row, report_rows, trust_of, trust_reasons, unverified
 
 CLASS_STYLE = {
@@ -123,14 +124,21 @@ class LiveDisplay:
             out.print(line + Text(f" ({tally})" if tally else ""))
 
 
+def has_hosts(report: dict[str, Any]) -> bool:
+    """A fleet run's rows name their hosts; a single host's never do (and print as they always have)."""
+    return any(row.get("host") for row in report["verdicts"] + report["measurements"])
+
+
 def summary_table(report: dict[str, Any]) -> Table:
     table = Table(title=f"rigcheck run {report['run']['id']}", expand=False)
-    for column in ("stage", "check", "device", "status", "meaning"):
+    hosts = has_hosts(report)
+    for column in ("host",) * hosts + ("stage", "check", "device", "status", "meaning"):
         table.add_column(column, overflow="fold")
     for row in report_rows(report):
         if row["kind"] != "verdict":
             continue
         table.add_row(
+            *(row["host"],) * hosts,
             row["stage"],
             row["name"],
             row["device"],
@@ -153,11 +161,37 @@ def measurements_table(report: dict[str, Any]) -> Table | None:
     if not report["measurements"]:
         return None
     table = Table(title="measurements")
-    for column in ("stage", "name", "device", "value", "unit", "spread", "trust"):
+    hosts = has_hosts(report)
+    for column in ("host",) * hosts + ("stage", "name", "device", "value", "unit", "spread", "trust"):
         table.add_column(column, overflow="fold")
     for m in map(measurement_row, report["measurements"]):
         spread = "" if m["spread"] is None else f"{m['spread']:.3g}"
-        table.add_row(m["stage"], m["name"], m["device"], f"{m['value']:.4g}", m["unit"], spread, trust_cell(m))
+        cells = (m["stage"], m["name"], m["device"], f"{m['value']:.4g}", m["unit"], spread)
+        table.add_row(*(m["host"],) * hosts, *cells, trust_cell(m))
+    return table
+
+
+def fleet_table(report: dict[str, Any]) -> Table | None:
+    """A fleet run's hosts x GPUs: each cell the worst verdict, the key figure and its trust."""
+    lines = fleet_cells(report)
+    if not lines:
+        return None
+    devices = grid_devices(lines)
+    table = Table(title=f"hosts x devices: worst verdict, key figure ({KEY_RULE}), its trust")
+    for column in ("host", "state", "host verdict", *devices):
+        table.add_column(column, overflow="fold")
+    for line in lines:
+        cells = {cell.device: cell for cell in line.cells}
+        shown = []
+        for device in devices:
+            cell = cells.get(device)
+            words = [cell.status or "-", cell.value_text(), cell.trust] if cell else []
+            text = Text(" ".join(w for w in words if w))
+            if cell is not None and cell.status:
+                text.stylize(STATUS_STYLE.get(cell.status, ""), 0, len(cell.status))
+            shown.append(text)
+        state = Text(line.state.upper() if line.lost else line.state, style="bold magenta" if line.lost else "")
+        table.add_row(line.host, state, status_text(line.status) if line.status else Text("-"), *shown)
     return table
 
 
@@ -195,8 +229,10 @@ def history_table(runs: list[dict[str, Any]], worst: dict[int, str] | None = Non
     worst = worst or {}
     wide = width >= 100
     table = Table(title="rigcheck runs", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for column in ("run", "started", "status", "worst", "exit", "device", "profile"):
+    for column in ("run", "started", "status", "worst", "exit"):
         table.add_column(column, no_wrap=True)
+    table.add_column("device", overflow="fold")  # a fleet's "fleet (16 hosts, 1 lost)" wraps rather than crowd
+    table.add_column("profile", no_wrap=True)
     table.add_column("stages", overflow="fold", min_width=10)
     if wide:
         table.add_column("fingerprint", no_wrap=True)
@@ -209,7 +245,7 @@ def history_table(runs: list[dict[str, Any]], worst: dict[int, str] | None = Non
             styled(run["status"].upper() if run["status"] == "interrupted" else run["status"]),
             styled(worst[run["id"]]) if run["id"] in worst else "-",
             exit_code,
-            run["device"] or "",
+            fleet_label(run),
             run["profile"] or "",
             ", ".join(json.loads(run["stages"] or "[]")),
             *((run["fingerprint"] or "",) if wide else ()),

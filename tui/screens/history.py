@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from rigcheck.engine.compare import compare
+from rigcheck.engine.fleet_view import fleet_label
 from rigcheck.engine.store import Store
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -14,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from ..widgets.styling import status_text
+from .fleet import FleetScreen
 
 MARK = "*"
 
@@ -48,10 +50,16 @@ class CompareScreen(Screen[None]):
                 table.add_row(*row)
 
 
+class RunsTable(DataTable[Any]):
+    # Enter is the table's own (a RowSelected after any arrow keys before it, shown in the footer): a
+    # screen's priority binding would run ahead of arrows still queued for the table, as keys arrive
+    # in bursts over SSH, and open the wrong run.
+    BINDINGS = [Binding("enter", "select_cursor", "Open")]
+
+
 class HistoryScreen(Screen[int | None]):
     BINDINGS = [
         Binding("escape,q", "close", "Back"),
-        Binding("enter", "open", "Open", priority=True),  # before the table's own enter, and shown
         Binding("space", "mark", "Mark"),
         Binding("c", "compare", "Compare marked"),
     ]
@@ -61,10 +69,11 @@ class HistoryScreen(Screen[int | None]):
         self.store = store
         self.marked: list[int] = []
         self.run_ids: list[int] = []
+        self.fleet_runs: set[int] = set()
 
     def compose(self) -> ComposeResult:
         yield Static("History: enter opens a run, space marks two, c compares them", classes="screen-title")
-        yield DataTable(id="history-table", cursor_type="row")
+        yield RunsTable(id="history-table", cursor_type="row")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -76,13 +85,15 @@ class HistoryScreen(Screen[int | None]):
         worst = self.store.worst_statuses([run["id"] for run in runs])
         for run in runs:
             self.run_ids.append(run["id"])
+            if run.get("fleet"):
+                self.fleet_runs.add(run["id"])
             table.add_row(
                 "",
                 str(run["id"]),
                 dt.datetime.fromtimestamp(run["started"]).strftime("%Y-%m-%d %H:%M"),
                 "LIVE" if self.store.is_live(run) else run["status"],  # an engine is carrying it now
                 status_text(self.app, worst[run["id"]]) if run["id"] in worst else "-",
-                run["device"] or "",
+                fleet_label(run),  # a fleet run: how many hosts, how many lost
                 run["profile"] or "",
                 ", ".join(json.loads(run["stages"] or "[]")),
                 run["fingerprint"] or "",
@@ -96,13 +107,22 @@ class HistoryScreen(Screen[int | None]):
     def action_close(self) -> None:
         self.dismiss(None)
 
-    def action_open(self) -> None:
-        self.dismiss(self._current())
-
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter on a row: the table takes the key for itself and says so with this message."""
         event.stop()
-        self.dismiss(self.run_ids[event.cursor_row] if 0 <= event.cursor_row < len(self.run_ids) else None)
+        self._open(self.run_ids[event.cursor_row] if 0 <= event.cursor_row < len(self.run_ids) else None)
+
+    def _open(self, run_id: int | None) -> None:
+        """A fleet run opens on its hosts x GPUs grid (whose `r` goes on to the usual Results); others at once."""
+        if run_id is None or run_id not in self.fleet_runs:
+            self.dismiss(run_id)
+            return
+
+        def chosen(result: int | None) -> None:
+            if result is not None:
+                self.dismiss(result)
+
+        self.app.push_screen(FleetScreen(self.store, run_id), chosen)
 
     def action_mark(self) -> None:
         run_id = self._current()
