@@ -75,7 +75,7 @@ class StoreReader(StoreBase):
         """The newest Probe facts, that run's fingerprint, and Probe's non-PASS explanations."""
         rows = self._read(
             "SELECT f.run_id, f.data, r.fingerprint FROM facts f JOIN runs r ON r.id = f.run_id"
-            " WHERE f.stage = 'probe' ORDER BY f.id DESC LIMIT 1"
+            " WHERE f.stage = 'probe' AND f.host = '' ORDER BY f.id DESC LIMIT 1"
         )
         if not rows:
             return None

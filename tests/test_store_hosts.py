@@ -58,3 +58,13 @@ def test_a_version_3_store_migrates_with_its_stages(tmp_path: Path) -> None:
     assert report is not None
     assert [(s["name"], s["status"], s["host"]) for s in report["stages"]] == [("probe", "PASS", "")]
     assert store._read("PRAGMA user_version")[0][0] == SCHEMA_VERSION
+
+
+def test_the_latest_probe_is_this_hosts_not_a_fleet_hosts(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    local = store.begin_run(["probe"], "cpu", "quick", "python3", [])
+    store.record(local, Facts("probe", {"torch": "here"}))
+    fleet = store.begin_fleet_run(["probe"], "quick", "python3", [], {"id": "r1"})
+    store.record(fleet, Facts("probe", {"torch": "elsewhere"}), host="b")
+    latest = store.latest_probe()
+    assert latest is not None and latest[0] == {"torch": "here"}
