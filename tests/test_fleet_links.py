@@ -144,7 +144,7 @@ def _workers() -> list[psutil.Process]:
 
 
 def _fleet(
-    port: int, prefix: str, call: Callable[[FleetLinksPlan], Iterator[Event]], **options: object
+    port: int, prefix: str, call: Callable[[FleetLinksPlan], Iterator[Event]], hosts: int = 3, **options: object
 ) -> dict[int, list[Event]]:
     """Every host's events, the hosts run at once in threads as agents on three machines would."""
     out: dict[int, list[Event]] = {}
@@ -152,16 +152,16 @@ def _fleet(
     def host(index: int) -> None:
         plan = FleetLinksPlan(
             "127.0.0.1", port, prefix, index, HOSTS, ("cpu",), (1, 1, 1), "gloo", ((MIB, 3),),
-            warmup=1, init_timeout=60.0, **options,  # type: ignore[arg-type]
+            **({"warmup": 1, "init_timeout": 60.0} | options),  # type: ignore[arg-type]
         )  # fmt: skip
         out[index] = list(call(plan))
 
-    threads = [threading.Thread(target=host, args=(i,)) for i in range(len(HOSTS))]
+    threads = [threading.Thread(target=host, args=(i,)) for i in range(hosts)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(120)
-    assert sorted(out) == [0, 1, 2] and not _workers()
+    assert sorted(out) == list(range(hosts)) and not _workers()
     return out
 
 
@@ -233,3 +233,12 @@ def test_pairwise_rounds_measure_each_healthy_pair_once_and_go_on_past_a_hung_on
             assert verdict.explanation.startswith(f"pair round {verdict.numbers['round']} {verdict.check[5:]}: ")
         byes = [e.text for e in out[i] if isinstance(e, LogLine) and "bye" in e.text]
         assert len(byes) == 1  # a host with a bye goes on to its next round and its pair still forms
+
+
+def test_a_host_that_never_comes_is_named_once_forming_the_group_times_out(store_port: int) -> None:
+    out = _fleet(store_port, "run1/fleet-links/3", fleet_collectives, hosts=2, init_timeout=8.0)  # h2 is lost
+    for index in range(2):
+        ended = _verdicts(out[index])["collectives"]
+        assert [v.status for v in ended] == [Status.TIMEOUT] and ended[0].numbers["hosts"] == ["h2"]
+        assert ended[0].explanation.startswith("forming the group hung: rank 2 (h2, never reached the store)")
+        assert not [e for e in out[index] if isinstance(e, Measurement)]

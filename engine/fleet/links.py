@@ -143,12 +143,14 @@ def _failure(
     """The local follower's failure, told from the fleet's view in the store where it can be read: a host
     whose ranks all wait inside a collective cannot see on its own which rank elsewhere never came."""
     progress = read_progress(plan.store_host, plan.store_port, prefix, world)
-    behind, step = stragglers(progress, world)
-    step = step or str(failure.numbers.get("step") or "the first collective")
-    named = ", ".join(f"rank {r} ({host_of(r)})" for r in behind)
+    behind, step = stragglers(progress or {}, world)
+    step = step or str(failure.numbers.get("step") or "forming the group")
+    named = ", ".join(
+        f"rank {r} ({host_of(r)}{'' if r in (progress or {}) else ', never reached the store'})" for r in behind
+    )
     numbers = dict(failure.numbers) | {"ranks": behind, "hosts": sorted({host_of(r) for r in behind})}
     quiet = float(failure.numbers.get("quiet_s", 0.0))
-    if not progress:
+    if progress is None:
         text = f"{failure.explanation}; the fleet's store could not be read, so only this host's ranks are known"
     elif failure.status != "TIMEOUT":
         where = f"{named} had not answered in {step}" if behind else f"every rank had reached {step}"

@@ -20,8 +20,10 @@ def open_store(host: str, port: int, prefix: str, timeout_s: float) -> Any:
     return dist.PrefixStore(prefix, client)
 
 
-def read_progress(host: str, port: int, prefix: str, world: int, timeout_s: float = 5.0) -> dict[int, dict[str, Any]]:
-    """{rank: {"n", "kind", "step", "t"}} for each rank that wrote its progress; {} when the store cannot be read."""
+def read_progress(
+    host: str, port: int, prefix: str, world: int, timeout_s: float = 5.0
+) -> dict[int, dict[str, Any]] | None:
+    """{rank: {"n", "kind", "step", "t"}} for each rank that wrote its progress; None when the store cannot be read."""
     try:
         store = open_store(host, port, prefix, timeout_s)
         found = {}
@@ -31,13 +33,11 @@ def read_progress(host: str, port: int, prefix: str, world: int, timeout_s: floa
                 found[rank] = json.loads(store.get(key))
         return found
     except Exception:  # the store went with a lost rank 0: the local view is all there is
-        return {}
+        return None
 
 
 def stragglers(progress: dict[int, dict[str, Any]], world: int) -> tuple[list[int], str]:
     """The ranks short of the furthest one (or that never wrote), and the step the furthest one is in."""
-    if not progress:
-        return [], ""
-    furthest = max(progress.values(), key=lambda p: p["n"])
+    furthest = max(progress.values(), key=lambda p: p["n"], default={"n": 0, "step": ""})
     behind = [r for r in range(world) if r not in progress or progress[r]["n"] < furthest["n"]]
     return behind, str(furthest.get("step") or "")
