@@ -2,7 +2,8 @@
 
 Standard library only (the workers import torch): tests drive it without torch in the test process.
 A rank that stops answering ends the run as a hang naming the last rank that answered; every worker
-is killed before this returns, so no process outlives the stage.
+is killed before this returns, so no process outlives the stage. A fleet run (store_host set) starts
+only this host's ranks, `first_rank` onward, in a group of `world_size` formed on an existing store.
 """
 
 from __future__ import annotations
@@ -35,10 +36,20 @@ class Plan:
     init_timeout: float = 180.0  # importing torch and forming the group, on a busy host
     fault: str = ""  # test hook: 'wrong:R[:COLL]', 'hang:R[:COLL]' or 'die:R[:COLL]'
     python: str = field(default_factory=lambda: sys.executable)
+    store_host: str = ""  # a store that exists already (a fleet's); "" forms a local one on 127.0.0.1
+    store_port: int = 0
+    store_prefix: str = ""  # this group's keys on that store
+    first_rank: int = 0  # the global rank of devices[0]
+    world_size: int = 0  # every rank of the group, on all hosts; 0: just these devices
 
     @property
     def world(self) -> int:
-        return len(self.devices)
+        return self.world_size or len(self.devices)
+
+    @property
+    def ranks(self) -> tuple[int, ...]:
+        """The global ranks this process starts and follows."""
+        return tuple(range(self.first_rank, self.first_rank + len(self.devices)))
 
 
 @dataclass(frozen=True)
@@ -63,6 +74,7 @@ class StepResult:
     timer_check: str
     timer_reason: str | None
     t_start: float | None = None  # when the first rank began it (time.time)
+    wrong_all: int | None = None  # a fleet run: wrong elements on every rank of every host
 
     @property
     def seconds(self) -> float:
@@ -137,20 +149,27 @@ class Rank:
 
 
 def _config(plan: Plan, rank: int, port: int) -> str:
-    return json.dumps(
-        {
-            "rank": rank,
-            "world": plan.world,
-            "device": plan.devices[rank],
-            "backend": plan.backend,
-            "port": port,
-            "sizes": [list(s) for s in plan.sizes],
-            "collectives": list(plan.collectives),
-            "warmup": plan.warmup,
-            "fault": plan.fault,
-            "pg_timeout": plan.step_timeout + 60.0,  # our own watchdog speaks first
+    config = {
+        "rank": rank,
+        "world": plan.world,
+        "device": plan.devices[rank - plan.first_rank],
+        "backend": plan.backend,
+        "port": port,
+        "sizes": [list(s) for s in plan.sizes],
+        "collectives": list(plan.collectives),
+        "warmup": plan.warmup,
+        "fault": plan.fault,
+        "pg_timeout": plan.step_timeout + 60.0,  # our own watchdog speaks first
+    }
+    if plan.store_host:
+        # Other hosts may join much later than this one: the group's own timeout outlasts our forming watchdog.
+        config |= {
+            "store_host": plan.store_host,
+            "store_port": plan.store_port,
+            "store_prefix": plan.store_prefix,
+            "pg_timeout": max(plan.step_timeout, plan.init_timeout) + 60.0,
         }
-    )
+    return json.dumps(config)
 
 
 def _start(plan: Plan, rank: int, port: int) -> Rank:
@@ -231,8 +250,9 @@ def _disagreement(answer: dict[str, Any]) -> str | None:
 
 
 def _combine(plan: Plan, answers: dict[int, dict[str, Any]], began: float | None) -> StepResult:
-    first = answers[0]
-    per_rank = [answers[r]["times"] for r in sorted(answers)]
+    first = answers[min(answers)]
+    # A fleet's ranks already hold the slowest time of every rank on every host; a host's own are a subset.
+    per_rank = [answers[r].get("times_all", answers[r]["times"]) for r in sorted(answers)]
     reasons = [_disagreement(a) for a in answers.values()]
     wrong = {r: {"wrong": a["wrong"], "first_wrong": a["first_wrong"]} for r, a in answers.items() if a["wrong"]}
     return StepResult(
@@ -246,12 +266,14 @@ def _combine(plan: Plan, answers: dict[int, dict[str, Any]], began: float | None
         first["check"],
         next((r for r in reasons if r), None),
         began,
+        first.get("wrong_all"),
     )
 
 
 def run_collectives(plan: Plan, cancelled: Callable[[], bool] = lambda: False) -> Iterator[Outcome]:
     """Yield Ready, then a StepResult or StepSkipped per collective and size, or a Failure that ends it."""
-    ranks = [_start(plan, 0, 0)]
+    # On a fleet's store every local rank starts at once; locally rank 0 makes the store, then the others join.
+    ranks = [_start(plan, r, plan.store_port) for r in plan.ranks] if plan.store_host else [_start(plan, 0, 0)]
     try:
         yield from _follow(plan, ranks, cancelled)
     finally:
@@ -263,7 +285,8 @@ def _follow(plan: Plan, ranks: list[Rank], cancelled: Callable[[], bool]) -> Ite
     began: dict[str, float] = {}
     ready: dict[int, dict[str, Any]] = {}
     done: set[int] = set()
-    while len(done) < plan.world:
+    local = len(plan.ranks)
+    while len(done) < local:
         if cancelled():
             return
         open_ranks = [r for r in ranks if not r.closed]
@@ -277,10 +300,10 @@ def _follow(plan: Plan, ranks: list[Rank], cancelled: Callable[[], bool]) -> Ite
                     ranks.extend(_start(plan, r, int(message["port"])) for r in range(1, plan.world))
                 elif kind == "ready":
                     ready[rank.rank] = message
-                    if len(ready) == plan.world:
+                    if len(ready) == local:
                         yield Ready(
                             message["backend"],
-                            ready[0].get("nccl"),
+                            ready[min(ready)].get("nccl"),
                             message["torch"],
                             tuple(ready[r]["pid"] for r in sorted(ready)),
                         )
@@ -299,7 +322,7 @@ def _follow(plan: Plan, ranks: list[Rank], cancelled: Callable[[], bool]) -> Ite
                 elif kind in ("result", "skip"):
                     answers = pending.setdefault(message["step"], {})
                     answers[rank.rank] = message
-                    if len(answers) == plan.world:
+                    if len(answers) == local:
                         del pending[message["step"]]
                         yield _outcome(plan, answers, began.pop(message["step"], None))
                 elif kind == "done":
@@ -310,7 +333,7 @@ def _follow(plan: Plan, ranks: list[Rank], cancelled: Callable[[], bool]) -> Ite
                 yield _died(rank)
                 return
         quiet = time.monotonic() - max(r.last_t for r in ranks)
-        forming = len(ready) < plan.world
+        forming = len(ready) < local
         limit = plan.init_timeout if forming else plan.step_timeout
         if quiet > limit:
             yield _hang(ranks, quiet, forming)

@@ -3,6 +3,11 @@
 Started as `python -m rigcheck.engine.stages.links_worker FD CONFIG_JSON` by links_collectives, one
 process per GPU (or two on the CPU). It writes one JSON line per event to FD. Values are small
 integers held in float32, so every sum is exact and any wrong element is a real fault.
+
+With `store_host` in its config the rank joins a group formed on a store that already exists (a fleet
+run's torchrun store), under `store_prefix`, as global `rank` of `world`; it then shares its per-call
+times (max) and wrong count (sum) with every rank, and keeps its progress in the store so a host whose
+own ranks are all stuck can still learn which rank elsewhere stopped answering.
 """
 
 from __future__ import annotations
@@ -29,10 +34,24 @@ class Reporter:
     def __init__(self, out: TextIO, rank: int) -> None:
         self.out, self.rank = out, rank
         self.step = ""
+        self.store: Any = None  # a fleet's store: progress is kept there too
+        self.progress = 0
 
     def say(self, kind: str, **fields: Any) -> None:
         self.out.write(json.dumps({"rank": self.rank, "kind": kind, "t": time.time(), **fields}) + "\n")
         self.out.flush()
+        self.progress += kind in ("begin", "result", "skip")
+        if kind in PROGRESS_KINDS:
+            self.keep(kind, fields.get("step", self.step))
+
+    def keep(self, kind: str, step: str = "") -> None:
+        """This rank's progress in a fleet's store, where the other hosts can read it."""
+        if self.store is not None:
+            record = {"n": self.progress, "kind": kind, "step": step, "t": time.time()}
+            self.store.set(f"progress/{self.rank}", json.dumps(record))
+
+
+PROGRESS_KINDS = ("ready", "begin", "result", "skip", "closing", "done")
 
 
 def fault_for(fault: str, rank: int, collective: str) -> str | None:
@@ -163,15 +182,32 @@ def time_cpu(coll: Collective, reps: int) -> dict[str, Any]:
     }
 
 
+def share(torch: Any, dist: Any, times: list[float], wrong: int, device: Any) -> dict[str, Any]:
+    """Per call the slowest rank's time and the wrong elements of all ranks, known on every rank: across
+    hosts no one process sees every rank's answers (nccl-tests also reports the maximum across ranks)."""
+    slowest = torch.tensor(times, dtype=torch.float64, device=device)
+    dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+    total = torch.tensor([float(wrong)], dtype=torch.float64, device=device)
+    dist.all_reduce(total)
+    return {"times_all": slowest.cpu().tolist(), "wrong_all": int(total.item())}
+
+
 def init(torch: Any, dist: Any, cfg: dict[str, Any], rep: Reporter) -> Any:
     rank, world = cfg["rank"], cfg["world"]
     device = torch.device(cfg["device"])
     if device.type == "cuda":
         torch.cuda.set_device(device)
     timeout = timedelta(seconds=cfg["pg_timeout"])
-    store = dist.TCPStore("127.0.0.1", cfg["port"], world, rank == 0, timeout=timeout, wait_for_workers=False)
-    if rank == 0:
-        rep.say("store", port=store.port)
+    if cfg.get("store_host"):
+        # The store exists already (torchrun's); the prefix keeps this group's keys apart from others on it.
+        outer = dist.TCPStore(cfg["store_host"], cfg["store_port"], is_master=False, timeout=timeout)
+        store = dist.PrefixStore(cfg["store_prefix"], outer)
+        rep.store = store
+        rep.keep("joining")
+    else:
+        store = dist.TCPStore("127.0.0.1", cfg["port"], world, rank == 0, timeout=timeout, wait_for_workers=False)
+        if rank == 0:
+            rep.say("store", port=store.port)
     eager = device.type == "cuda" and "device_id" in inspect.signature(dist.init_process_group).parameters
     extra = {"device_id": device} if eager else {}  # torch < 2.3 has no device_id: the group forms lazily
     dist.init_process_group(cfg["backend"], store=store, rank=rank, world_size=world, timeout=timeout, **extra)
@@ -218,6 +254,8 @@ def run_steps(torch: Any, dist: Any, cfg: dict[str, Any], device: Any, rep: Repo
             for _ in range(cfg["warmup"]):
                 coll.call()
             timed = time_gpu(torch, coll, reps) if device.type == "cuda" else time_cpu(coll, reps)
+            if cfg.get("store_host"):
+                timed |= share(torch, dist, timed["times"], checked["wrong"], device)
             rep.say("result", step=step, collective=name, bytes=numel * 4, **checked, **timed)
             del coll
     rep.step = "closing the group"
