@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -33,6 +35,7 @@ class Agent:
 @dataclass
 class Fleet:
     agents: list[Agent] = field(default_factory=list)
+    burners: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def wait(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -45,10 +48,15 @@ class Fleet:
                 raise AssertionError(f"the fleet did not end within {timeout:.0f} s:\n{logs}") from None
 
     def stop(self) -> None:
+        """Every agent's whole session (torchrun and its agent; the stage children die with their parent) and the
+        burners."""
+        for burner in self.burners:
+            burner.kill()
+            burner.wait(10)
         for agent in self.agents:
-            if agent.proc.poll() is None:
-                agent.proc.kill()
-                agent.proc.wait(10)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(agent.proc.pid, signal.SIGKILL)
+            agent.proc.wait(10)
 
 
 def start_fleet(
@@ -57,8 +65,11 @@ def start_fleet(
     agent_args: list[str],
     env_for: dict[str, dict[str, str]] | None = None,
     cpus_for: dict[str, str] | None = None,
+    burners_for: dict[str, int] | None = None,
 ) -> Fleet:
-    """One torchrun per name; the first serves the rendezvous, the others only join it."""
+    """One torchrun per name, each in a session of its own; the first serves the rendezvous, the others only join
+    it. `cpus_for` pins a host's agent to CPUs; `burners_for` starts busy loops pinned beside it, each in a session
+    of its own (with autogroup scheduling the kernel shares a CPU between sessions, and every stage child has one)."""
     port, fleet = free_port(), Fleet()
     for index, name in enumerate(names):
         argv = [
@@ -74,9 +85,19 @@ def start_fleet(
         if index:
             argv.append("--rdzv-conf=is_host=0")
         argv += ["-m", "rigcheck.fleet", *agent_args]
-        if cpus_for and name in cpus_for and shutil.which("taskset"):
-            argv = ["taskset", "-c", cpus_for[name], *argv]
-        env = {**os.environ, "RIGCHECK_NODE_NAME": name, "RIGCHECK_STORE": str(tmp_path / f"{name}.db")}
+        pin = ["taskset", "-c", cpus_for[name]] if cpus_for and name in cpus_for and shutil.which("taskset") else []
+        argv = [*pin, *argv]
+        for _ in range((burners_for or {}).get(name, 0)):
+            burner = [*pin, sys.executable, "-c", "while True: pass"]
+            fleet.burners.append(subprocess.Popen(burner, start_new_session=True))
+        scratch = tmp_path / f"{name}.tmp"  # a killed agent leaves its folder here (the next start sweeps such)
+        scratch.mkdir(exist_ok=True)
+        env = {
+            **os.environ,
+            "RIGCHECK_NODE_NAME": name,
+            "RIGCHECK_STORE": str(tmp_path / f"{name}.db"),
+            "TMPDIR": str(scratch),
+        }
         env |= (env_for or {}).get(name, {})
         out, err = tmp_path / f"{name}.out", tmp_path / f"{name}.err"
         proc = subprocess.Popen(argv, stdout=out.open("wb"), stderr=err.open("wb"), env=env, start_new_session=True)

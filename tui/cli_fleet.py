@@ -137,9 +137,15 @@ def fleet_summary(report: dict[str, Any]) -> str:
         stages = [f"{s['name']} {s['status']}" for s in report["stages"] if s["host"] == host]
         lines.append(f"  {host:<16} {states.get(host, '?'):<8} {', '.join(stages) or 'no stage reported'}")
     fleet_rows = [v for v in report["verdicts"] if v["stage"] in ("fleet", "fleet-links")]
+    checked = [v for v in fleet_rows if v["stage"] == "fleet-links" and v["status"] == "PASS" and v["host"]]
     if fleet_rows:
         lines.append("across the fleet:")
-        for v in fleet_rows:
+        if checked:
+            hosts = len({v["host"] for v in checked})
+            lines.append(
+                f"  PASS    inter-host collectives: {len(checked)} checks on {hosts} host(s), every element right"
+            )
+        for v in (v for v in fleet_rows if v not in checked):
             where = f"{v['host']}: " if v["host"] else ""
             text = (v["explanation"] or "").splitlines()[0] if v["explanation"] else ""
             lines.append(f"  {v['status']:<7} {where}{text}")

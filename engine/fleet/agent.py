@@ -143,8 +143,9 @@ class Agent:
 
         infos = {rank: channel.host(rank) or {} for rank in members}
         hosts = tuple(str(infos[rank].get("name") or f"rank {rank}") for rank in members)
-        local = tuple(self.request.devices)
-        gpu = any(d.startswith("cuda") for d in local)
+        # NCCL where every host brings GPUs; a fleet with a CPU-only host meets on gloo, one CPU rank per host
+        gpu = all(str(d).startswith("cuda") for rank in members for d in infos[rank].get("devices") or ["cpu"])
+        local = tuple(self.request.devices) if gpu else ("cpu",)
         plan = FleetLinksPlan(
             store_host=self.env.store_host,
             store_port=self.env.store_port,
@@ -152,7 +153,7 @@ class Agent:
             host_index=members.index(self.env.rank),
             hosts=hosts,
             local_devices=local,
-            device_counts=tuple(len(infos[rank].get("devices") or ["cpu"]) for rank in members),
+            device_counts=tuple(len(infos[rank].get("devices") or ["cpu"]) if gpu else 1 for rank in members),
             backend="nccl" if gpu else "gloo",
             sizes=fleet_sizes(self.request.profile, gpu),
             step_timeout=self.options.collective_timeout,

@@ -38,8 +38,11 @@ def fleet_verdicts(
     for host in (report.get("fleet") or {}).get("hosts", []):
         if host not in probes and host not in lost:
             probes[host] = {}
+    cpu_models = {
+        host: str(probe["cpu"]["model"]) for host, probe in probes.items() if probe.get("cpu", {}).get("model")
+    }
     return [
-        *fleet_peer_verdicts(stage_figures),
+        *fleet_peer_verdicts(stage_figures, cpu_models=cpu_models),
         *probe_differences(probes, fingerprints),
         *pair_verdicts(pairs),
     ]
