@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from ..events import Event, LogLine, StageFinished, Status
+from ..conditions import ConditionsAnnotator
+from ..events import Event, LogLine, Measurement, StageFinished, Status
 from ..owner import OwnedRun
 from ..run_request import RunRequest
+from ..session import start_sampler
 from ..store import Store
 from .channel import FleetChannel, Heartbeat
 from .collector import Collector
@@ -162,11 +164,19 @@ class Agent:
         )
         worst = Status.PASS
         pair_bytes = self.options.pair_bytes or (64 << 20 if gpu else 4 << 20)
-        for event in (*fleet_collectives(plan), *pairwise_rounds(plan, pair_bytes, 5 if gpu else 3)):
-            self._send(channel, event)
-            status = getattr(event, "status", None)
-            if isinstance(status, Status) and status.severity > worst.severity:
-                worst = status
+        sampler = start_sampler() if self.request.telemetry else None
+        conditions = ConditionsAnnotator(sampler) if sampler is not None else None  # the links' figures are judged too
+        try:
+            for event in (*fleet_collectives(plan), *pairwise_rounds(plan, pair_bytes, 5 if gpu else 3)):
+                if isinstance(event, Measurement) and conditions is not None:
+                    event = conditions(event)
+                self._send(channel, event)
+                status = getattr(event, "status", None)
+                if isinstance(status, Status) and status.severity > worst.severity:
+                    worst = status
+        finally:
+            if sampler is not None:
+                sampler.stop()
         return 0 if worst.severity <= Status.WARN.severity else 1
 
     def _send(self, channel: FleetChannel, event: Event) -> None:
