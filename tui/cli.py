@@ -105,8 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("run")
     export = commands.add_parser("export", help="export one run", parents=[common])
     export.add_argument("run")
-    export.add_argument("--format", default="json", help="json, csv, md or junit")
-    export.add_argument("--output", "-o", help="file to write (default: standard output)")
+    export.add_argument("--format", default="json", help="json, csv, md, junit or prom (Prometheus text)")
+    export.add_argument("--output", "-o", help="file to write, replaced in one step (default: standard output)")
     compare = commands.add_parser("compare", help="compare two runs figure by figure", parents=[common])
     compare.add_argument("first", metavar="RUN", help="a run number or 'last'")
     compare.add_argument("second", metavar="RUN", help="another run number or 'last'")
@@ -114,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def command_export(args: argparse.Namespace) -> int:
+    from rigcheck.engine.atomic_write import write_atomic
     from rigcheck.engine.export import FORMATS, render
 
     if args.format not in FORMATS:
@@ -124,7 +125,7 @@ def command_export(args: argparse.Namespace) -> int:
     assert report is not None
     text = render(report, args.format)
     if output is not None:
-        output.write_text(text)
+        write_atomic(output, text)
     else:
         sys.stdout.write(text)
     return 0
