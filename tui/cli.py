@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     monitor.add_argument("--json", action="store_true", help="one JSON object per line")
     monitor.add_argument("--interval", type=float, default=1.0, help="seconds between samples")
     monitor.add_argument("--count", type=int, help="stop after this many samples")
+    monitor.add_argument(
+        "--prom-textfile", metavar="DIR", help="keep DIR/rigcheck.prom, for node_exporter's textfile collector"
+    )
 
     app = commands.add_parser("app", help="open the live app (the default with no command)", parents=[common])
     app.add_argument("--device", help="cpu, cuda:N, a list like cuda:0,cuda:3, or all (default: every GPU torch sees)")
@@ -185,13 +188,16 @@ def command_history(args: argparse.Namespace) -> int:
 
 
 def command_monitor(args: argparse.Namespace) -> int:
-    from .monitor import monitor
+    from .monitor import monitor, textfile_path
 
     if args.interval <= 0:
         raise UsageError("--interval must be a positive number of seconds")
     if args.count is not None and args.count < 1:
         raise UsageError("--count must be at least 1")
-    return monitor(args.interval, args.count, args.json)
+    if args.prom_textfile and args.json:
+        raise UsageError("--json and --prom-textfile: choose one")
+    prom = textfile_path(args.prom_textfile) if args.prom_textfile else None
+    return monitor(args.interval, args.count, args.json, prom_file=prom)
 
 
 def command_app(args: argparse.Namespace) -> int:
