@@ -1,4 +1,4 @@
-"""Turns a stored run's report into JSON, CSV, Markdown or JUnit XML, for `rigcheck export` and `--json`."""
+"""Turns a stored run's report into JSON, CSV, Markdown, JUnit XML or Prometheus text, for `export` and `--json`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from .rows import report_rows, status_of
 
-FORMATS = ("json", "csv", "md", "junit")
+FORMATS = ("json", "csv", "md", "junit", "prom")
 
 
 def to_json(report: dict[str, Any]) -> str:
@@ -64,5 +64,7 @@ def to_markdown(report: dict[str, Any]) -> str:
 
 def render(report: dict[str, Any], fmt: str) -> str:
     from .junit import to_junit
+    from .prom import report_to_prom
 
-    return {"json": to_json, "csv": to_csv, "md": to_markdown, "junit": to_junit}[fmt](report)
+    renderers = {"json": to_json, "csv": to_csv, "md": to_markdown, "junit": to_junit, "prom": report_to_prom}
+    return renderers[fmt](report)

@@ -92,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     monitor.add_argument("--json", action="store_true", help="one JSON object per line")
     monitor.add_argument("--interval", type=float, default=1.0, help="seconds between samples")
     monitor.add_argument("--count", type=int, help="stop after this many samples")
+    monitor.add_argument(
+        "--prom-textfile", metavar="DIR", help="keep DIR/rigcheck.prom, for node_exporter's textfile collector"
+    )
 
     app = commands.add_parser("app", help="open the live app (the default with no command)", parents=[common])
     app.add_argument("--device", help="cpu, cuda:N, a list like cuda:0,cuda:3, or all (default: every GPU torch sees)")
@@ -114,8 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("run")
     export = commands.add_parser("export", help="export one run", parents=[common])
     export.add_argument("run")
-    export.add_argument("--format", default="json", help="json, csv, md or junit")
-    export.add_argument("--output", "-o", help="file to write (default: standard output)")
+    export.add_argument("--format", default="json", help="json, csv, md, junit or prom (Prometheus text)")
+    export.add_argument("--output", "-o", help="file to write, replaced in one step (default: standard output)")
     compare = commands.add_parser("compare", help="compare two runs figure by figure", parents=[common])
     compare.add_argument("first", metavar="RUN", help="a run number or 'last'")
     compare.add_argument("second", metavar="RUN", help="another run number or 'last'")
@@ -123,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def command_export(args: argparse.Namespace) -> int:
+    from rigcheck.engine.atomic_write import write_atomic
     from rigcheck.engine.export import FORMATS, render
 
     if args.format not in FORMATS:
@@ -133,7 +137,7 @@ def command_export(args: argparse.Namespace) -> int:
     assert report is not None
     text = render(report, args.format)
     if output is not None:
-        output.write_text(text)
+        write_atomic(output, text)
     else:
         sys.stdout.write(text)
     return 0
@@ -194,13 +198,16 @@ def command_history(args: argparse.Namespace) -> int:
 
 
 def command_monitor(args: argparse.Namespace) -> int:
-    from .monitor import monitor
+    from .monitor import monitor, textfile_path
 
     if args.interval <= 0:
         raise UsageError("--interval must be a positive number of seconds")
     if args.count is not None and args.count < 1:
         raise UsageError("--count must be at least 1")
-    return monitor(args.interval, args.count, args.json)
+    if args.prom_textfile and args.json:
+        raise UsageError("--json and --prom-textfile: choose one")
+    prom = textfile_path(args.prom_textfile) if args.prom_textfile else None
+    return monitor(args.interval, args.count, args.json, prom_file=prom)
 
 
 def command_app(args: argparse.Namespace) -> int:

@@ -1,16 +1,42 @@
-"""`rigcheck monitor`: headless live telemetry for every GPU and the host, as text or JSON lines."""
+"""`rigcheck monitor`: headless live telemetry for every GPU and the host, as text, JSON lines or a Prometheus file."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 import threading
+from pathlib import Path
 
+from rigcheck.engine.atomic_write import temp_name, write_atomic
+from rigcheck.engine.facts.host import cpu_facts
+from rigcheck.engine.prom_telemetry import sample_to_prom
 from rigcheck.engine.telemetry.sample import Sample, na
 from rigcheck.engine.telemetry.sampler import Sampler
 
+from .preflight import UsageError
+
 EXIT_INTERRUPTED = 130
+EXIT_WRITE = 4  # as a run whose store cannot be written: the file could not be written mid-way
+PROM_FILE = "rigcheck.prom"
+
+
+def textfile_path(folder: str) -> Path:
+    """DIR/rigcheck.prom, once DIR is known to be a folder that takes files: checked before sampling starts."""
+    where = Path(folder).expanduser()
+    if not where.exists():
+        raise UsageError(f"--prom-textfile {folder}: folder does not exist")
+    if not where.is_dir():
+        raise UsageError(f"--prom-textfile {folder}: not a folder")
+    target = where / PROM_FILE
+    probe = temp_name(target)
+    try:
+        probe.touch(exist_ok=False)
+        probe.unlink()
+    except OSError as error:
+        raise UsageError(f"--prom-textfile {folder}: cannot write there ({error.strerror or error})") from None
+    return target
 
 
 def format_line(sample: Sample) -> str:
@@ -37,8 +63,11 @@ def format_line(sample: Sample) -> str:
     return " | ".join(parts)
 
 
-def monitor(interval: float, count: int | None, as_json: bool, sampler: Sampler | None = None) -> int:
-    """Print samples until `count` or Ctrl-C (exit 130).
+def monitor(
+    interval: float, count: int | None, as_json: bool, sampler: Sampler | None = None, prom_file: Path | None = None
+) -> int:
+    """Print samples until `count` or Ctrl-C (exit 130); with `prom_file`, replace that file with each
+    sample in Prometheus text instead (a write that fails ends the monitor: one line, exit 4).
 
     The first sample only primes the counters: it covers rigcheck's own start-up before its CPU time
     could be told apart (the first reading of a process has nothing to subtract), so it would show our
@@ -49,19 +78,31 @@ def monitor(interval: float, count: int | None, as_json: bool, sampler: Sampler 
             print(f"# {note}", file=sys.stderr)
     done = threading.Event()
     seen = -1  # the priming sample
+    failed: list[OSError] = []
+    hostname = socket.gethostname()
+    cpu_model = "" if prom_file is None else cpu_facts()["model"]
+    cpu_model = "" if cpu_model == "unknown" else cpu_model
+
+    def emit(sample: Sample) -> None:
+        if prom_file is None:
+            print(json.dumps(sample.to_dict()) if as_json else format_line(sample), flush=True)
+            return
+        try:
+            write_atomic(prom_file, sample_to_prom(sample, hostname, cpu_model))
+        except OSError as error:  # the folder went away, or the disk is full
+            failed.append(error)
+            done.set()
 
     def show(sample: Sample) -> None:
         nonlocal seen
         seen += 1
         if done.is_set() or seen == 0:
             return
-        line = json.dumps(sample.to_dict()) if as_json else format_line(sample)
         try:
-            print(line, flush=True)
+            emit(sample)
         except BrokenPipeError:  # `rigcheck monitor | head`: the reader has gone, which ends the monitor
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             done.set()
-            return
         if count is not None and seen >= count:
             done.set()
 
@@ -73,4 +114,8 @@ def monitor(interval: float, count: int | None, as_json: bool, sampler: Sampler 
         return EXIT_INTERRUPTED
     finally:
         sampler.stop()
+    if failed:
+        why = failed[0].strerror or failed[0]
+        print(f"rigcheck: --prom-textfile: cannot write {prom_file} ({why})", file=sys.stderr)
+        return EXIT_WRITE
     return 0
