@@ -96,13 +96,17 @@ def _dtype(row: Row) -> str:
     return words[1] if len(words) > 2 and words[0] == "matmul" and "(" not in row["name"] else ""
 
 
+FLEET_STAGES = ("fleet", "fleet-links")
+
+
 def key_figure(figures: list[Row], device: str) -> tuple[Row | None, bool]:
     """The figure a cell shows, and whether it follows the key rule (KEY_RULE)."""
     dtype = KEY_DTYPE["cpu" if device == "cpu" else "gpu"]
     candidates = [f for f in figures if f["stage"] == "matmul" and _dtype(f) == dtype and trust_of(f) != BROKEN]
     if candidates:
         return max(candidates, key=lambda f: f["value"]), True
-    return (figures[0], False) if figures else (None, False)
+    own = [f for f in figures if f["stage"] not in FLEET_STAGES]  # the inter-host figures are the fleet's, not a cell's
+    return (own[0], False) if own else (None, False)
 
 
 def _grid_devices(rows: list[Row], facts: dict[str, Any]) -> list[str]:

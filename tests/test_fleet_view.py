@@ -140,3 +140,14 @@ def test_show_of_a_normal_run_has_no_host_column(tmp_path: Path, capsys: pytest.
     headers = [line for line in out.splitlines() if line.startswith("┃")]
     assert [h.split("┃")[1].strip() for h in headers] == ["stage", "stage"]  # the verdicts' and the figures'
     assert "hosts x devices" not in out and "host" not in "".join(headers)
+
+
+def test_the_inter_host_figures_are_never_a_hosts_key_figure(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    run_id = small_fleet(store, ["a", "b"])
+    busbw = Measurement("fleet-links", "all_reduce 1 MiB busbw", 0.2, "GB/s", device="cpu", conditions={"trust": "OK"})
+    store.record(run_id, busbw, host="a")
+    figure(store, run_id, "b", "matmul fp32 1024", 60.0, "cpu")
+    lines = cells_by_host(store, run_id)
+    assert cell(lines["a"], "cpu").figure is None
+    assert cell(lines["b"], "cpu").figure["name"] == "matmul fp32 1024"
