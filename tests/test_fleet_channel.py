@@ -136,3 +136,22 @@ def test_the_environment_of_torchrun_and_of_srun() -> None:
         read_env({})
     with pytest.raises(FleetEnvError, match="outside"):
         read_env(torchrun | {"RANK": "4"})
+
+
+def test_rigcheck_fleet_builds_the_torchrun_command_and_refuses_a_bad_endpoint(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from rigcheck.tui.cli import build_parser, main
+    from rigcheck.tui.cli_fleet import launch_argv
+
+    args, rest = build_parser().parse_known_args(
+        ["fleet", "--nnodes", "4", "--endpoint", "node0:29400", "--id", "b7", "--rendezvous-client", "probe", "-v"]
+    )
+    argv = launch_argv(args, rest)
+    assert argv[1:3] == ["-m", "torch.distributed.run"]
+    assert {"--nnodes=4", "--nproc-per-node=1", "--rdzv-backend=c10d", "--rdzv-endpoint=node0:29400"} <= set(argv)
+    assert "--rdzv-id=b7" in argv and "--rdzv-conf=is_host=0" in argv
+    assert argv[argv.index("-m", 3) :] == ["-m", "rigcheck.fleet", "probe", "-v"]
+    assert main(["fleet", "--nnodes", "2", "--endpoint", "node0", "probe"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "HOST:PORT" in err

@@ -3,6 +3,7 @@ gloo, CPU stages; rank 0's store holds all three hosts' results."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fleet_driver import Fleet, start_fleet
+from fleet_driver import Fleet, free_port, start_fleet
 from rigcheck.engine.store import Store
 
 pytestmark = pytest.mark.timeout(420)
@@ -101,3 +102,57 @@ def test_outside_torchrun_it_says_how_to_start_it(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "torchrun" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_when_rank_0_dies_every_other_agent_keeps_its_own_results(tmp_path: Path) -> None:
+    fault = {"RIGCHECK_FLEET_FAULT": "die-after:probe@0"}
+    fleet = start_fleet(
+        tmp_path,
+        HOSTS,
+        ["probe", "training", "--profile", "quick", "--no-links"],
+        env_for=dict.fromkeys(HOSTS, fault),
+    )
+    try:
+        fleet.wait(240)
+    finally:
+        fleet.stop()
+    dead = [a for a in fleet.agents if "fleet run" in a.err.read_text(errors="replace")]
+    assert len(dead) == 1, "rank 0 (the one that made the fleet run) should be the one that died"
+    for agent in fleet.agents:
+        if agent in dead:
+            continue
+        with sqlite3.connect(agent.store) as db:
+            runs = db.execute("SELECT status FROM runs WHERE device != 'fleet'").fetchall()
+            probe = db.execute("SELECT status FROM stages WHERE name = 'probe' AND host = ''").fetchall()
+            facts = db.execute("SELECT count(*) FROM facts WHERE stage = 'probe'").fetchone()[0]
+        assert runs and runs[0][0] != "running", (agent.name, runs, agent.text()[-2000:])
+        assert probe == [("PASS",)] and facts == 1, (agent.name, probe)
+
+
+def test_under_srun_alone_rank_0_serves_the_store(tmp_path: Path) -> None:
+    """No torchrun: the ranks come from Slurm's variables and rank 0 serves the store on MASTER_PORT."""
+    port = free_port()
+    procs = []
+    for rank, name in enumerate(("node1", "node2")):
+        env = {
+            **os.environ,
+            "SLURM_PROCID": str(rank),
+            "SLURM_NTASKS": "2",
+            "SLURM_JOB_ID": "4242",
+            "SLURM_JOB_NODELIST": "node[1-2]",
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "RIGCHECK_NODE_NAME": name,
+            "RIGCHECK_STORE": str(tmp_path / f"{name}.db"),
+        }
+        for key in ("RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE"):
+            env.pop(key, None)
+        argv = [sys.executable, "-m", "rigcheck.fleet", "probe", "--profile", "quick", "--no-links"]
+        procs.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outs = [p.communicate(timeout=180) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert "fleet run" in outs[0][0] and "node2" in outs[0][0]
+    report = Store(tmp_path / "node1.db").report(1)
+    assert report is not None and report["fleet"]["id"] == "4242"
+    assert report["fleet"]["states"] == {"node1": "done", "node2": "done"}
+    assert sorted((s["host"], s["status"]) for s in report["stages"]) == [("node1", "PASS"), ("node2", "PASS")]

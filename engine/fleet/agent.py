@@ -17,7 +17,7 @@ from typing import Any
 
 from ..conditions import ConditionsAnnotator
 from ..events import Event, LogLine, Measurement, StageFinished, Status
-from ..owner import OwnedRun
+from ..owner import EXIT_INTERRUPTED, OwnedRun
 from ..run_request import RunRequest
 from ..session import start_sampler
 from ..store import Store
@@ -25,7 +25,7 @@ from .channel import FleetChannel, Heartbeat
 from .collector import Collector
 from .env import FleetEnv
 
-FAULT_ENV = "RIGCHECK_FLEET_FAULT"  # test hook: 'die-after:STAGE' kills this agent when STAGE ends
+FAULT_ENV = "RIGCHECK_FLEET_FAULT"  # test hook: 'die-after:STAGE[@RANK]' kills this agent when STAGE ends
 LINKS_PHASE = "links"
 
 
@@ -55,10 +55,13 @@ def connect(env: FleetEnv, timeout: float) -> Any:
     return store, PrefixStore(f"rigcheck/{env.run_id}/", store)
 
 
-def _fault_listener(fault: str) -> Callable[[Event], None] | None:
+def _fault_listener(fault: str, rank: int) -> Callable[[Event], None] | None:
+    """'die-after:STAGE' kills this agent when STAGE ends; 'die-after:STAGE@R' only the agent of rank R."""
     if not fault.startswith("die-after:"):
         return None
-    stage = fault.split(":", 1)[1]
+    stage, _, only = fault.split(":", 1)[1].partition("@")
+    if only and int(only) != rank:
+        return None
 
     def die(event: Event) -> None:
         if isinstance(event, StageFinished) and event.stage == stage:
@@ -85,6 +88,13 @@ class Agent:
         if self.env.rank == 0:
             self._start_collecting(channel)
         code = self._local_run(channel)
+        if channel.broken is not None or code == EXIT_INTERRUPTED:
+            beat.stop()
+            why = f"rank 0's store stopped answering ({channel.broken})" if channel.broken else "stopped"
+            self.say(
+                f"{why}: this host's results are whole in its own store, run {self.local_run_id} of {self.store.path}"
+            )
+            return code
         if self.options.links and self.env.world > 1:
             code = max(code, self._links(channel))
         channel.finish({"exit_code": code, "run_id": self.local_run_id, "store": str(self.store.path)})
@@ -110,7 +120,7 @@ class Agent:
         owned = OwnedRun(self.store, self.request)
         self.local_run_id = owned.run_id
         owned.listen(channel.publish)
-        fault = _fault_listener(os.environ.get(FAULT_ENV, ""))
+        fault = _fault_listener(os.environ.get(FAULT_ENV, ""), self.env.rank)
         if fault is not None:
             owned.listen(fault)
         self.say(f"run {owned.run_id} on {', '.join(self.request.devices)} ({len(self.request.stages)} stage(s))")

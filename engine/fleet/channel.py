@@ -24,6 +24,7 @@ class FleetChannel:
         self.store, self.rank, self.world = store, rank, world
         self._lock = threading.Lock()
         self._sent = 0
+        self.broken: str | None = None  # why sending to rank 0 stopped
         self._last_progress: dict[tuple[str, str], float] = {}
 
     def _set(self, key: str, value: Any) -> None:
@@ -45,6 +46,16 @@ class FleetChannel:
         self._set(f"host/{self.rank}", info)
 
     def publish(self, event: Event) -> None:
+        """Send one event to rank 0; once the store has failed (rank 0 gone), the rest stay in this host's store."""
+        if self.broken is not None:
+            return
+        try:
+            self._publish(event)
+        except Exception as error:  # the connection broke: say so once, never stall the local run on it
+            self.broken = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+            raise
+
+    def _publish(self, event: Event) -> None:
         if isinstance(event, Progress) and event.done < event.total:
             key = (event.stage, event.device)
             if event.t - self._last_progress.get(key, 0.0) < PROGRESS_EVERY_S:
