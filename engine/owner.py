@@ -7,7 +7,7 @@ background engine process (engine_main). Front ends only ask for a run and rende
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from .control import ControlError, ControlServer, control_path
@@ -112,6 +112,20 @@ class OwnedRun:
     @property
     def exit_code(self) -> int:
         return EXIT_ERROR if self.session.store_error else self.session.run.exit_code
+
+    def run_to_end(self, on_interrupt: Callable[[], None] = lambda: None) -> int:
+        """Start, wait for the end, and on Ctrl-C (or a signal made into it) stop the stage child; the exit code."""
+        interrupted = False
+        self.start()
+        try:
+            while not self.wait(0.2):
+                pass
+        except KeyboardInterrupt:
+            interrupted = True
+            on_interrupt()
+            self.cancel()
+            self.wait(10)
+        return self.finish(interrupted)
 
     def finish(self, interrupted: bool = False) -> int:
         """Write the run's end (the runner wrote 'complete' or 'cancelled' already, unless cut off) and

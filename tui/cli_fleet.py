@@ -19,35 +19,17 @@ EXIT_INTERRUPTED = 130
 def add_fleet_timeouts(parser: argparse.ArgumentParser) -> None:
     from rigcheck.engine.fleet.agent import FleetOptions
 
-    d = FleetOptions()
-    parser.add_argument(
-        "--join-timeout",
-        type=float,
-        default=d.join_timeout,
-        metavar="S",
-        help="for every agent to announce itself (default %(default)s)",
+    defaults = FleetOptions()
+    waits = (
+        ("join_timeout", "for every agent to announce itself"),
+        ("lost_after", "heartbeat silence before an agent is called lost"),
+        ("phase_timeout", "for the live agents to reach the collectives"),
+        ("collective_timeout", "one collective without a word from any rank is a TIMEOUT"),
     )
-    parser.add_argument(
-        "--lost-after",
-        type=float,
-        default=d.lost_after,
-        metavar="S",
-        help="heartbeat silence before an agent is called lost (default %(default)s)",
-    )
-    parser.add_argument(
-        "--phase-timeout",
-        type=float,
-        default=d.phase_timeout,
-        metavar="S",
-        help="for the live agents to reach the collectives (default %(default)s)",
-    )
-    parser.add_argument(
-        "--collective-timeout",
-        type=float,
-        default=d.collective_timeout,
-        metavar="S",
-        help="one collective without a word from any rank is a TIMEOUT (default %(default)s)",
-    )
+    for name, meaning in waits:
+        flag = "--" + name.replace("_", "-")
+        default = getattr(defaults, name)
+        parser.add_argument(flag, type=float, default=default, metavar="S", help=f"{meaning} (default {default:g} s)")
     parser.add_argument(
         "--no-links", action="store_true", help="skip the inter-host collectives and the pairwise round"
     )

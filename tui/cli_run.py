@@ -141,21 +141,11 @@ def command_run(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     run_id, log_dir = owned.run_id, owned.log_dir
     err = fitted_console(stderr=True)
-    interrupted = False
     with LiveDisplay(err) as display:
         owned.listen(display)
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, _raise_interrupt)
-        owned.start()
-        try:
-            while not owned.wait(0.2):
-                pass
-        except KeyboardInterrupt:
-            interrupted = True
-            err.print("interrupted: stopping the stage child", style="magenta")
-            owned.cancel()
-            owned.wait(10)
-    code = owned.finish(interrupted)
+        code = owned.run_to_end(lambda: err.print("interrupted: stopping the stage child", style="magenta"))
     if owned.session.store_error:
         err.print(f"rigcheck: {owned.session.store_error}", markup=False, style="red")
     report = store.report(run_id)

@@ -124,16 +124,7 @@ class Agent:
         if fault is not None:
             owned.listen(fault)
         self.say(f"run {owned.run_id} on {', '.join(self.request.devices)} ({len(self.request.stages)} stage(s))")
-        interrupted = False
-        owned.start()
-        try:
-            while not owned.wait(0.2):
-                pass
-        except KeyboardInterrupt:
-            interrupted = True
-            owned.cancel()
-            owned.wait(10)
-        return owned.finish(interrupted)
+        return owned.run_to_end()
 
     def _links(self, channel: FleetChannel) -> int:
         """The inter-host collectives and the pairwise round, with the agents rank 0 admitted."""
