@@ -20,6 +20,7 @@ def _rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     """The engine's rows, flattened into the columns of a table."""
     return [
         {
+            "host": row.get("host") or "",
             "kind": row["kind"],
             "stage": row["stage"],
             "name": row["name"],
@@ -34,12 +35,18 @@ def _rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def _columns(rows: list[dict[str, Any]], columns: list[str]) -> list[str]:
+    """A fleet run's tables lead with the host; a single host's keep the columns they always had."""
+    return ["host", *columns] if any(row["host"] for row in rows) else columns
+
+
 def to_csv(report: dict[str, Any]) -> str:
     out = io.StringIO()
-    fields = ["kind", "stage", "name", "device", "status", "value", "unit", "spread", "detail"]
-    writer = csv.DictWriter(out, fieldnames=fields)
+    rows = _rows(report)
+    fields = _columns(rows, ["kind", "stage", "name", "device", "status", "value", "unit", "spread", "detail"])
+    writer = csv.DictWriter(out, fieldnames=fields, extrasaction="ignore")
     writer.writeheader()
-    writer.writerows(_rows(report))
+    writer.writerows(rows)
     return out.getvalue()
 
 
@@ -52,12 +59,13 @@ def to_markdown(report: dict[str, Any]) -> str:
         f"- device: {run['device']}, profile: {run['profile']}",
         f"- fingerprint: {report['fingerprint']['digest']}",
         "",
-        "| kind | stage | name | device | status | value | unit | detail |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for row in _rows(report):
+    rows = _rows(report)
+    columns = _columns(rows, ["kind", "stage", "name", "device", "status", "value", "unit"])
+    lines += ["| " + " | ".join([*columns, "detail"]) + " |", "|" + " --- |" * (len(columns) + 1)]
+    for row in rows:
         detail = str(row["detail"]).replace("|", "\\|").replace("\n", " ")
-        cells = [row[k] for k in ("kind", "stage", "name", "device", "status", "value", "unit")]
+        cells = [row[k] for k in columns]
         lines.append("| " + " | ".join(str(c) for c in cells) + f" | {detail} |")
     return "\n".join(lines) + "\n"
 

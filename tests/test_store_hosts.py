@@ -68,3 +68,23 @@ def test_the_latest_probe_is_this_hosts_not_a_fleet_hosts(tmp_path: Path) -> Non
     store.record(fleet, Facts("probe", {"torch": "elsewhere"}), host="b")
     latest = store.latest_probe()
     assert latest is not None and latest[0] == {"torch": "here"}
+
+
+def test_csv_and_markdown_lead_with_the_host_only_for_a_fleet_run(tmp_path: Path) -> None:
+    import csv
+    import io
+
+    from rigcheck.engine.export import render
+
+    store = Store(tmp_path / "s.db")
+    fleet = store.begin_fleet_run(["matmul"], "quick", "python3", [], {"id": "r1", "hosts": ["a", "b"]})
+    local = store.begin_run(["matmul"], "cpu", "quick", "python3", [])
+    for run_id, host in ((fleet, "a"), (fleet, "b"), (local, "")):
+        store.record(run_id, Measurement("matmul", "matmul fp32 1024", 5.0, "GFLOP/s", device="cpu"), host=host)
+    fleet_report, local_report = store.report(fleet), store.report(local)
+    assert fleet_report is not None and local_report is not None
+    rows = list(csv.DictReader(io.StringIO(render(fleet_report, "csv"))))
+    assert [r["host"] for r in rows] == ["a", "b"]
+    assert "host" not in next(csv.DictReader(io.StringIO(render(local_report, "csv"))))
+    assert "| host | kind |" in render(fleet_report, "md") and "| a | measurement |" in render(fleet_report, "md")
+    assert "| kind | stage |" in render(local_report, "md")
