@@ -155,3 +155,15 @@ def test_rigcheck_fleet_builds_the_torchrun_command_and_refuses_a_bad_endpoint(
     assert main(["fleet", "--nnodes", "2", "--endpoint", "node0", "probe"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "HOST:PORT" in err
+
+
+def test_two_agents_with_one_host_name_stay_apart(tmp_path: Path) -> None:
+    channels, store, run_id, collector = fleet_of(tmp_path, 2)
+    for ch in channels:
+        ch.announce({"name": "gpu-node"})
+        ch.publish(Measurement("matmul", "matmul fp32 1024", 1.0, "GFLOP/s", device="cpu"))
+    collector.poll()
+    report = store.report(run_id)
+    assert report is not None
+    assert report["fleet"]["hosts"] == ["gpu-node", "gpu-node (rank 1)"]
+    assert sorted(m["host"] for m in report["measurements"]) == ["gpu-node", "gpu-node (rank 1)"]

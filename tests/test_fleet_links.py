@@ -242,3 +242,39 @@ def test_a_host_that_never_comes_is_named_once_forming_the_group_times_out(store
         assert [v.status for v in ended] == [Status.TIMEOUT] and ended[0].numbers["hosts"] == ["h2"]
         assert ended[0].explanation.startswith("forming the group hung: rank 2 (h2, never reached the store)")
         assert not [e for e in out[index] if isinstance(e, Measurement)]
+
+
+def test_a_slow_host_from_pairs_names_the_cause_and_noisy_pairs_are_not_compared() -> None:
+    from rigcheck.engine.events import Measurement
+    from rigcheck.engine.fleet.pairs import pair_verdicts
+
+    def pair(a: str, b: str, value: float, trust: str = "TRUSTED", reasons: tuple[str, ...] = ()) -> Measurement:
+        conditions = {"trust": trust, "trust_reasons": list(reasons)}
+        params = {"pair": [a, b], "bytes": 1 << 22}
+        return Measurement(
+            "fleet-links", f"pair all_reduce 4 MiB {a}-{b}", value, "GB/s", params=params, conditions=conditions
+        )
+
+    busy = ("other processes kept 1.5 of 2 CPUs busy",)
+    slow = [
+        pair("a", "b", 10.0),
+        pair("a", "c", 4.0, "SUSPECT", busy),
+        pair("b", "c", 4.5),
+        pair("a", "d", 10.0),
+        pair("b", "d", 10.0),
+        pair("c", "d", 4.2),
+    ]
+    [(host, verdict)] = [(h, v) for h, v in pair_verdicts(slow) if v.status.value == "WARN"]
+    assert host == "c" and busy[0] in verdict.explanation
+    noisy = [
+        pair(a, b, v, "NOISY") if "c" in (a, b) else pair(a, b, v)
+        for a, b, v in (
+            ("a", "b", 10.0),
+            ("a", "c", 4.0),
+            ("b", "c", 4.5),
+            ("a", "d", 10.0),
+            ("b", "d", 10.0),
+            ("c", "d", 4.2),
+        )
+    ]
+    assert [v.status.value for _, v in pair_verdicts(noisy)] == ["PASS"]

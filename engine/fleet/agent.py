@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..conditions import ConditionsAnnotator
-from ..events import Event, LogLine, Measurement, StageFinished, Status
+from ..events import Event, LogLine, Measurement, StageFinished, StageStarted, Status
 from ..owner import EXIT_INTERRUPTED, OwnedRun
 from ..run_request import RunRequest
 from ..session import start_sampler
@@ -27,6 +27,7 @@ from .env import FleetEnv
 
 FAULT_ENV = "RIGCHECK_FLEET_FAULT"  # test hook: 'die-after:STAGE[@RANK]' kills this agent when STAGE ends
 LINKS_PHASE = "links"
+LINKS_STAGE = "fleet-links"
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,7 @@ class Agent:
         pair_bytes = self.options.pair_bytes or (64 << 20 if gpu else 4 << 20)
         sampler = start_sampler() if self.request.telemetry else None
         conditions = ConditionsAnnotator(sampler) if sampler is not None else None  # the links' figures are judged too
+        self._send(channel, StageStarted(LINKS_STAGE, ",".join(local), os.getpid(), self.request.python))
         try:
             for event in (*fleet_collectives(plan), *pairwise_rounds(plan, pair_bytes, 5 if gpu else 3)):
                 if isinstance(event, Measurement) and conditions is not None:
@@ -178,6 +180,7 @@ class Agent:
         finally:
             if sampler is not None:
                 sampler.stop()
+        self._send(channel, StageFinished(LINKS_STAGE, worst))
         return 0 if worst.severity <= Status.WARN.severity else 1
 
     def _send(self, channel: FleetChannel, event: Event) -> None:

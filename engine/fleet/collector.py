@@ -112,7 +112,11 @@ class Collector:
                     if now - self.started > self.join_timeout:
                         self._lose(host, f"its agent never joined within {self.join_timeout:.0f} s")
                     continue
-                host.name, host.state, host.beat_seen = str(info.get("name") or ""), "running", now
+                host.name, host.state, host.beat_seen = (
+                    self._unique(str(info.get("name") or ""), host.rank),
+                    "running",
+                    now,
+                )
                 self._save_states()
             self._read_events(host)
             beats = self.channel.beats(host.rank)
@@ -126,6 +130,19 @@ class Collector:
             elif now - host.beat_seen > self.lost_after:
                 self._lose(host, f"its agent stopped answering for {self.lost_after:.0f} s")
         self._decide_phases()
+
+    def _unique(self, name: str, rank: int) -> str:
+        """Two agents that report one host name (RIGCHECK_NODE_NAME set alike, or one machine twice) stay apart."""
+        if name and name not in {h.name for h in self.hosts if h.rank != rank}:
+            return name
+        unique = f"{name or 'host'} (rank {rank})"
+        self.store.record(
+            self.run_id,
+            LogLine(
+                "fleet", f"rank {rank} reports the host name {name!r} another agent has: shown as {unique}", "warning"
+            ),
+        )
+        return unique
 
     def _read_events(self, host: HostState) -> None:
         for data in self.channel.events(host.rank, host.read):

@@ -6,6 +6,7 @@ import statistics
 from collections.abc import Iterable
 
 from ..events import Measurement, Status, Verdict
+from ..peers import NO_CAUSE, cause_of, sound
 
 STAGE = "fleet-links"
 
@@ -30,6 +31,12 @@ def _hosts(figure: Measurement) -> tuple[str, str]:
     return str(a), str(b)
 
 
+def _cause(figures: list[Measurement]) -> str:
+    causes = [cause_of(f) for f in sorted(figures, key=lambda f: f.value)]
+    found = next((c for c in causes if c != NO_CAUSE), None)
+    return f"; {found}" if found else ""
+
+
 def _gbs(value: float) -> str:
     return f"{value:.2f} GB/s"
 
@@ -40,9 +47,10 @@ def pair_verdicts(figures: Iterable[Measurement], tolerance: float = 0.10) -> li
     A host is slow when most of its pairs (at least two, more than half) fall more than `tolerance`
     below the median of the pairs it is not in: set against the median of every pair, a slow host in
     a fleet of three drags the median down with it (it is in two of the three pairs). A slow pair
-    whose hosts are both fine elsewhere is the link between them. Broken figures are left out.
+    whose hosts are both fine elsewhere is the link between them. Unsound figures (broken, NOISY,
+    UNJUDGED) are left out, as within a host; a slow one names the cause its conditions give.
     """
-    usable = [f for f in figures if not f.params.get("broken")]
+    usable = [f for f in figures if sound(f)]
     by_size: dict[int, list[Measurement]] = {}
     for figure in usable:
         by_size.setdefault(int(figure.params.get("bytes", 0)), []).append(figure)
@@ -78,7 +86,7 @@ def _one_size(figures: list[Measurement], tolerance: float) -> list[tuple[str, V
                     f"slow host {host}",
                     Status.WARN,
                     f"{host} is slow: its pairs ran {shown}, against a median of {_gbs(reference)} for the pairs "
-                    f"without it (more than {tolerance:.0%} below)",
+                    f"without it (more than {tolerance:.0%} below){_cause(mine)}",
                     {"host": host, "pairs": {_peer(f, host): f.value for f in mine}, "reference_gbs": reference},
                     tolerance=tolerance,
                 ),
@@ -98,7 +106,8 @@ def _one_size(figures: list[Measurement], tolerance: float) -> list[tuple[str, V
                     f"slow link {a}-{b}",
                     Status.WARN,
                     f"the link {a}-{b} is slow: {_gbs(figure.value)}, {1 - figure.value / median:.0%} below the "
-                    f"median of the pairs {_gbs(median)}; {a} and {b} are not slow with their other peers",
+                    f"median of the pairs {_gbs(median)}; {a} and {b} are not slow with their other peers"
+                    f"{_cause([figure])}",
                     {
                         "pair": [a, b],
                         "busbw_gbs": figure.value,
