@@ -114,3 +114,19 @@ def burst(app: RigcheckApp, *keys: str) -> None:
         event = events.Key(key, "\r" if key == "enter" else None)
         event.set_sender(app)
         app._driver.send_message(event)  # type: ignore[union-attr]
+
+
+async def test_the_grid_follows_a_fleet_run_still_going(tmp_path: Path) -> None:
+    from rigcheck.engine.events import Status, Verdict
+
+    store = Store(tmp_path / "s.db")
+    run_id = store.begin_fleet_run(["matmul"], "quick", "python3", [], {"id": "live", "hosts": ["n1", "n2"]})
+    store.record(run_id, Verdict("matmul", "sweep", Status.PASS, "fine", device="cuda:0"), host="n1")
+    app = RigcheckApp(store, FakeSampler(h200_samples()), device="cpu", profile="quick")
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.push_screen(FleetScreen(store, run_id))
+        await pilot.pause(0.3)
+        assert "FAIL" not in screen_text(app)
+        store.record(run_id, Verdict("matmul", "sweep", Status.FAIL, "wrong", device="cuda:0"), host="n2")
+        await pilot.pause(1.5)
+        assert host_line(screen_text(app), "n2").split()[1] == "FAIL"

@@ -22,6 +22,9 @@ def fleet_title(report: dict[str, Any], lines: list[HostLine]) -> str:
     return f"run {report['run']['id']}: fleet {fleet_id} of {hosts}; enter: one host, r: all hosts' results"
 
 
+FOLLOW_EVERY_S = 1.0
+
+
 class FleetScreen(Screen[int | None]):
     """Dismissed with the run's id to show all of its results in the main Results tab, or None."""
 
@@ -53,6 +56,22 @@ class FleetScreen(Screen[int | None]):
         self.query_one("#fleet-detail", Static).border_title = "highlighted host or GPU"
         grid.focus()
         self._describe(0, 0)
+        if self.report["run"]["status"] == "running":  # a fleet run still going: follow it as the agents report
+            self._follow = self.set_interval(FOLLOW_EVERY_S, self._refresh)
+
+    def _refresh(self) -> None:
+        report = self.store.report(self.run_id)
+        if report is None:
+            return
+        self.report = report
+        grid = self.query_one(FleetGrid)
+        where = grid.cursor_coordinate
+        grid.show(fleet_cells(report))
+        grid.move_cursor(row=where.row, column=where.column)
+        self.query_one("#fleet-title", Static).update(fleet_title(report, grid.lines))
+        self._describe(*grid.cursor_coordinate)
+        if report["run"]["status"] != "running":
+            self._follow.stop()
 
     def _describe(self, row: int, column: int) -> None:
         found = self.query_one(FleetGrid).at(row, column)
