@@ -4,6 +4,7 @@ which starts torchrun with the right rendezvous for you. Rank 0 prints the fleet
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shlex
 import signal
@@ -13,7 +14,9 @@ from typing import Any
 from .preflight import UsageError
 
 EXIT_USAGE = 2
+EXIT_NO_STORE = 5  # the fleet's store (torchrun's) could not be reached or stopped answering
 EXIT_INTERRUPTED = 130
+MAX_WAIT_S = 7 * 86400.0
 
 
 def add_fleet_timeouts(parser: argparse.ArgumentParser) -> None:
@@ -52,16 +55,21 @@ def fleet_options(args: argparse.Namespace) -> Any:
     from rigcheck.engine.fleet.agent import FleetOptions
 
     for flag in ("join_timeout", "lost_after", "phase_timeout", "collective_timeout"):
-        if not getattr(args, flag) > 0:
-            raise UsageError(f"--{flag.replace('_', '-')} must be a positive number of seconds")
+        value = getattr(args, flag)
+        if not (math.isfinite(value) and 0 < value <= MAX_WAIT_S):
+            raise UsageError(
+                f"--{flag.replace('_', '-')} must be a number of seconds above 0 and at most {MAX_WAIT_S:g}"
+            )
     return FleetOptions(
         args.join_timeout, args.lost_after, args.phase_timeout, args.collective_timeout, not args.no_links
     )
 
 
 def agent_main(argv: list[str] | None = None) -> int:
-    from rigcheck.engine.fleet.agent import Agent
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")  # c10d's retry warnings, C++ frames and all
+    from rigcheck.engine.fleet.agent import Agent, FleetStoreError
     from rigcheck.engine.fleet.env import FleetEnvError, read_env
+    from rigcheck.engine.owner import DeviceBusy
 
     from .cli_run import request_from_args, write_reports
 
@@ -85,13 +93,16 @@ def agent_main(argv: list[str] | None = None) -> int:
         code = agent.run()
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
-    except RuntimeError as error:  # the store cannot be reached: torch.distributed says why
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+    except DeviceBusy as error:
         print(
-            f"rigcheck fleet [{env.node}]: the fleet store at {env.store_host}:{env.store_port} failed: {first}",
+            f"rigcheck fleet [{env.node}]: {str(error).split(':')[0]}: agents that share a machine need a store "
+            "each (RIGCHECK_STORE or --store)",
             file=sys.stderr,
         )
         return EXIT_USAGE
+    except FleetStoreError as error:
+        print(f"rigcheck fleet [{env.node}]: {error}", file=sys.stderr)
+        return EXIT_NO_STORE
     shown = agent.fleet_run_id if agent.fleet_run_id is not None else agent.local_run_id
     report = store.report(shown) if shown is not None else None
     if report is not None:
@@ -144,8 +155,12 @@ def launch_argv(args: argparse.Namespace, rest: list[str]) -> list[str]:
     """The torchrun command line `rigcheck fleet` starts on this host."""
     if args.nnodes < 1:
         raise UsageError("--nnodes must be 1 or more")
-    if ":" not in args.endpoint:
-        raise UsageError(f"--endpoint {args.endpoint!r} must be HOST:PORT (the host that serves the rendezvous)")
+    host, _, port = args.endpoint.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(
+            f"--endpoint {args.endpoint!r} must be HOST:PORT with a port from 1 to 65535 (the host that serves "
+            "the rendezvous)"
+        )
     argv = [
         sys.executable,
         "-m",

@@ -11,6 +11,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -19,6 +20,7 @@ from ..conditions import ConditionsAnnotator
 from ..events import Event, LogLine, Measurement, StageFinished, StageStarted, Status
 from ..owner import EXIT_INTERRUPTED, OwnedRun
 from ..run_request import RunRequest
+from ..runner import exit_code_for
 from ..session import start_sampler
 from ..store import Store
 from .channel import FleetChannel, Heartbeat
@@ -28,6 +30,11 @@ from .env import FleetEnv
 FAULT_ENV = "RIGCHECK_FLEET_FAULT"  # test hook: 'die-after:STAGE[@RANK]' kills this agent when STAGE ends
 LINKS_PHASE = "links"
 LINKS_STAGE = "fleet-links"
+STORE_OP_TIMEOUT_S = 30.0
+
+
+class FleetStoreError(Exception):
+    """The fleet's store (torchrun's, or rank 0's under srun) could not be reached; the message says where."""
 
 
 @dataclass(frozen=True)
@@ -46,13 +53,18 @@ def connect(env: FleetEnv, timeout: float) -> Any:
     """torchrun's store (or, under srun alone, one rank 0 serves), namespaced for this fleet run."""
     from torch.distributed import PrefixStore, TCPStore
 
-    store = TCPStore(
-        env.store_host,
-        env.store_port,
-        is_master=env.hosts_store,
-        timeout=timedelta(seconds=timeout),
-        wait_for_workers=False,
-    )
+    try:
+        store = TCPStore(
+            env.store_host,
+            env.store_port,
+            is_master=env.hosts_store,
+            timeout=timedelta(seconds=timeout),
+            wait_for_workers=False,
+        )
+    except (RuntimeError, OSError) as error:  # torch.distributed's DistError is a RuntimeError
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise FleetStoreError(f"the fleet store at {env.store_host}:{env.store_port} failed: {first}") from None
+    store.set_timeout(timedelta(seconds=STORE_OP_TIMEOUT_S))  # a hung rank 0 must not hold a stage's events long
     return store, PrefixStore(f"rigcheck/{env.run_id}/", store)
 
 
@@ -85,7 +97,17 @@ class Agent:
         self.base_store = base
         channel = FleetChannel(prefixed, self.env.rank, self.env.world)
         beat = Heartbeat(channel).start()
-        channel.announce({"name": self.env.node, "pid": os.getpid(), "devices": list(self.request.devices)})
+        channel.announce(
+            {
+                "name": self.env.node,
+                "pid": os.getpid(),
+                "devices": list(self.request.devices),
+                "stages": [info.name for info in self.request.stages],
+                "profile": self.request.profile,
+                "collective_timeout": self.options.collective_timeout,
+                "store": str(self.store.path),
+            }
+        )
         if self.env.rank == 0:
             self._start_collecting(channel)
         code = self._local_run(channel)
@@ -96,11 +118,26 @@ class Agent:
                 f"{why}: this host's results are whole in its own store, run {self.local_run_id} of {self.store.path}"
             )
             return code
-        if self.options.links and self.env.world > 1:
-            code = max(code, self._links(channel))
-        channel.finish({"exit_code": code, "run_id": self.local_run_id, "store": str(self.store.path)})
+        try:
+            if self.options.links and self.env.world > 1:
+                code = max(code, self._links(channel))
+            channel.finish({"exit_code": code, "run_id": self.local_run_id, "store": str(self.store.path)})
+        except Exception as error:  # rank 0 went away during the collectives: this host's store has them
+            channel.broken = (
+                channel.broken or f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+            )
+        if channel.broken is not None:
+            beat.stop()
+            self.say(
+                f"rank 0's store stopped answering ({channel.broken}): this host's results are whole in its own "
+                f"store, run {self.local_run_id} of {self.store.path}"
+            )
+            return code
         if self.env.rank == 0:
             code = max(code, self._finish_fleet())
+        else:
+            zero = channel.host(0) or {}
+            self.say(f"the fleet run is in rank 0's store: {zero.get('name', '?')}:{zero.get('store', '?')}")
         beat.stop()
         return code
 
@@ -136,7 +173,8 @@ class Agent:
             time.sleep(0.25)
             members = channel.members(LINKS_PHASE)
         if members is None:
-            self._send(channel, LogLine("fleet-links", "rank 0 never opened the collectives: skipped", "warning"))
+            text = f"the other hosts did not all reach the collectives within {self.options.phase_timeout:g} s: skipped"
+            self._send(channel, LogLine("fleet-links", text, "warning"))
             return 0
         if self.env.rank not in members or len(members) < 2:
             return 0
@@ -147,6 +185,9 @@ class Agent:
 
         infos = {rank: channel.host(rank) or {} for rank in members}
         hosts = tuple(str(infos[rank].get("name") or f"rank {rank}") for rank in members)
+        lead = channel.host(0) or {}  # every agent sizes the collectives as rank 0 does, whatever it was given
+        profile = str(lead.get("profile") or self.request.profile)
+        step_timeout = float(lead.get("collective_timeout") or self.options.collective_timeout)
         # NCCL where every host brings GPUs; a fleet with a CPU-only host meets on gloo, one CPU rank per host
         gpu = all(str(d).startswith("cuda") for rank in members for d in infos[rank].get("devices") or ["cpu"])
         local = tuple(self.request.devices) if gpu else ("cpu",)
@@ -159,9 +200,9 @@ class Agent:
             local_devices=local,
             device_counts=tuple(len(infos[rank].get("devices") or ["cpu"]) if gpu else 1 for rank in members),
             backend="nccl" if gpu else "gloo",
-            sizes=fleet_sizes(self.request.profile, gpu),
-            step_timeout=self.options.collective_timeout,
-            init_timeout=max(self.options.collective_timeout, 120.0),
+            sizes=fleet_sizes(profile, gpu),
+            step_timeout=step_timeout,
+            init_timeout=max(step_timeout, 120.0),
             python=self.request.python,
         )
         worst = Status.PASS
@@ -181,19 +222,21 @@ class Agent:
             if sampler is not None:
                 sampler.stop()
         self._send(channel, StageFinished(LINKS_STAGE, worst))
-        return 0 if worst.severity <= Status.WARN.severity else 1
+        return exit_code_for([worst])
 
     def _send(self, channel: FleetChannel, event: Event) -> None:
-        """An event of the fleet part: to rank 0, and into this host's own run as well."""
-        channel.publish(event)
+        """An event of the fleet part: into this host's own run first, then to rank 0 while its store answers."""
         if self.local_run_id is not None:
             self.store.record(self.local_run_id, event)
+        with suppress(Exception):  # a broken channel says so itself (channel.broken), once
+            channel.publish(event)
 
     def _finish_fleet(self) -> int:
         from .verdicts import fleet_verdicts
 
         assert self.collector is not None and self.fleet_run_id is not None
-        self.collector.wait(self.options.phase_timeout + self.options.lost_after)
+        if not self.collector.wait(self.options.phase_timeout + self.options.lost_after):
+            self.collector.give_up(f"rank 0 stopped waiting after {self.options.phase_timeout:g} s (--phase-timeout)")
         self.collector.stop()
         for error in self.collector.errors[:3]:
             self.store.record(self.fleet_run_id, LogLine("fleet", f"reading the agents: {error}", "error"))
@@ -204,9 +247,9 @@ class Agent:
         report = self.store.report(self.fleet_run_id)
         assert report is not None
         statuses = [Status(v["status"]) for v in report["verdicts"] if v["status"] in Status._value2member_map_]
-        failed = any(s.severity >= Status.FAIL.severity for s in statuses)
-        self.store.end_run(self.fleet_run_id, "complete", 1 if failed else 0)
-        return 1 if failed else 0
+        code = exit_code_for(statuses)
+        self.store.end_run(self.fleet_run_id, "complete", code)
+        return code
 
 
 def fleet_sizes(profile: str, gpu: bool) -> tuple[tuple[int, int], ...]:

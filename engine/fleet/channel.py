@@ -15,6 +15,7 @@ from typing import Any
 from ..events import Event, Progress, event_to_dict
 
 PROGRESS_EVERY_S = 0.5  # progress is coalesced: the panels need a few a second, not every step
+GIVE_UP_AFTER = 5  # heartbeats that failed in a row before the store is taken to be gone
 
 
 class FleetChannel:
@@ -22,7 +23,8 @@ class FleetChannel:
 
     def __init__(self, store: Any, rank: int, world: int) -> None:
         self.store, self.rank, self.world = store, rank, world
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one store call at a time
+        self._sending = threading.Lock()  # one event at a time
         self._sent = 0
         self.broken: str | None = None  # why sending to rank 0 stopped
         self._last_progress: dict[tuple[str, str], float] = {}
@@ -56,14 +58,15 @@ class FleetChannel:
             raise
 
     def _publish(self, event: Event) -> None:
-        if isinstance(event, Progress) and event.done < event.total:
-            key = (event.stage, event.device)
-            if event.t - self._last_progress.get(key, 0.0) < PROGRESS_EVERY_S:
-                return
-            self._last_progress[key] = event.t
-        self._set(f"ev/{self.rank}/{self._sent}", event_to_dict(event))
-        self._sent += 1
-        self._count(f"evn/{self.rank}", 1)
+        with self._sending:  # the event's number, its key and the count move together
+            if isinstance(event, Progress) and event.done < event.total:
+                key = (event.stage, event.device)
+                if event.t - self._last_progress.get(key, 0.0) < PROGRESS_EVERY_S:
+                    return
+                self._last_progress[key] = event.t
+            self._set(f"ev/{self.rank}/{self._sent}", event_to_dict(event))
+            self._sent += 1
+            self._count(f"evn/{self.rank}", 1)
 
     def beat(self) -> None:
         self._count(f"hb/{self.rank}", 1)
@@ -115,11 +118,15 @@ class Heartbeat:
         self._thread = threading.Thread(target=self._loop, name="rigcheck-fleet-heartbeat", daemon=True)
 
     def _loop(self) -> None:
-        while not self._stop.is_set():
+        failures = 0
+        while not self._stop.is_set() and self.channel.broken is None:
             try:
                 self.channel.beat()
-            except Exception:  # the store is gone (rank 0 ended): nothing left to tell
-                return
+                failures = 0
+            except Exception:  # a slow answer is retried; a store gone for good (rank 0 ended) ends the beat
+                failures += 1
+                if failures >= GIVE_UP_AFTER:
+                    return
             self._stop.wait(self.interval)
 
     def start(self) -> Heartbeat:

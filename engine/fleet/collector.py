@@ -118,6 +118,7 @@ class Collector:
                     now,
                 )
                 self._save_states()
+                self._check_options(host, info)
             self._read_events(host)
             beats = self.channel.beats(host.rank)
             if beats != host.beats:
@@ -143,6 +144,33 @@ class Collector:
             ),
         )
         return unique
+
+    def _check_options(self, host: HostState, info: dict[str, Any]) -> None:
+        """An agent started with other stages or another profile than rank 0 is a finding: its figures are not
+        the others', and the collectives follow rank 0's profile."""
+        lead = self.channel.host(0) if host.rank else None
+        if not lead:
+            return
+        differ = [
+            f"{key} {info.get(key)!r} where rank 0 ({lead.get('name')}) has {lead.get(key)!r}"
+            for key in ("stages", "profile")
+            if info.get(key) != lead.get(key)
+        ]
+        if differ:
+            text = f"{host.label} was started otherwise: {'; '.join(differ)}; the collectives use rank 0's profile"
+            verdict = Verdict("fleet", "fleet-options", Status.WARN, text, {"differ": differ})
+            self.store.record(self.run_id, verdict, host=host.label)
+
+    def give_up(self, why: str) -> None:
+        """Rank 0 stops waiting: every agent still running is named, and what it sent is kept."""
+        for host in self.hosts:
+            if host.state not in ("done", "lost"):
+                host.state = "lost"
+                text = f"{host.label} had not finished: {why} (its last event: {host.last_event})"
+                verdict = Verdict("fleet", "agent", Status.TIMEOUT, text, {"rank": host.rank, "events": host.read})
+                self.store.record(self.run_id, verdict, host=host.label)
+                self.store.interrupt_host_stages(self.run_id, host.label)
+        self._save_states()
 
     def _read_events(self, host: HostState) -> None:
         for data in self.channel.events(host.rank, host.read):

@@ -38,14 +38,14 @@ def node_name(env: Mapping[str, str]) -> str:
 
 def first_slurm_host(nodelist: str) -> str:
     """The first host of a Slurm node list: 'gpu[03-05,09],cpu1' gives 'gpu03'."""
-    first = re.match(r"([^,\[]+)(?:\[([^\]]+)\])?", nodelist.strip())
+    first = re.match(r"([^,\[]+)(?:\[([^\]]+)\]([^,]*))?", nodelist.strip())
     if not first or not first.group(1):
         raise FleetEnvError(f"cannot read the first host of SLURM_JOB_NODELIST {nodelist!r}")
-    prefix, ranges = first.group(1), first.group(2)
+    prefix, ranges, suffix = first.group(1), first.group(2), first.group(3) or ""
     if not ranges:
         return prefix
     start = ranges.split(",")[0].split("-")[0]
-    return prefix + start
+    return prefix + start + suffix
 
 
 def _int(env: Mapping[str, str], name: str) -> int:
@@ -64,7 +64,7 @@ def read_env(env: Mapping[str, str] | None = None) -> FleetEnv:
         run_id = env.get("TORCHELASTIC_RUN_ID") or env.get("SLURM_JOB_ID") or "fleet"
         launcher = "torchrun" if "TORCHELASTIC_RUN_ID" in env else "env"
         hosts_store = rank == 0 and not agent_store
-        if int(env.get("LOCAL_WORLD_SIZE", "1")) != 1:
+        if "LOCAL_WORLD_SIZE" in env and _int(env, "LOCAL_WORLD_SIZE") != 1:
             raise FleetEnvError(
                 f"{env['LOCAL_WORLD_SIZE']} agents on this host: start one per host (--nproc-per-node=1); "
                 "each agent runs every GPU of its host"
