@@ -152,9 +152,10 @@ def test_rigcheck_fleet_builds_the_torchrun_command_and_refuses_a_bad_endpoint(
     assert {"--nnodes=4", "--nproc-per-node=1", "--rdzv-backend=c10d", "--rdzv-endpoint=node0:29400"} <= set(argv)
     assert "--rdzv-id=b7" in argv and "--rdzv-conf=is_host=0" in argv
     assert argv[argv.index("-m", 3) :] == ["-m", "rigcheck.fleet", "probe", "-v"]
-    assert main(["fleet", "--nnodes", "2", "--endpoint", "node0", "probe"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "HOST:PORT" in err
+    for endpoint in ("node0", "node0:abc", "node0:99999", ":29400"):
+        assert main(["fleet", "--nnodes", "2", "--endpoint", endpoint, "probe"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "HOST:PORT" in err
 
 
 def test_two_agents_with_one_host_name_stay_apart(tmp_path: Path) -> None:
@@ -167,3 +168,90 @@ def test_two_agents_with_one_host_name_stay_apart(tmp_path: Path) -> None:
     assert report is not None
     assert report["fleet"]["hosts"] == ["gpu-node", "gpu-node (rank 1)"]
     assert sorted(m["host"] for m in report["measurements"]) == ["gpu-node", "gpu-node (rank 1)"]
+
+
+def test_an_agent_started_otherwise_than_rank_0_is_a_warn_on_its_host(tmp_path: Path) -> None:
+    channels, store, run_id, collector = fleet_of(tmp_path, 3)
+    channels[0].announce({"name": "a", "stages": ["probe", "matmul"], "profile": "quick"})
+    channels[1].announce({"name": "b", "stages": ["probe", "matmul"], "profile": "quick"})
+    channels[2].announce({"name": "c", "stages": ["probe"], "profile": "standard"})
+    collector.poll()
+    report = store.report(run_id)
+    assert report is not None
+    [warn] = [v for v in report["verdicts"] if v["check_name"] == "fleet-options"]
+    assert warn["host"] == "c" and warn["status"] == "WARN"
+    assert "'standard'" in warn["explanation"] and "rank 0 (a)" in warn["explanation"]
+
+
+def test_rank_0_giving_up_names_every_host_still_running(tmp_path: Path) -> None:
+    channels, store, run_id, collector = fleet_of(tmp_path, 2)
+    for rank, name in enumerate("ab"):
+        channels[rank].announce({"name": name})
+    channels[1].publish(StageStarted("training", "cpu", 1, "python3"))
+    channels[0].finish({"exit_code": 0})
+    collector.poll()
+    collector.give_up("rank 0 stopped waiting after 5 s (--phase-timeout)")
+    report = store.report(run_id)
+    assert report is not None
+    [late] = [v for v in report["verdicts"] if v["check_name"] == "agent"]
+    assert (late["host"], late["status"]) == ("b", "TIMEOUT") and "training started" in late["explanation"]
+    assert report["fleet"]["states"] == {"a": "done", "b": "lost"}
+
+
+def test_a_heartbeat_rides_out_a_slow_answer_and_stops_when_the_store_is_gone() -> None:
+    from rigcheck.engine.fleet.channel import GIVE_UP_AFTER, Heartbeat
+
+    class Flaky(MemoryStore):
+        def __init__(self, failures: int) -> None:
+            super().__init__()
+            self.failures, self.calls = failures, 0
+
+        def add(self, key: str, amount: int) -> int:
+            self.calls += 1
+            if self.calls <= self.failures:
+                raise RuntimeError("timed out")
+            return super().add(key, amount)
+
+    slow = Flaky(2)
+    beat = Heartbeat(FleetChannel(slow, 0, 1), interval=0.01).start()
+    time.sleep(0.2)
+    beat.stop()
+    assert int(slow.data["hb/0"]) > 0  # it went on beating after two failures
+    gone = Flaky(10**6)
+    beat = Heartbeat(FleetChannel(gone, 0, 1), interval=0.01).start()
+    time.sleep(0.3)
+    assert gone.calls == GIVE_UP_AFTER and "hb/0" not in gone.data
+    beat.stop()
+
+
+def test_bad_waits_are_refused_with_one_line() -> None:
+    import argparse
+
+    from rigcheck.tui.cli_fleet import fleet_options
+    from rigcheck.tui.preflight import UsageError
+
+    good = {"join_timeout": 300.0, "lost_after": 30.0, "phase_timeout": 60.0, "collective_timeout": 60.0}
+    assert fleet_options(argparse.Namespace(**good, no_links=False)).lost_after == 30.0
+    for flag, value in (("lost_after", -1.0), ("join_timeout", float("inf")), ("phase_timeout", float("nan"))):
+        with pytest.raises(UsageError, match=flag.replace("_", "-")):
+            fleet_options(argparse.Namespace(**(good | {flag: value}), no_links=False))
+
+
+def test_a_fleet_event_lands_in_the_hosts_own_run_even_when_rank_0_is_gone(tmp_path: Path) -> None:
+    from rigcheck.engine.fleet.agent import Agent, FleetOptions
+    from rigcheck.engine.fleet.env import FleetEnv
+    from rigcheck.engine.run_request import RunRequest
+
+    class Gone(MemoryStore):
+        def set(self, key: str, value: str) -> None:
+            raise RuntimeError("Broken pipe")
+
+    store = Store(tmp_path / "s.db")
+    env = FleetEnv(1, 2, "127.0.0.1", 1, "r", "b", False, "torchrun")
+    agent = Agent(env, store, RunRequest(()), FleetOptions())
+    agent.local_run_id = store.begin_run(["probe"], "cpu", "quick", "python3", [])
+    channel = FleetChannel(Gone(), 1, 2)
+    agent._send(channel, Measurement("fleet-links", "pair all_reduce 4 MiB a-b", 1.0, "GB/s", device="cpu"))
+    report = store.report(agent.local_run_id)
+    assert report is not None and [m["name"] for m in report["measurements"]] == ["pair all_reduce 4 MiB a-b"]
+    assert channel.broken is not None and "Broken pipe" in channel.broken

@@ -91,6 +91,7 @@ def test_a_killed_agent_is_lost_and_the_others_finish(tmp_path: Path) -> None:
     states = report["fleet"]["states"]
     [gone] = [host for host, state in states.items() if state == "lost"]
     assert sorted(states.values()) == ["done", "done", "lost"]
+    assert report["run"]["exit_code"] == 3  # a lost host is a CRASH, as a crashed stage is
     lost = [v for v in report["verdicts"] if v["host"] == gone and v["check_name"] == "agent"]
     assert lost and lost[0]["status"] == "CRASH", lost
     assert "probe finished PASS" in lost[0]["explanation"]
