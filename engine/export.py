@@ -57,7 +57,7 @@ def to_markdown(report: dict[str, Any]) -> str:
         "",
         f"- status: {run['status']} (exit code {run['exit_code']})",
         f"- device: {run['device']}, profile: {run['profile']}",
-        f"- fingerprint: {report['fingerprint']['digest']}",
+        f"- fingerprint: {report['fingerprint']['digest'] or ('one per host' if report.get('fleet') else 'none')}",
         "",
     ]
     rows = _rows(report)

@@ -155,7 +155,7 @@ def command_show(args: argparse.Namespace) -> int:
     run = report["run"]
     console.print(
         f"run {run['id']}: {run['status']}, device {fleet_label(run)}, profile {run['profile']}, "
-        f"python {run['python']}, fingerprint {run['fingerprint']}"
+        f"python {run['python']}, fingerprint {run['fingerprint'] or ('one per host' if report['fleet'] else 'none')}"
     )
     for table in (fleet_table(report), summary_table(report), measurements_table(report), contention_table(report)):
         if table is not None:
