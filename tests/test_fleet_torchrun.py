@@ -81,7 +81,7 @@ def test_a_killed_agent_is_lost_and_the_others_finish(tmp_path: Path) -> None:
     fleet = start_fleet(
         tmp_path,
         HOSTS,
-        ["probe", "matmul", "--profile", "quick", "--lost-after", "4", "--no-links"],
+        ["probe", "matmul", "--profile", "quick", "--lost-after", "4", "--collective-timeout", "30"],
         env_for={key: {"RIGCHECK_FLEET_FAULT": "die-after:probe@2"} for key in HOSTS},  # whichever host is rank 2
     )
     try:
@@ -100,6 +100,9 @@ def test_a_killed_agent_is_lost_and_the_others_finish(tmp_path: Path) -> None:
     assert (gone, "matmul") not in stages or stages[(gone, "matmul")] == "INTERRUPTED"
     for host in set(HOSTS) - {gone}:
         assert stages[(host, "matmul")] in ("PASS", "WARN"), stages
+        assert stages[(host, "fleet-links")] in ("PASS", "WARN"), stages  # the two left met without it
+    [pair] = [m["params"]["pair"] for m in report["measurements"] if m["params"].get("pair")]
+    assert gone not in pair
 
 
 def test_outside_torchrun_it_says_how_to_start_it(tmp_path: Path) -> None:
