@@ -255,3 +255,24 @@ def test_a_fleet_event_lands_in_the_hosts_own_run_even_when_rank_0_is_gone(tmp_p
     report = store.report(agent.local_run_id)
     assert report is not None and [m["name"] for m in report["measurements"]] == ["pair all_reduce 4 MiB a-b"]
     assert channel.broken is not None and "Broken pipe" in channel.broken
+
+
+def test_rank_0_keeps_one_deadline_for_the_collectives_and_goes_on_without_a_late_host(tmp_path: Path) -> None:
+    shared = MemoryStore()
+    channels = [FleetChannel(shared, rank, 3) for rank in range(3)]
+    store = Store(tmp_path / "s.db")
+    run_id = store.begin_fleet_run(["training"], "quick", "python3", [], {"id": "t"})
+    collector = Collector(store, run_id, channels[0], {"id": "t"}, 30.0, 30.0, phase_timeout=0.2)
+    collector.open_phase("links")
+    for rank in range(3):
+        channels[rank].announce({"name": "abc"[rank]})
+    for rank in (0, 1):
+        channels[rank].arrive("links")
+    collector.poll()
+    assert channels[0].members("links") is None  # c is alive and still at its stages
+    time.sleep(0.3)
+    channels[2].beat()
+    collector.poll()
+    assert channels[2].members("links") == [0, 1]
+    report = store.report(run_id)
+    assert report is not None and report["fleet"]["states"]["c"] == "running"  # late, not lost

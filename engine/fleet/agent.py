@@ -31,6 +31,7 @@ FAULT_ENV = "RIGCHECK_FLEET_FAULT"  # test hook: 'die-after:STAGE[@RANK]' kills 
 LINKS_PHASE = "links"
 LINKS_STAGE = "fleet-links"
 STORE_OP_TIMEOUT_S = 30.0
+PHASE_GRACE_S = 60.0
 
 
 class FleetStoreError(Exception):
@@ -148,7 +149,13 @@ class Agent:
             names, self.request.profile, self.request.python, list(self.request.argv), fleet
         )
         self.collector = Collector(
-            self.store, self.fleet_run_id, channel, fleet, self.options.join_timeout, self.options.lost_after
+            self.store,
+            self.fleet_run_id,
+            channel,
+            fleet,
+            self.options.join_timeout,
+            self.options.lost_after,
+            self.options.phase_timeout,
         )
         self.collector.open_phase(LINKS_PHASE)
         self.collector.start()
@@ -167,16 +174,20 @@ class Agent:
     def _links(self, channel: FleetChannel) -> int:
         """The inter-host collectives and the pairwise round, with the agents rank 0 admitted."""
         channel.arrive(LINKS_PHASE)
-        deadline = time.monotonic() + self.options.phase_timeout
+        # rank 0 keeps the one deadline; this wait outlasts it, only so a rank 0 that hangs is not waited on forever
+        deadline = time.monotonic() + self.options.phase_timeout + self.options.lost_after + PHASE_GRACE_S
         members = channel.members(LINKS_PHASE)
         while members is None and time.monotonic() < deadline:
             time.sleep(0.25)
             members = channel.members(LINKS_PHASE)
         if members is None:
-            text = f"the other hosts did not all reach the collectives within {self.options.phase_timeout:g} s: skipped"
+            self._send(channel, LogLine("fleet-links", "rank 0 never decided who meets for the collectives", "warning"))
+            return 0
+        if self.env.rank not in members:
+            text = "the collectives met without this host: it reached them after rank 0's --phase-timeout"
             self._send(channel, LogLine("fleet-links", text, "warning"))
             return 0
-        if self.env.rank not in members or len(members) < 2:
+        if len(members) < 2:
             return 0
         return self._run_links(channel, members)
 

@@ -61,12 +61,14 @@ class Collector:
         fleet: dict[str, Any],
         join_timeout: float,
         lost_after: float,
+        phase_timeout: float = 3600.0,
     ) -> None:
         self.store, self.run_id, self.channel, self.fleet = store, run_id, channel, fleet
-        self.join_timeout, self.lost_after = join_timeout, lost_after
+        self.join_timeout, self.lost_after, self.phase_timeout = join_timeout, lost_after, phase_timeout
         self.hosts = [HostState(rank) for rank in range(channel.world)]
         self.started = time.monotonic()
         self.phases: dict[str, list[int] | None] = {}
+        self._first_arrival: dict[str, float] = {}
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._done = threading.Event()
@@ -77,7 +79,8 @@ class Collector:
         return self
 
     def open_phase(self, phase: str) -> None:
-        """Rank 0 will admit to `phase` every agent that arrives, once each live agent has arrived or is lost."""
+        """Rank 0 will admit to `phase` every agent that arrives, once each live agent has arrived or is lost,
+        or `phase_timeout` after the first arrived: one deadline for all, kept by rank 0 alone."""
         self.phases.setdefault(phase, None)
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -203,14 +206,18 @@ class Collector:
                 continue
             arrived = [h.rank for h in self.hosts if h.state != "lost" and self.channel.arrived(phase, h.rank)]
             pending = [h for h in self.hosts if h.state not in ("lost", "done") and h.rank not in arrived]
-            if pending:
+            if arrived:
+                self._first_arrival.setdefault(phase, time.monotonic())
+            late = arrived and time.monotonic() - self._first_arrival[phase] > self.phase_timeout
+            if pending and not late:
                 continue
             self.phases[phase] = arrived
             self.channel.set_members(phase, arrived)
             left_out = [h.label for h in self.hosts if h.rank not in arrived]
             if left_out:
+                why = f" (not there {self.phase_timeout:g} s after the first)" if late else ""
                 self.store.record(
-                    self.run_id, LogLine("fleet", f"{phase}: without {', '.join(left_out)}", "warning"), host=""
+                    self.run_id, LogLine("fleet", f"{phase}: without {', '.join(left_out)}{why}", "warning"), host=""
                 )
 
     def _save_states(self) -> None:
