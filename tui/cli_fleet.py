@@ -26,7 +26,7 @@ def add_fleet_timeouts(parser: argparse.ArgumentParser) -> None:
     waits = (
         ("join_timeout", "for every agent to announce itself"),
         ("lost_after", "heartbeat silence before an agent is called lost"),
-        ("phase_timeout", "for the live agents to reach the collectives"),
+        ("phase_timeout", "after the first host reaches the collectives, rank 0 starts them without the rest"),
         ("collective_timeout", "one collective without a word from any rank is a TIMEOUT"),
     )
     for name, meaning in waits:
