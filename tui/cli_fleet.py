@@ -71,7 +71,7 @@ def agent_main(argv: list[str] | None = None) -> int:
     from rigcheck.engine.fleet.env import FleetEnvError, read_env
     from rigcheck.engine.owner import DeviceBusy
 
-    from .cli_run import request_from_args, write_reports
+    from .cli_run import raise_interrupt, request_from_args, write_reports
 
     argv = sys.argv[1:] if argv is None else argv
     try:
@@ -87,7 +87,7 @@ def agent_main(argv: list[str] | None = None) -> int:
     except UsageError as error:
         print(f"rigcheck fleet: {error}", file=sys.stderr)
         return EXIT_USAGE
-    signal.signal(signal.SIGTERM, _raise_interrupt)  # torchrun stops its workers with SIGTERM
+    signal.signal(signal.SIGTERM, raise_interrupt)  # torchrun stops its workers with SIGTERM
     agent = Agent(env, store, request, options)
     try:
         code = agent.run()
@@ -113,10 +113,6 @@ def agent_main(argv: list[str] | None = None) -> int:
 
         write_reports(args, report, Console(stderr=True))
     return code
-
-
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
 
 
 def fleet_summary(report: dict[str, Any]) -> str:

@@ -21,7 +21,7 @@ EXIT_FAIL = 1
 EXIT_INTERRUPTED = 130
 
 
-def _raise_interrupt(signum: int, frame: object) -> None:
+def raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
@@ -144,7 +144,7 @@ def command_run(args: argparse.Namespace) -> int:
     with LiveDisplay(err) as display:
         owned.listen(display)
         for sig in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, _raise_interrupt)
+            signal.signal(sig, raise_interrupt)
         code = owned.run_to_end(lambda: err.print("interrupted: stopping the stage child", style="magenta"))
     if owned.session.store_error:
         err.print(f"rigcheck: {owned.session.store_error}", markup=False, style="red")

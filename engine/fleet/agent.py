@@ -66,7 +66,7 @@ def connect(env: FleetEnv, timeout: float) -> Any:
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise FleetStoreError(f"the fleet store at {env.store_host}:{env.store_port} failed: {first}") from None
     store.set_timeout(timedelta(seconds=STORE_OP_TIMEOUT_S))  # a hung rank 0 must not hold a stage's events long
-    return store, PrefixStore(f"rigcheck/{env.run_id}/", store)
+    return PrefixStore(f"rigcheck/{env.run_id}/", store)
 
 
 def _fault_listener(fault: str, rank: int) -> Callable[[Event], None] | None:
@@ -94,9 +94,7 @@ class Agent:
         self.say: Callable[[str], None] = lambda text: print(f"rigcheck fleet [{env.node}]: {text}", file=sys.stderr)
 
     def run(self) -> int:
-        base, prefixed = connect(self.env, self.options.join_timeout)
-        self.base_store = base
-        channel = FleetChannel(prefixed, self.env.rank, self.env.world)
+        channel = FleetChannel(connect(self.env, self.options.join_timeout), self.env.rank, self.env.world)
         beat = Heartbeat(channel).start()
         channel.announce(
             {
@@ -253,12 +251,11 @@ class Agent:
             self.store.record(self.fleet_run_id, LogLine("fleet", f"reading the agents: {error}", "error"))
         report = self.store.report(self.fleet_run_id)
         assert report is not None
-        for host, verdict in fleet_verdicts(report, self.store.host_fingerprints(self.fleet_run_id)):
+        found = fleet_verdicts(report, self.store.host_fingerprints(self.fleet_run_id))
+        for host, verdict in found:
             self.store.record(self.fleet_run_id, verdict, host=host)
-        report = self.store.report(self.fleet_run_id)
-        assert report is not None
-        statuses = [Status(v["status"]) for v in report["verdicts"] if v["status"] in Status._value2member_map_]
-        code = exit_code_for(statuses)
+        stored = [Status(v["status"]) for v in report["verdicts"] if v["status"] in Status._value2member_map_]
+        code = exit_code_for([*stored, *(verdict.status for _, verdict in found)])
         self.store.end_run(self.fleet_run_id, "complete", code)
         return code
 

@@ -237,11 +237,12 @@ def _pair_fault(plan: FleetLinksPlan, pair_rank: int) -> str:
     return f"{kind}:{pair_rank}"
 
 
-def _round_barrier(plan: FleetLinksPlan, r: int, waiting_for: set[int], cancelled: Callable[[], bool]) -> set[int]:
+def _round_barrier(
+    plan: FleetLinksPlan, store: Any, r: int, waiting_for: set[int], cancelled: Callable[[], bool]
+) -> set[int]:
     """Every host, the ones with a bye too, meets here before round r: the rounds stay in step, so a pair
     never waits on a partner still in an earlier round, and a hang or a lost host costs each round at most
     one wait. Returns the hosts that did not come (they are not waited for again)."""
-    store = open_store(plan.store_host, plan.store_port, f"{plan.prefix}/pair/at", plan.init_timeout)
     store.set(f"{r}/{plan.host_index}", "1")
     deadline = time.monotonic() + plan.init_timeout + plan.step_timeout  # late by one hung pair is still in time
     missing = set(waiting_for)
@@ -259,12 +260,15 @@ def pairwise_rounds(
     schedule = pair_schedule(len(plan.hosts))
     expected = set(range(len(plan.hosts))) - {plan.host_index}
     gone: set[int] = set()
+    barrier: Any = None
     for r, pairs in enumerate(schedule):
         if cancelled():
             return
         yield Progress(STAGE, r, len(schedule), f"pair round {r}")
         try:
-            gone |= _round_barrier(plan, r, expected - gone, cancelled)
+            if barrier is None:  # one client for every round's barrier
+                barrier = open_store(plan.store_host, plan.store_port, f"{plan.prefix}/pair/at", plan.init_timeout)
+            gone |= _round_barrier(plan, barrier, r, expected - gone, cancelled)
         except Exception as error:  # torch raises its own DistStoreError and RuntimeError
             yield Verdict(
                 STAGE,
