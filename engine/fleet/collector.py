@@ -28,7 +28,6 @@ class HostState:
     beats: int = -1
     beat_seen: float = field(default_factory=time.monotonic)
     last_event: str = "none"
-    summary: dict[str, Any] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -129,7 +128,7 @@ class Collector:
             done = self.channel.done(host.rank)
             if done is not None:
                 self._read_events(host)  # everything it sent before its end
-                host.state, host.summary = "done", done
+                host.state = "done"
                 self._save_states()
             elif now - host.beat_seen > self.lost_after:
                 self._lose(host, f"its agent stopped answering for {self.lost_after:.0f} s")
@@ -224,6 +223,3 @@ class Collector:
         self.fleet["hosts"] = [h.label for h in self.hosts]
         self.fleet["states"] = {h.label: h.state for h in self.hosts}
         self.store.update_fleet(self.run_id, self.fleet)
-
-    def host_names(self) -> dict[int, str]:
-        return {h.rank: h.label for h in self.hosts}
