@@ -14,7 +14,15 @@ from typing import NoReturn
 from .cli_fleet import add_fleet_parser
 from .cli_follow import command_cancel, command_follow
 from .cli_run import EXIT_INTERRUPTED, EXIT_USAGE, command_run
-from .preflight import UsageError, check_output_file, inspect_python, open_store, resolve_run_id, run_devices
+from .preflight import (
+    UsageError,
+    check_folder_takes_files,
+    check_output_file,
+    inspect_python,
+    open_store,
+    resolve_run_id,
+    run_devices,
+)
 from .serve import add_parser as add_serve_parser
 from .serve import command_serve
 
@@ -132,6 +140,8 @@ def command_export(args: argparse.Namespace) -> int:
     if args.format not in FORMATS:
         raise UsageError(f"bad format {args.format!r}: use one of {', '.join(FORMATS)}")
     output = check_output_file("--output", args.output) if args.output else None
+    if output is not None:  # it is replaced through a temporary file beside it: the folder must take one
+        check_folder_takes_files("--output", str(output.parent), output)
     store = open_store(args.store)
     report = store.report(resolve_run_id(store, args.run))
     assert report is not None

@@ -9,33 +9,25 @@ import sys
 import threading
 from pathlib import Path
 
-from rigcheck.engine.atomic_write import temp_name, write_atomic
+from rigcheck.engine.atomic_write import write_atomic
 from rigcheck.engine.facts.host import cpu_facts
 from rigcheck.engine.prom_telemetry import sample_to_prom
 from rigcheck.engine.telemetry.sample import Sample, na
 from rigcheck.engine.telemetry.sampler import Sampler
 
-from .preflight import UsageError
+from .preflight import check_folder_takes_files
 
 EXIT_INTERRUPTED = 130
-EXIT_WRITE = 4  # as a run whose store cannot be written: the file could not be written mid-way
+# the file could not be written mid-way: engine.owner's EXIT_ERROR, as for a store (not imported: owner pulls in
+# the whole runner at start-up)
+EXIT_WRITE = 4
 PROM_FILE = "rigcheck.prom"
 
 
 def textfile_path(folder: str) -> Path:
     """DIR/rigcheck.prom, once DIR is known to be a folder that takes files: checked before sampling starts."""
-    where = Path(folder).expanduser()
-    if not where.exists():
-        raise UsageError(f"--prom-textfile {folder}: folder does not exist")
-    if not where.is_dir():
-        raise UsageError(f"--prom-textfile {folder}: not a folder")
-    target = where / PROM_FILE
-    probe = temp_name(target)
-    try:
-        probe.touch(exist_ok=False)
-        probe.unlink()
-    except OSError as error:
-        raise UsageError(f"--prom-textfile {folder}: cannot write there ({error.strerror or error})") from None
+    target = Path(folder).expanduser() / PROM_FILE
+    check_folder_takes_files("--prom-textfile", folder, target)
     return target
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rigcheck.engine.atomic_write import temp_name
 from rigcheck.engine.store import STORE_ENV, Store, StoreError, default_store_path
 
 PYTHON_TIMEOUT_S = 180
@@ -130,6 +131,22 @@ def check_output_file(flag: str, path: str) -> Path:
     if not existed:
         target.unlink()
     return target
+
+
+def check_folder_takes_files(flag: str, folder: str, target: Path) -> None:
+    """`target` can be written the atomic way (a temporary file beside it, renamed into place): its folder is
+    a folder that takes new files. Tried now, before any work."""
+    where = target.parent
+    if not where.exists():
+        raise UsageError(f"{flag} {folder}: folder does not exist")
+    if not where.is_dir():
+        raise UsageError(f"{flag} {folder}: not a folder")
+    probe = temp_name(target)
+    try:
+        probe.touch(exist_ok=False)
+        probe.unlink()
+    except OSError as error:
+        raise UsageError(f"{flag} {folder}: cannot write there ({error.strerror or error})") from None
 
 
 def open_store(path: str | None) -> Store:
