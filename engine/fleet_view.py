@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .events import Status
-from .rows import Row, report_rows, trust_of
+from .fleet.compare_hosts import STAGE as HOSTS_STAGE
+from .fleet.pairs import STAGE as LINKS_STAGE
+from .rows import Row, meaning, report_rows, trust_of
 
 KEY_DTYPE = {"gpu": "bf16", "cpu": "fp32"}
 KEY_RULE = "best bf16 matmul on a GPU (TFLOP/s), best fp32 matmul on the CPU (GFLOP/s), else the first figure"
@@ -23,6 +25,12 @@ BROKEN = "BROKEN"  # never a result: left out of best-of, as the stage summaries
 # A host's state as front ends should colour it, by the row model's status classes.
 STATE_CLASS = {"lost": "crash", "joined": "running", "running": "running"}
 _GPU = re.compile(r"^cuda:(\d+)$")
+
+
+def gpu_index(device: str) -> int | None:
+    """N of a torch device named `cuda:N`; None for anything else."""
+    match = _GPU.match(device)
+    return int(match.group(1)) if match else None
 
 
 @dataclass(frozen=True)
@@ -71,8 +79,8 @@ class HostLine:
 
 def device_order(device: str) -> tuple[int, int, str]:
     """GPUs by index, then anything else by name."""
-    match = _GPU.match(device)
-    return (0, int(match.group(1)), "") if match else (1, 0, device)
+    index = gpu_index(device)
+    return (0, index, "") if index is not None else (1, 0, device)
 
 
 def _severity(status: str) -> int:
@@ -96,7 +104,7 @@ def _dtype(row: Row) -> str:
     return words[1] if len(words) > 2 and words[0] == "matmul" and "(" not in row["name"] else ""
 
 
-FLEET_STAGES = ("fleet", "fleet-links")
+FLEET_STAGES = (HOSTS_STAGE, LINKS_STAGE)
 
 
 def key_figure(figures: list[Row], device: str) -> tuple[Row | None, bool]:
@@ -112,7 +120,7 @@ def key_figure(figures: list[Row], device: str) -> tuple[Row | None, bool]:
 def _grid_devices(rows: list[Row], facts: dict[str, Any]) -> list[str]:
     """The host's GPUs (from its probe facts and its rows), or the CPU on a host without any."""
     gpus = {f"cuda:{d['index']}" for d in (facts.get("probe") or {}).get("devices") or [] if "index" in d}
-    gpus |= {row["device"] for row in rows if _GPU.match(row.get("device") or "")}
+    gpus |= {row["device"] for row in rows if gpu_index(row.get("device") or "") is not None}
     return sorted(gpus, key=device_order) or ["cpu"]
 
 
@@ -188,18 +196,13 @@ def describe(line: HostLine, cell: Cell | None) -> str:
     where = f"{line.host} ({line.state})" if line.state else line.host
     if cell is None:
         verdict = line.verdict
-        said = f"{verdict['status']} {verdict['stage']}/{verdict['name']}: {_first(verdict)}" if verdict else ""
+        said = f"{verdict['status']} {verdict['stage']}/{verdict['name']}: {meaning(verdict)}" if verdict else ""
         return f"{where}: {said or 'no host-level verdict'}; worst of the host: {line.worst or 'no verdict'}"
     parts = []
     if cell.verdict is not None:
-        parts.append(f"{cell.status} {cell.verdict['stage']}/{cell.verdict['name']}: {_first(cell.verdict)}")
+        parts.append(f"{cell.status} {cell.verdict['stage']}/{cell.verdict['name']}: {meaning(cell.verdict)}")
     if cell.figure is not None:
         figure = cell.figure
         kind = "key figure" if cell.keyed else "first figure"
         parts.append(f"{kind} {figure['name']} {figure['value']:,.4g} {figure['unit']}, {cell.trust}".strip())
     return f"{where} {cell.device}: {'; '.join(parts) or 'nothing reported'}"
-
-
-def _first(verdict: Row) -> str:
-    lines = (verdict.get("explanation") or "").splitlines()
-    return lines[0] if lines else ""

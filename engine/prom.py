@@ -13,14 +13,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from .fleet_view import gpu_index
 from .rows import Row, report_rows, trust_of
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 Labels = dict[str, str]
 
 _METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
-_CUDA_INDEX = re.compile(r"^cuda:(\d+)$")
 _BARE_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 
 
@@ -108,9 +107,9 @@ def device_labels(row: Row, report: dict[str, Any]) -> Labels:
     params, conditions = row.get("params") or {}, row.get("conditions") or {}
     probe = _probe(report, host)
     labels: Labels = {"Hostname": host or str(report["run"].get("host") or "")}
-    match = _CUDA_INDEX.match(device)
-    if match:
-        gpu = match.group(1)
+    index = gpu_index(device)
+    if index is not None:
+        gpu = str(index)
         known = next((d for d in probe.get("devices") or [] if str(d.get("index")) == gpu), {})
         model = conditions.get("gpu_name") or params.get("gpu_name") or known.get("name") or ""
         vendor = known.get("vendor") or ("NVIDIA" if "NVIDIA" in model.upper() else None)

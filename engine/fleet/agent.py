@@ -26,10 +26,10 @@ from ..store import Store
 from .channel import FleetChannel, Heartbeat
 from .collector import Collector
 from .env import FleetEnv
+from .pairs import STAGE as LINKS_STAGE
 
 FAULT_ENV = "RIGCHECK_FLEET_FAULT"  # test hook: 'die-after:STAGE[@RANK]' kills this agent when STAGE ends
 LINKS_PHASE = "links"
-LINKS_STAGE = "fleet-links"
 STORE_OP_TIMEOUT_S = 30.0
 PHASE_GRACE_S = 60.0
 

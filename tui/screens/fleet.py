@@ -46,23 +46,18 @@ class FleetScreen(Screen[int | None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.report = self.store.report(self.run_id)
-        if self.report is None:
-            self.dismiss(None)
-            return
-        grid = self.query_one(FleetGrid)
-        grid.show(fleet_cells(self.report))
-        self.query_one("#fleet-title", Static).update(fleet_title(self.report, grid.lines))
         self.query_one("#fleet-detail", Static).border_title = "highlighted host or GPU"
-        grid.focus()
-        self._describe(0, 0)
-        if self.report["run"]["status"] == "running":  # a fleet run still going: follow it as the agents report
-            self._follow = self.set_interval(FOLLOW_EVERY_S, self._refresh)
+        self.query_one(FleetGrid).focus()
+        if not self._load():
+            self.dismiss(None)
+        elif self.report is not None and self.report["run"]["status"] == "running":
+            self._follow = self.set_interval(FOLLOW_EVERY_S, self._refresh)  # follow it as the agents report
 
-    def _refresh(self) -> None:
+    def _load(self) -> bool:
+        """Read the run and draw it, the cursor where it was; False when the run is not in the store."""
         report = self.store.report(self.run_id)
         if report is None:
-            return
+            return False
         self.report = report
         grid = self.query_one(FleetGrid)
         where = grid.cursor_coordinate
@@ -70,7 +65,10 @@ class FleetScreen(Screen[int | None]):
         grid.move_cursor(row=where.row, column=where.column)
         self.query_one("#fleet-title", Static).update(fleet_title(report, grid.lines))
         self._describe(*grid.cursor_coordinate)
-        if report["run"]["status"] != "running":
+        return True
+
+    def _refresh(self) -> None:
+        if self._load() and self.report is not None and self.report["run"]["status"] != "running":
             self._follow.stop()
 
     def _describe(self, row: int, column: int) -> None:
