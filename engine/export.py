@@ -7,7 +7,7 @@ import io
 import json
 from typing import Any
 
-from .rows import report_rows, status_of
+from .rows import has_hosts, report_rows, status_of
 
 FORMATS = ("json", "csv", "md", "junit", "prom")
 
@@ -35,15 +35,15 @@ def _rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _columns(rows: list[dict[str, Any]], columns: list[str]) -> list[str]:
+def _columns(report: dict[str, Any], columns: list[str]) -> list[str]:
     """A fleet run's tables lead with the host; a single host's keep the columns they always had."""
-    return ["host", *columns] if any(row["host"] for row in rows) else columns
+    return ["host", *columns] if has_hosts(report) else columns
 
 
 def to_csv(report: dict[str, Any]) -> str:
     out = io.StringIO()
     rows = _rows(report)
-    fields = _columns(rows, ["kind", "stage", "name", "device", "status", "value", "unit", "spread", "detail"])
+    fields = _columns(report, ["kind", "stage", "name", "device", "status", "value", "unit", "spread", "detail"])
     writer = csv.DictWriter(out, fieldnames=fields, extrasaction="ignore")
     writer.writeheader()
     writer.writerows(rows)
@@ -61,7 +61,7 @@ def to_markdown(report: dict[str, Any]) -> str:
         "",
     ]
     rows = _rows(report)
-    columns = _columns(rows, ["kind", "stage", "name", "device", "status", "value", "unit"])
+    columns = _columns(report, ["kind", "stage", "name", "device", "status", "value", "unit"])
     lines += ["| " + " | ".join([*columns, "detail"]) + " |", "|" + " --- |" * (len(columns) + 1)]
     for row in rows:
         detail = str(row["detail"]).replace("|", "\\|").replace("\n", " ")

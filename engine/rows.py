@@ -146,6 +146,11 @@ def detail_text(row: Row) -> str:
     return "\n".join(lines)
 
 
+def has_hosts(report: dict[str, Any]) -> bool:
+    """A fleet run's rows name their hosts; a single host's never do (and print as they always have)."""
+    return any(row.get("host") for row in report["verdicts"] + report["measurements"])
+
+
 def report_rows(report: dict[str, Any], by_time: bool = False) -> list[Row]:
     """Every verdict and figure of a stored report as rows: verdicts first, or all in the order they arrived."""
     rows = [verdict_row(v) | {"t": v.get("t")} for v in report["verdicts"]]

@@ -24,7 +24,15 @@ from rigcheck.engine.events import (
     Progress as ProgressEvent,
 )
 from rigcheck.engine.fleet_view import KEY_RULE, fleet_cells, fleet_label, grid_devices
-from rigcheck.engine.rows import STATUS_CLASS, measurement_row, report_rows, trust_of, trust_reasons, unverified
+from rigcheck.engine.rows import (
+    STATUS_CLASS,
+    has_hosts,
+    measurement_row,
+    report_rows,
+    trust_of,
+    trust_reasons,
+    unverified,
+)
 
 CLASS_STYLE = {
     "pass": "green",
@@ -122,11 +130,6 @@ class LiveDisplay:
             tally = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
             line = Text.assemble(("< ", "cyan"), f"{event.stage}: ", status_text(event.status.value))
             out.print(line + Text(f" ({tally})" if tally else ""))
-
-
-def has_hosts(report: dict[str, Any]) -> bool:
-    """A fleet run's rows name their hosts; a single host's never do (and print as they always have)."""
-    return any(row.get("host") for row in report["verdicts"] + report["measurements"])
 
 
 def summary_table(report: dict[str, Any]) -> Table:
