@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from conftest import fake
 from fakes import FakeNvml
-from rigcheck.engine.session import start_sampler
+from rigcheck.engine.run.session import start_sampler
 from rigcheck.engine.store import Store
 from rigcheck.engine.telemetry.nvml import NvmlSource
 from rigcheck.engine.telemetry.sampler import Sampler

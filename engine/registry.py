@@ -41,20 +41,20 @@ STAGES: dict[str, StageInfo] = {
         ),
         StageInfo(
             "health",
-            "rigcheck.engine.stages.health:run",
+            "rigcheck.engine.stages.health.stage:run",
             "the driver's own counters: ECC, retired pages or remapped rows, XIDs, PCIe link, power limit, MIG",
             {"quick": 60.0, "standard": 60.0, "full": 120.0},
         ),
         StageInfo(
             "verify",
-            "rigcheck.engine.stages.verify:run",
+            "rigcheck.engine.stages.verify.stage:run",
             "are the answers right: every dtype, the board network and memory against float64",
             {"quick": 240.0, "standard": 600.0, "full": 1200.0},
             per_device=True,
         ),
         StageInfo(
             "hostbugs",
-            "rigcheck.engine.stages.hostbugs:run",
+            "rigcheck.engine.stages.hostbugs.stage:run",
             "the host's own silent bugs: sgemm races by thread count, CPU/GPU results that do not repeat",
             {"quick": 240.0, "standard": 600.0, "full": 1800.0},
             per_device=True,
@@ -62,7 +62,7 @@ STAGES: dict[str, StageInfo] = {
         ),
         StageInfo(
             "matmul",
-            "rigcheck.engine.stages.matmul:run",
+            "rigcheck.engine.stages.matmul.stage:run",
             "matrix multiply sweep over sizes and dtypes, TFLOP/s against the datasheet (max-find option)",
             {"quick": 240.0, "standard": 600.0, "full": 1200.0},
             throughput=True,
@@ -78,7 +78,7 @@ STAGES: dict[str, StageInfo] = {
         ),
         StageInfo(
             "links",
-            "rigcheck.engine.stages.links:run",
+            "rigcheck.engine.stages.links.stage:run",
             "links between GPUs: topology, peer-to-peer copies, collectives through torch.distributed",
             {"quick": 600.0, "standard": 1200.0, "full": 1800.0},
             throughput=True,
@@ -94,7 +94,7 @@ STAGES: dict[str, StageInfo] = {
         ),
         StageInfo(
             "burn",
-            "rigcheck.engine.stages.burn:run",
+            "rigcheck.engine.stages.burn.stage:run",
             "sustained matmul on every GPU at once for --duration s: wrong elements, falling throughput, slow peers",
             {"quick": 240.0, "standard": 300.0, "full": 600.0},
             throughput=True,

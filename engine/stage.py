@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .events import Event
+from rigcheck.engine.events import Event
 
 PROFILES = ("quick", "standard", "full")
 DEVICE_PATTERN = re.compile(r"^(cpu|all|cuda|cuda:\d+(,cuda:\d+)*)$")

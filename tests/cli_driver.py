@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from conftest import fake
 from rigcheck.engine.registry import STAGES
 from rigcheck.tui.cli import main
+from stage_infos import fake
 
 FAKES = {
     "ok": fake("ok"),

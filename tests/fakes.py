@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
+from rigcheck.engine.telemetry.sample import Sample
+
 
 class NVMLError(Exception):
     pass
@@ -319,3 +321,25 @@ def h200_samples(count: int = 120, others: float = 1.0) -> list:  # type: ignore
         )
         samples.append(Sample(1_000_000.0 + i * 0.5, host, tuple(NvmlSource(nvml).read())))
     return samples
+
+
+class StartingSampler(FakeSampler):
+    """Plays samples to listeners as the real sampler does; the first covers rigcheck's own start-up,
+    when its CPU time is not yet known, so all of it reads as other processes' load."""
+
+    def __init__(self, samples: list[Sample]) -> None:
+        super().__init__(samples)
+        self.listeners: list = []  # type: ignore[type-arg]
+        self.stopped = False
+
+    def add_listener(self, listener) -> None:  # type: ignore[no-untyped-def]
+        self.listeners.append(listener)
+
+    def start(self) -> StartingSampler:
+        for sample in self.buffer:
+            for listener in self.listeners:
+                listener(sample)
+        return self
+
+    def stop(self) -> None:
+        self.stopped = True

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from conftest import fake
-from rigcheck.engine.runner import Run, RunPlan
+from rigcheck.engine.run.runner import Run, RunPlan
 from rigcheck.engine.store import Store
+from stage_infos import fake
 
 if __name__ == "__main__":
     store = Store(Path(sys.argv[1]))

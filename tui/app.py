@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import rigcheck.themes
-from rigcheck.engine.detach import StartFailed
 from rigcheck.engine.events import (
     Facts,
     Fingerprint,
@@ -29,13 +28,30 @@ from rigcheck.engine.events import (
     Verdict,
     worst,
 )
-from rigcheck.engine.fleet_view import host_labelled
 from rigcheck.engine.registry import STAGES, StageInfo
-from rigcheck.engine.rows import measurement_row, report_rows, verdict_row
-from rigcheck.engine.run_request import RunRequest
+from rigcheck.engine.report.fleet_view import host_labelled
+from rigcheck.engine.report.rows import measurement_row, report_rows, verdict_row
+from rigcheck.engine.run.detach import StartFailed
+from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.stage import PROFILES
 from rigcheck.engine.store import Store
 from rigcheck.themes.themes import DEFAULT_THEME, THEMES, VARIABLE_DEFAULTS
+from rigcheck.tui.ascii_screen import AsciiOnly
+from rigcheck.tui.glyphs import ASCII, UNICODE
+from rigcheck.tui.run_link import RunLink
+from rigcheck.tui.screens.confirm_quit import ConfirmQuit
+from rigcheck.tui.screens.history import HistoryScreen
+from rigcheck.tui.screens.too_small import TooSmallScreen, too_small
+from rigcheck.tui.settings import load_settings, save_setting
+from rigcheck.tui.widgets.bench_panel import BenchPanel
+from rigcheck.tui.widgets.burn_plot import BurnPlot
+from rigcheck.tui.widgets.clocks_panel import ClocksPanel
+from rigcheck.tui.widgets.device_panel import DevicePanel
+from rigcheck.tui.widgets.host_panel import HostPanel
+from rigcheck.tui.widgets.log_panel import LogPanel
+from rigcheck.tui.widgets.processes_panel import ProcessesPanel
+from rigcheck.tui.widgets.results_panel import ResultsPanel
+from rigcheck.tui.widgets.stages_panel import StagesPanel
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -45,23 +61,6 @@ from textual.filter import LineFilter
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
-
-from .ascii_screen import AsciiOnly
-from .glyphs import ASCII, UNICODE
-from .run_link import RunLink
-from .screens.confirm_quit import ConfirmQuit
-from .screens.history import HistoryScreen
-from .screens.too_small import TooSmallScreen, too_small
-from .settings import load_settings, save_setting
-from .widgets.bench_panel import BenchPanel
-from .widgets.burn_plot import BurnPlot
-from .widgets.clocks_panel import ClocksPanel
-from .widgets.device_panel import DevicePanel
-from .widgets.host_panel import HostPanel
-from .widgets.log_panel import LogPanel
-from .widgets.processes_panel import ProcessesPanel
-from .widgets.results_panel import ResultsPanel
-from .widgets.stages_panel import StagesPanel
 
 W = TypeVar("W", bound=Widget)
 REDRAW_S = 0.25

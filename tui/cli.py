@@ -11,10 +11,10 @@ import os
 import sys
 from typing import NoReturn
 
-from .cli_fleet import add_fleet_parser
-from .cli_follow import command_cancel, command_follow
-from .cli_run import EXIT_INTERRUPTED, EXIT_USAGE, command_run
-from .preflight import (
+from rigcheck.tui.cli_fleet import add_fleet_parser
+from rigcheck.tui.cli_follow import command_cancel, command_follow
+from rigcheck.tui.cli_run import EXIT_INTERRUPTED, EXIT_USAGE, command_run
+from rigcheck.tui.preflight import (
     UsageError,
     check_folder_takes_files,
     check_output_file,
@@ -23,8 +23,8 @@ from .preflight import (
     resolve_run_id,
     run_devices,
 )
-from .serve import add_parser as add_serve_parser
-from .serve import command_serve
+from rigcheck.tui.serve import add_parser as add_serve_parser
+from rigcheck.tui.serve import command_serve
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_USAGE", "UsageError", "build_parser", "main"]
 
@@ -134,8 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def command_export(args: argparse.Namespace) -> int:
-    from rigcheck.engine.atomic_write import write_atomic
-    from rigcheck.engine.export import FORMATS, render
+    from rigcheck.engine.report.atomic_write import write_atomic
+    from rigcheck.engine.report.export import FORMATS, render
 
     if args.format not in FORMATS:
         raise UsageError(f"bad format {args.format!r}: use one of {', '.join(FORMATS)}")
@@ -154,9 +154,14 @@ def command_export(args: argparse.Namespace) -> int:
 
 
 def command_show(args: argparse.Namespace) -> int:
-    from rigcheck.engine.fleet_view import fleet_label
-
-    from .cli_display import contention_table, fitted_console, fleet_table, measurements_table, summary_table
+    from rigcheck.engine.report.fleet_view import fleet_label
+    from rigcheck.tui.cli_display import (
+        contention_table,
+        fitted_console,
+        fleet_table,
+        measurements_table,
+        summary_table,
+    )
 
     store = open_store(args.store)
     report = store.report(resolve_run_id(store, args.run))
@@ -174,9 +179,8 @@ def command_show(args: argparse.Namespace) -> int:
 
 
 def command_compare(args: argparse.Namespace) -> int:
-    from rigcheck.engine.compare import compare
-
-    from .cli_display import compare_table, fitted_console
+    from rigcheck.engine.report.compare import compare
+    from rigcheck.tui.cli_display import compare_table, fitted_console
 
     store = open_store(args.store)
     first, second = resolve_run_id(store, args.first), resolve_run_id(store, args.second)
@@ -194,8 +198,7 @@ def command_compare(args: argparse.Namespace) -> int:
 
 def command_history(args: argparse.Namespace) -> int:
     from rich.console import Console
-
-    from .cli_display import history_table
+    from rigcheck.tui.cli_display import history_table
 
     store = open_store(args.store)
     runs = store.runs(args.limit)
@@ -208,7 +211,7 @@ def command_history(args: argparse.Namespace) -> int:
 
 
 def command_monitor(args: argparse.Namespace) -> int:
-    from .monitor import monitor, textfile_path
+    from rigcheck.tui.monitor import monitor, textfile_path
 
     if args.interval <= 0:
         raise UsageError("--interval must be a positive number of seconds")
@@ -221,13 +224,13 @@ def command_monitor(args: argparse.Namespace) -> int:
 
 
 def command_app(args: argparse.Namespace) -> int:
-    from rigcheck.engine.session import start_sampler
+    from rigcheck.engine.run.session import start_sampler
     from rigcheck.engine.stage import PROFILES, parse_device
 
     served = os.environ.get("TEXTUAL_DRIVER", "").startswith("textual.drivers.web_driver")  # a `serve` tab
     if not served and not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("the app needs a terminal and this is not one; for a headless run use `rigcheck run`")
-    from .app import RigcheckApp
+    from rigcheck.tui.app import RigcheckApp
 
     try:
         device = parse_device(args.device) if args.device else None
@@ -283,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["app", *argv]  # `rigcheck` and `rigcheck --device cuda:0` open the app
     try:
         if argv[0] == "fleet":  # everything it does not know goes to the agents
-            from .cli_fleet import command_fleet
+            from rigcheck.tui.cli_fleet import command_fleet
 
             args, rest = build_parser().parse_known_args(argv)
             return command_fleet(args, rest)

@@ -11,7 +11,6 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
-from rigcheck.engine.compare import Row
 from rigcheck.engine.events import (
     Event,
     LogLine,
@@ -23,8 +22,9 @@ from rigcheck.engine.events import (
 from rigcheck.engine.events import (
     Progress as ProgressEvent,
 )
-from rigcheck.engine.fleet_view import KEY_RULE, fleet_cells, fleet_label, grid_devices
-from rigcheck.engine.rows import (
+from rigcheck.engine.report.compare import Row
+from rigcheck.engine.report.fleet_view import KEY_RULE, fleet_cells, fleet_label, grid_devices
+from rigcheck.engine.report.rows import (
     STATUS_CLASS,
     has_hosts,
     measurement_row,

@@ -11,7 +11,7 @@ import signal
 import sys
 from typing import Any
 
-from .preflight import UsageError
+from rigcheck.tui.preflight import UsageError
 
 EXIT_USAGE = 2
 EXIT_NO_STORE = 5  # the fleet's store (torchrun's) could not be reached or stopped answering
@@ -39,7 +39,7 @@ def add_fleet_timeouts(parser: argparse.ArgumentParser) -> None:
 
 
 def agent_parser() -> argparse.ArgumentParser:
-    from .cli import _Parser, add_run_options
+    from rigcheck.tui.cli import _Parser, add_run_options
 
     parser = _Parser(
         prog="python -m rigcheck.fleet",
@@ -69,9 +69,8 @@ def agent_main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")  # c10d's retry warnings, C++ frames and all
     from rigcheck.engine.fleet.agent import Agent, FleetStoreError
     from rigcheck.engine.fleet.env import FleetEnvError, read_env
-    from rigcheck.engine.owner import DeviceBusy
-
-    from .cli_run import raise_interrupt, request_from_args, write_reports
+    from rigcheck.engine.run.owner import DeviceBusy
+    from rigcheck.tui.cli_run import raise_interrupt, request_from_args, write_reports
 
     argv = sys.argv[1:] if argv is None else argv
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from .preflight import UsageError, open_store, resolve_run_id
+from rigcheck.tui.preflight import UsageError, open_store, resolve_run_id
 
 POLL_S = 0.1
 EXIT_INTERRUPTED = 130
@@ -24,10 +24,9 @@ def command_follow(args: argparse.Namespace) -> int:
     """The live progress display of `run`, fed from the store, then the summary and the run's exit code.
     Ctrl-C stops following, never the run."""
     from rigcheck.engine.events import RunFinished
-    from rigcheck.engine.follow import Follower
-
-    from .cli_display import LiveDisplay, fitted_console
-    from .cli_run import summarise
+    from rigcheck.engine.run.follow import Follower
+    from rigcheck.tui.cli_display import LiveDisplay, fitted_console
+    from rigcheck.tui.cli_run import summarise
 
     store = open_store(args.store)
     run_id = _live_or_named(store, args.run)
@@ -71,7 +70,7 @@ def command_follow(args: argparse.Namespace) -> int:
 
 
 def command_cancel(args: argparse.Namespace) -> int:
-    from rigcheck.engine.control import ControlError, control_path, request
+    from rigcheck.engine.run.control import ControlError, control_path, request
 
     store = open_store(args.store)
     run_id = resolve_run_id(store, args.run)

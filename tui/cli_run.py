@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-
-from .preflight import UsageError, check_output_file, inspect_python, open_store, run_devices
+from rigcheck.tui.preflight import UsageError, check_output_file, inspect_python, open_store, run_devices
 
 EXIT_USAGE = 2
 EXIT_FAIL = 1
@@ -26,7 +25,7 @@ def raise_interrupt(signum: int, frame: object) -> None:
 
 
 def _print_summary(report: dict[str, Any]) -> None:
-    from .cli_display import contention_table, fitted_console, measurements_table, summary_table
+    from rigcheck.tui.cli_display import contention_table, fitted_console, measurements_table, summary_table
 
     out = fitted_console()
     out.print(summary_table(report))
@@ -36,8 +35,8 @@ def _print_summary(report: dict[str, Any]) -> None:
 
 
 def write_reports(args: argparse.Namespace, report: dict[str, Any], err: Console) -> bool:
-    from rigcheck.engine.export import to_json
-    from rigcheck.engine.junit import to_junit
+    from rigcheck.engine.report.export import to_json
+    from rigcheck.engine.report.junit import to_junit
 
     ok = True
     for path, render in ((args.json, lambda: to_json(report)), (args.junit, lambda: to_junit(report, args.strict))):
@@ -53,7 +52,7 @@ def write_reports(args: argparse.Namespace, report: dict[str, Any], err: Console
 
 def _detach(store: Any, request: Any) -> int:
     """Hand the run to a background engine process and say how to follow and stop it."""
-    from rigcheck.engine.detach import StartFailed, spawn
+    from rigcheck.engine.run.detach import StartFailed, spawn
 
     try:
         run_id, pid = spawn(store.path, request)
@@ -78,7 +77,7 @@ def summarise(report: dict[str, Any], code: int, strict: bool, err: Console) -> 
 def request_from_args(args: argparse.Namespace) -> tuple[Any, Any]:
     """Check `run`'s options and turn them into a RunRequest and the store it goes to (UsageError if bad)."""
     from rigcheck.engine.registry import UnknownStage, default_stages, resolve
-    from rigcheck.engine.run_request import RunRequest
+    from rigcheck.engine.run.request import RunRequest
     from rigcheck.engine.stage import PROFILES, parse_device
 
     try:
@@ -127,9 +126,8 @@ def request_from_args(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def command_run(args: argparse.Namespace) -> int:
-    from rigcheck.engine.owner import DeviceBusy, OwnedRun
-
-    from .cli_display import LiveDisplay, fitted_console
+    from rigcheck.engine.run.owner import DeviceBusy, OwnedRun
+    from rigcheck.tui.cli_display import LiveDisplay, fitted_console
 
     request, store = request_from_args(args)
     if args.detach:

@@ -9,13 +9,12 @@ import sys
 import threading
 from pathlib import Path
 
-from rigcheck.engine.atomic_write import write_atomic
 from rigcheck.engine.facts.host import cpu_facts
-from rigcheck.engine.prom_telemetry import sample_to_prom
+from rigcheck.engine.report.atomic_write import write_atomic
+from rigcheck.engine.report.prom_telemetry import sample_to_prom
 from rigcheck.engine.telemetry.sample import Sample, na
 from rigcheck.engine.telemetry.sampler import Sampler
-
-from .preflight import check_folder_takes_files
+from rigcheck.tui.preflight import check_folder_takes_files
 
 EXIT_INTERRUPTED = 130
 # the file could not be written mid-way: engine.owner's EXIT_ERROR, as for a store (not imported: owner pulls in

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rigcheck.engine.atomic_write import temp_name
+from rigcheck.engine.report.atomic_write import temp_name
 from rigcheck.engine.store import STORE_ENV, Store, StoreError, default_store_path
 
 PYTHON_TIMEOUT_S = 180

@@ -6,11 +6,11 @@ import os
 import time
 from typing import Any
 
-from rigcheck.engine.control import ControlError, control_path, request
-from rigcheck.engine.detach import spawn
 from rigcheck.engine.events import Event, RunFinished
-from rigcheck.engine.follow import Follower
-from rigcheck.engine.run_request import RunRequest
+from rigcheck.engine.run.control import ControlError, control_path, request
+from rigcheck.engine.run.detach import spawn
+from rigcheck.engine.run.follow import Follower
+from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.store import Store
 
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .preflight import UsageError, inspect_python, open_store
+from rigcheck.tui.preflight import UsageError, inspect_python, open_store
 
 DEFAULT_PORT = 8000
 OPEN_FLAG = "--i-know-anyone-can-connect"
@@ -91,7 +91,7 @@ def check(args: argparse.Namespace) -> None:
 def command_serve(args: argparse.Namespace) -> int:
     check(args)
     try:
-        from .serve_server import RigcheckServer
+        from rigcheck.tui.serve_server import RigcheckServer
     except ImportError:
         raise UsageError(INSTALL_HINT) from None
     if not is_loopback(args.host):

@@ -13,9 +13,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from aiohttp import web
+from rigcheck.tui.serve import is_loopback
 from textual_serve.server import Server
-
-from .serve import is_loopback
 
 
 def host_name(netloc: str) -> str:

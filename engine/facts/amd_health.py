@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .amd_driver import AMD_VENDOR
-from .health_model import GpuHealth, Missing, bus_id_from_text
+from rigcheck.engine.facts.amd_driver import AMD_VENDOR
+from rigcheck.engine.facts.health_model import GpuHealth, Missing, bus_id_from_text
 
 GT_PER_GEN = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 

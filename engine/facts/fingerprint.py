@@ -10,8 +10,8 @@ import socket
 import sys
 from typing import Any
 
-from .host import cpu_facts, result_changing_env
-from .torch_build import loaded_blas
+from rigcheck.engine.facts.host import cpu_facts, result_changing_env
+from rigcheck.engine.facts.torch_build import loaded_blas
 
 
 def blas_identity(libraries: list[dict[str, Any]]) -> list[list[Any]]:

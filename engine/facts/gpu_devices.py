@@ -6,9 +6,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..telemetry.sample import bus_id_from_parts
-from .amd_driver import amd_cards, memory_pool
-from .dtypes import amd_matrix_dtypes, nvidia_matrix_dtypes
+from rigcheck.engine.facts.amd_driver import amd_cards, memory_pool
+from rigcheck.engine.facts.dtypes import amd_matrix_dtypes, nvidia_matrix_dtypes
+from rigcheck.engine.telemetry.sample import bus_id_from_parts
 
 
 def pci_address(props: Any) -> str | None:

@@ -11,10 +11,10 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from ..telemetry.nvml import decode_reasons
-from .health_model import GpuHealth, Missing, bus_id_from_text
-from .nvml_ctypes import FUNCTION_NOT_FOUND, NO_PERMISSION, NOT_SUPPORTED, CtypesNvml
-from .xid import read_kmsg, xids_by_bus
+from rigcheck.engine.facts.health_model import GpuHealth, Missing, bus_id_from_text
+from rigcheck.engine.facts.nvml_ctypes import FUNCTION_NOT_FOUND, NO_PERMISSION, NOT_SUPPORTED, CtypesNvml
+from rigcheck.engine.facts.xid import read_kmsg, xids_by_bus
+from rigcheck.engine.telemetry.nvml import decode_reasons
 
 CORRECTED, UNCORRECTED = 0, 1
 VOLATILE, AGGREGATE = 0, 1

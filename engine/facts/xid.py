@@ -8,7 +8,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from .health_model import Missing, bus_id_from_text
+from rigcheck.engine.facts.health_model import Missing, bus_id_from_text
 
 XID_LINE = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F]+:[0-9a-fA-F]+:[0-9a-fA-F]+)(?:\.\d)?\): (\d+)")
 

@@ -16,17 +16,17 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from ..conditions import ConditionsAnnotator
-from ..events import Event, LogLine, Measurement, StageFinished, StageStarted, Status
-from ..owner import EXIT_INTERRUPTED, OwnedRun
-from ..run_request import RunRequest
-from ..runner import exit_code_for
-from ..session import start_sampler
-from ..store import Store
-from .channel import FleetChannel, Heartbeat
-from .collector import Collector
-from .env import FleetEnv
-from .pairs import STAGE as LINKS_STAGE
+from rigcheck.engine.events import Event, LogLine, Measurement, StageFinished, StageStarted, Status
+from rigcheck.engine.fleet.channel import FleetChannel, Heartbeat
+from rigcheck.engine.fleet.collector import Collector
+from rigcheck.engine.fleet.env import FleetEnv
+from rigcheck.engine.fleet.pairs import STAGE as LINKS_STAGE
+from rigcheck.engine.run.owner import EXIT_INTERRUPTED, OwnedRun
+from rigcheck.engine.run.request import RunRequest
+from rigcheck.engine.run.runner import exit_code_for
+from rigcheck.engine.run.session import start_sampler
+from rigcheck.engine.store import Store
+from rigcheck.engine.trust.conditions import ConditionsAnnotator
 
 FAULT_ENV = "RIGCHECK_FLEET_FAULT"  # test hook: 'die-after:STAGE[@RANK]' kills this agent when STAGE ends
 LINKS_PHASE = "links"
@@ -190,7 +190,7 @@ class Agent:
         return self._run_links(channel, members)
 
     def _run_links(self, channel: FleetChannel, members: list[int]) -> int:
-        from .links import FleetLinksPlan, fleet_collectives, pairwise_rounds
+        from rigcheck.engine.fleet.links import FleetLinksPlan, fleet_collectives, pairwise_rounds
 
         infos = {rank: channel.host(rank) or {} for rank in members}
         hosts = tuple(str(infos[rank].get("name") or f"rank {rank}") for rank in members)
@@ -241,7 +241,7 @@ class Agent:
             channel.publish(event)
 
     def _finish_fleet(self) -> int:
-        from .verdicts import fleet_verdicts
+        from rigcheck.engine.fleet.verdicts import fleet_verdicts
 
         assert self.collector is not None and self.fleet_run_id is not None
         if not self.collector.wait(self.options.phase_timeout + self.options.lost_after):

@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Any
 
-from ..events import Event, Progress, event_to_dict
+from rigcheck.engine.events import Event, Progress, event_to_dict
 
 PROGRESS_EVERY_S = 0.5  # progress is coalesced: the panels need a few a second, not every step
 GIVE_UP_AFTER = 5  # heartbeats that failed in a row before the store is taken to be gone

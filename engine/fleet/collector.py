@@ -12,9 +12,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..events import Event, LogLine, Status, Verdict, event_from_dict
-from ..store import Store
-from .channel import FleetChannel
+from rigcheck.engine.events import Event, LogLine, Status, Verdict, event_from_dict
+from rigcheck.engine.fleet.channel import FleetChannel
+from rigcheck.engine.store import Store
 
 POLL_S = 0.25
 

@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..events import Measurement, Status, Verdict
-from ..facts.fingerprint import digest
-from ..peers import NO_CAUSE, PEER_TOLERANCE, below_best, cause_of, peer_groups, peer_span, sound
+from rigcheck.engine.events import Measurement, Status, Verdict
+from rigcheck.engine.facts.fingerprint import digest
+from rigcheck.engine.trust.peers import NO_CAUSE, PEER_TOLERANCE, below_best, cause_of, peer_groups, peer_span, sound
 
 STAGE = "fleet"
 HOST_OWN_KEYS = ("host",)  # fingerprint basis keys that differ between any two hosts by construction

@@ -16,11 +16,11 @@ from contextlib import closing
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..busbw import size_label
-from ..events import Event, LogLine, Measurement, Progress, Status, Verdict
-from ..stages.links_collectives import Failure, Plan, Ready, StepResult, StepSkipped, run_collectives
-from .pairs import STAGE, pair_schedule, pair_verdicts
-from .progress import open_store, read_progress, stragglers
+from rigcheck.engine.events import Event, LogLine, Measurement, Progress, Status, Verdict
+from rigcheck.engine.fleet.pairs import STAGE, pair_schedule, pair_verdicts
+from rigcheck.engine.fleet.progress import open_store, read_progress, stragglers
+from rigcheck.engine.measure.busbw import size_label
+from rigcheck.engine.stages.links.collectives import Failure, Plan, Ready, StepResult, StepSkipped, run_collectives
 
 __all__ = ["STAGE", "FleetLinksPlan", "fleet_collectives", "pair_schedule", "pair_verdicts", "pairwise_rounds"]
 
@@ -97,8 +97,7 @@ def figure_events(result: StepResult, device: str, common: dict[str, Any], name:
     """The busbw figure of a step over every rank of the group, checked as the links stage checks its own
     (two clocks, the device's limit), with the wrong elements of every rank of every host in its params."""
     import torch
-
-    from ..stages.links import step_events
+    from rigcheck.engine.stages.links.stage import step_events
 
     first = torch.device(device) if device.startswith("cuda") else None
     whole = replace(result, wrong=result.wrong if result.wrong_all is None else result.wrong_all, wrong_by_rank={})

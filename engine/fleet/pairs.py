@@ -5,8 +5,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable
 
-from ..events import Measurement, Status, Verdict
-from ..peers import NO_CAUSE, cause_of, sound
+from rigcheck.engine.events import Measurement, Status, Verdict
+from rigcheck.engine.trust.peers import NO_CAUSE, cause_of, sound
 
 STAGE = "fleet-links"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..events import Measurement, Verdict
-from .compare_hosts import fleet_peer_verdicts, probe_differences
-from .links import pair_verdicts
+from rigcheck.engine.events import Measurement, Verdict
+from rigcheck.engine.fleet.compare_hosts import fleet_peer_verdicts, probe_differences
+from rigcheck.engine.fleet.links import pair_verdicts
 
 
 def stored_figure(row: dict[str, Any]) -> Measurement:

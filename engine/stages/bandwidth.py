@@ -8,16 +8,15 @@ from typing import Any
 
 import numpy
 import torch
-
-from ..events import Event, Measurement, Progress, Status, Verdict
-from ..plausibility import Limit
-from ..stage import StageContext
-from .devices import by_profile, resolve_devices
-from .figures import checked, device_identity, usable
-from .limits import device_copy_limit, host_link_limit
-from .peaks import bandwidth_peak
-from .shared_cache import one_at_a_time
-from .timing import BENCHMARK_VERSION, on_device, time_calls
+from rigcheck.engine.events import Event, Measurement, Progress, Status, Verdict
+from rigcheck.engine.measure.plausibility import Limit
+from rigcheck.engine.stage import StageContext
+from rigcheck.engine.stages.common.devices import by_profile, resolve_devices
+from rigcheck.engine.stages.common.figures import checked, device_identity, usable
+from rigcheck.engine.stages.common.limits import device_copy_limit, host_link_limit
+from rigcheck.engine.stages.common.peaks import bandwidth_peak
+from rigcheck.engine.stages.common.shared_cache import one_at_a_time
+from rigcheck.engine.stages.common.timing import BENCHMARK_VERSION, on_device, time_calls
 
 STAGE = "bandwidth"
 

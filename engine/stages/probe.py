@@ -7,14 +7,14 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from ..events import Event, Facts, Progress, Status, Verdict
-from ..facts.driver import driver_facts
-from ..facts.dtypes import cpu_matrix_dtypes
-from ..facts.gpu_devices import join_amd, join_nvidia, torch_device, why_no_gpu
-from ..facts.host import RISKY_VARS, cpu_facts, result_changing_env
-from ..facts.torch_build import build_facts, loaded_blas
-from ..stage import StageContext
-from .fp8 import find_fp8
+from rigcheck.engine.events import Event, Facts, Progress, Status, Verdict
+from rigcheck.engine.facts.driver import driver_facts
+from rigcheck.engine.facts.dtypes import cpu_matrix_dtypes
+from rigcheck.engine.facts.gpu_devices import join_amd, join_nvidia, torch_device, why_no_gpu
+from rigcheck.engine.facts.host import RISKY_VARS, cpu_facts, result_changing_env
+from rigcheck.engine.facts.torch_build import build_facts, loaded_blas
+from rigcheck.engine.stage import StageContext
+from rigcheck.engine.stages.common.fp8 import find_fp8
 
 STAGE = "probe"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .safe import safe
-from .sample import GpuSample, normalise_bus_id
+from rigcheck.engine.telemetry.safe import safe
+from rigcheck.engine.telemetry.sample import GpuSample, normalise_bus_id
 
 
 class AmdGpuInfoSource:

@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-
-from .others import BusiestOthers, Scan, descendants, scan_procfs, scan_psutil
-from .procfs import CpuBusy, ProcessTicks
-from .rapl import POWERCAP, RaplPower
-from .safe import safe
-from .sample import HostSample, ProcessUse
+from rigcheck.engine.telemetry.others import BusiestOthers, Scan, descendants, scan_procfs, scan_psutil
+from rigcheck.engine.telemetry.procfs import CpuBusy, ProcessTicks
+from rigcheck.engine.telemetry.rapl import POWERCAP, RaplPower
+from rigcheck.engine.telemetry.safe import safe
+from rigcheck.engine.telemetry.sample import HostSample, ProcessUse
 
 CPU_SYSFS = Path("/sys/devices/system/cpu")
 

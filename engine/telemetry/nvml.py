@@ -6,9 +6,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .procnames import process_name
-from .safe import safe
-from .sample import GpuSample, ProcessUse, normalise_bus_id
+from rigcheck.engine.telemetry.procnames import process_name
+from rigcheck.engine.telemetry.safe import safe
+from rigcheck.engine.telemetry.sample import GpuSample, ProcessUse, normalise_bus_id
 
 # nvmlDeviceGetCurrentClocksEventReasons bits, in words.
 CLOCK_EVENT_REASONS = {

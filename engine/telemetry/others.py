@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .sample import ProcessUse
+from rigcheck.engine.telemetry.sample import ProcessUse
 
 TOP = 5
 MIN_CPUS = 0.05

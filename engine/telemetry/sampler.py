@@ -8,9 +8,9 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from .host import HostSource
-from .sample import Sample
-from .sources import GpuSource, available_gpu_sources
+from rigcheck.engine.telemetry.host import HostSource
+from rigcheck.engine.telemetry.sample import Sample
+from rigcheck.engine.telemetry.sources import GpuSource, available_gpu_sources
 
 Listener = Callable[[Sample], None]
 

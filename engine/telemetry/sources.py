@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from .sample import GpuSample
+from rigcheck.engine.telemetry.sample import GpuSample
 
 
 class GpuSource(Protocol):
@@ -18,19 +18,19 @@ class GpuSource(Protocol):
 
 
 def _nvml() -> GpuSource:
-    from .nvml import NvmlSource
+    from rigcheck.engine.telemetry.nvml import NvmlSource
 
     return NvmlSource()
 
 
 def _amdgpuinfo() -> GpuSource:
-    from .amdgpu import AmdGpuInfoSource
+    from rigcheck.engine.telemetry.amdgpu import AmdGpuInfoSource
 
     return AmdGpuInfoSource()
 
 
 def _sysfs() -> GpuSource:
-    from .sysfs import AmdSysfsSource
+    from rigcheck.engine.telemetry.sysfs import AmdSysfsSource
 
     return AmdSysfsSource(Path("/sys/class/drm"))
 

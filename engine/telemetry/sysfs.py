@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..facts.amd_driver import AMD_VENDOR
-from .sample import GpuSample, normalise_bus_id
+from rigcheck.engine.facts.amd_driver import AMD_VENDOR
+from rigcheck.engine.telemetry.sample import GpuSample, normalise_bus_id
 
 
 def _num(path: Path) -> float | None:

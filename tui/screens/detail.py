@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rich.text import Text
-from rigcheck.engine.rows import Row, detail_text
+from rigcheck.engine.report.rows import Row, detail_text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll

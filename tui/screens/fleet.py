@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from rigcheck.engine.fleet_view import KEY_RULE, HostLine, describe, fleet_cells, host_rows
+from rigcheck.engine.report.fleet_view import KEY_RULE, HostLine, describe, fleet_cells, host_rows
 from rigcheck.engine.store import Store
+from rigcheck.tui.widgets.fleet_grid import FleetGrid
+from rigcheck.tui.widgets.results_panel import ResultsPanel
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
-
-from ..widgets.fleet_grid import FleetGrid
-from ..widgets.results_panel import ResultsPanel
 
 
 def fleet_title(report: dict[str, Any], lines: list[HostLine]) -> str:

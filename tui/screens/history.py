@@ -6,16 +6,15 @@ import datetime as dt
 import json
 from typing import Any
 
-from rigcheck.engine.compare import compare
-from rigcheck.engine.fleet_view import fleet_label
+from rigcheck.engine.report.compare import compare
+from rigcheck.engine.report.fleet_view import fleet_label
 from rigcheck.engine.store import Store
+from rigcheck.tui.screens.fleet import FleetScreen
+from rigcheck.tui.widgets.styling import status_text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
-
-from ..widgets.styling import status_text
-from .fleet import FleetScreen
 
 MARK = "*"
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from rich.text import Text
 from rigcheck.engine.events import Measurement
-from rigcheck.engine.rows import Row, meaning, measurement_row, trust_of, value_text
+from rigcheck.engine.report.rows import Row, meaning, measurement_row, trust_of, value_text
+from rigcheck.tui.glyphs import UNICODE, Glyphs
+from rigcheck.tui.screens.detail import DetailScreen
+from rigcheck.tui.widgets.styling import status_text
 from textual.widgets import DataTable
-
-from ..glyphs import UNICODE, Glyphs
-from ..screens.detail import DetailScreen
-from .styling import status_text
 
 
 class BenchPanel(DataTable[Text | str]):

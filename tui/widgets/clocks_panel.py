@@ -7,13 +7,12 @@ On a small terminal the plot gives way to one labelled line a trace, each ending
 from __future__ import annotations
 
 from rigcheck.engine.telemetry.sample import HostSample, Sample, na
+from rigcheck.tui.glyphs import UNICODE, Glyphs, level
+from rigcheck.tui.widgets.live_text import LiveText
+from rigcheck.tui.widgets.traces import Trace, binned, gpu_traces, host_traces, pick_gpu
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual_plotext import PlotextPlot
-
-from ..glyphs import UNICODE, Glyphs, level
-from .live_text import LiveText
-from .traces import Trace, binned, gpu_traces, host_traces, pick_gpu
 
 WINDOW_S = 60.0
 SMALL_HEIGHT = 9  # below this many rows a plot is unreadable: show one-line traces instead

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from rich.text import Text
-from rigcheck.engine.fleet_view import STATE_CLASS, Cell, HostLine, grid_devices
+from rigcheck.engine.report.fleet_view import STATE_CLASS, Cell, HostLine, grid_devices
+from rigcheck.tui.widgets.styling import CLASS_VARIABLE, status_text
 from textual.binding import Binding
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
-
-from .styling import CLASS_VARIABLE, status_text
 
 HOST = "host"
 FILLER = "filler"

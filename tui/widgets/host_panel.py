@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from rich.text import Text
-from rigcheck.engine.conditions import DEFAULT_POLICY
 from rigcheck.engine.telemetry.sample import HostSample
-
-from ..glyphs import UNICODE, Glyphs, bar, level
-from .live_text import LiveText
+from rigcheck.engine.trust.conditions import DEFAULT_POLICY
+from rigcheck.tui.glyphs import UNICODE, Glyphs, bar, level
+from rigcheck.tui.widgets.live_text import LiveText
 
 GAUGE_WIDTH = 10
 

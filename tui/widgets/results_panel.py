@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from rich.text import Text
-from rigcheck.engine.rows import Row, detail_text, meaning, status_of, value_text
+from rigcheck.engine.report.rows import Row, detail_text, meaning, status_of, value_text
+from rigcheck.tui.screens.detail import DetailScreen
+from rigcheck.tui.widgets.styling import status_text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
-
-from ..screens.detail import DetailScreen
-from .styling import status_text
 
 # Widths are left to the table (it widens a column to its longest cell), so no unit or status is cut.
 COLUMNS = ("stage", "name", "device", "status", "value", "meaning")

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from rich.text import Text
 from rigcheck.engine.events import Status
+from rigcheck.tui.glyphs import UNICODE, Glyphs, bar
+from rigcheck.tui.widgets.styling import status_text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
-
-from ..glyphs import UNICODE, Glyphs, bar
-from .styling import status_text
 
 BAR_WIDTH = 5
 

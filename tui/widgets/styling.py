@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rich.text import Text
-from rigcheck.engine.rows import STATUS_CLASS
+from rigcheck.engine.report.rows import STATUS_CLASS
 from textual.app import App
 
 CLASS_VARIABLE = {

@@ -1,0 +1,78 @@
+"""Turns a stored run's report into JSON, CSV, Markdown, JUnit XML or Prometheus text, for `export` and `--json`."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from rigcheck.engine.report.rows import has_hosts, report_rows, status_of
+
+FORMATS = ("json", "csv", "md", "junit", "prom")
+
+
+def to_json(report: dict[str, Any]) -> str:
+    return json.dumps(report, indent=2, sort_keys=True, default=str)
+
+
+def _rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The engine's rows, flattened into the columns of a table."""
+    return [
+        {
+            "host": row.get("host") or "",
+            "kind": row["kind"],
+            "stage": row["stage"],
+            "name": row["name"],
+            "device": row["device"],
+            "status": status_of(row),
+            "value": row.get("value", ""),
+            "unit": row.get("unit", ""),
+            "spread": "" if row.get("spread") is None else row["spread"],
+            "detail": row["explanation"] if row["kind"] == "verdict" else json.dumps(row["params"], sort_keys=True),
+        }
+        for row in report_rows(report)
+    ]
+
+
+def _columns(report: dict[str, Any], columns: list[str]) -> list[str]:
+    """A fleet run's tables lead with the host; a single host's keep the columns they always had."""
+    return ["host", *columns] if has_hosts(report) else columns
+
+
+def to_csv(report: dict[str, Any]) -> str:
+    out = io.StringIO()
+    rows = _rows(report)
+    fields = _columns(report, ["kind", "stage", "name", "device", "status", "value", "unit", "spread", "detail"])
+    writer = csv.DictWriter(out, fieldnames=fields, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def to_markdown(report: dict[str, Any]) -> str:
+    run = report["run"]
+    lines = [
+        f"# rigcheck run {run['id']}",
+        "",
+        f"- status: {run['status']} (exit code {run['exit_code']})",
+        f"- device: {run['device']}, profile: {run['profile']}",
+        f"- fingerprint: {report['fingerprint']['digest'] or ('one per host' if report.get('fleet') else 'none')}",
+        "",
+    ]
+    rows = _rows(report)
+    columns = _columns(report, ["kind", "stage", "name", "device", "status", "value", "unit"])
+    lines += ["| " + " | ".join([*columns, "detail"]) + " |", "|" + " --- |" * (len(columns) + 1)]
+    for row in rows:
+        detail = str(row["detail"]).replace("|", "\\|").replace("\n", " ")
+        cells = [row[k] for k in columns]
+        lines.append("| " + " | ".join(str(c) for c in cells) + f" | {detail} |")
+    return "\n".join(lines) + "\n"
+
+
+def render(report: dict[str, Any], fmt: str) -> str:
+    from rigcheck.engine.report.junit import to_junit
+    from rigcheck.engine.report.prom import report_to_prom
+
+    renderers = {"json": to_json, "csv": to_csv, "md": to_markdown, "junit": to_junit, "prom": report_to_prom}
+    return renderers[fmt](report)

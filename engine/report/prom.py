@@ -1,0 +1,201 @@
+"""A stored run as Prometheus text (exposition format 0.0.4), its GPUs labelled as dcgm-exporter labels them.
+
+Figures carry no run number: a figure keeps one series from run to run, and `rigcheck_run_info` says
+which run the file holds. Empty label values are left out (Prometheus treats both alike), and so is
+any figure without a value: a missing reading is never written as 0.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from rigcheck.engine.report.fleet_view import gpu_index
+from rigcheck.engine.report.rows import Row, report_rows, trust_of
+
+Labels = dict[str, str]
+
+_METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+_BARE_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
+
+
+def escape_label_value(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def escape_help(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def format_value(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if float(value).is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    return repr(float(value))
+
+
+@dataclass
+class Family:
+    """One metric family: its name, help, type and samples."""
+
+    name: str
+    help: str
+    kind: str = "gauge"
+    samples: list[tuple[Labels, float]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not _METRIC_NAME.match(self.name):
+            raise ValueError(f"not a Prometheus metric name: {self.name!r}")
+
+    def add(self, labels: dict[str, Any], value: float | int | bool | None) -> None:
+        """One sample; a value of None (not available) is left out, never written as 0."""
+        if value is None:
+            return
+        kept = {name: str(text) for name, text in labels.items() if text is not None and text != ""}
+        for name in kept:
+            if not _LABEL_NAME.match(name) or name.startswith("__"):
+                raise ValueError(f"not a Prometheus label name: {name!r}")
+        self.samples.append((kept, float(value)))
+
+
+def render(families: list[Family]) -> str:
+    """The exposition text: # HELP and # TYPE before each family's samples; families without samples left out."""
+    lines: list[str] = []
+    for family in families:
+        if not family.samples:
+            continue
+        lines.append(f"# HELP {family.name} {escape_help(family.help)}")
+        lines.append(f"# TYPE {family.name} {family.kind}")
+        for labels, value in family.samples:
+            inner = ",".join(f'{name}="{escape_label_value(text)}"' for name, text in labels.items())
+            lines.append(
+                f"{family.name}{{{inner}}} {format_value(value)}" if inner else f"{family.name} {format_value(value)}"
+            )
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def dcgm_uuid(uuid: str | None, vendor: str | None) -> str | None:
+    """NVML's form, "GPU-<uuid>", which dcgm-exporter and rigcheck monitor write; torch stores it bare.
+    Only an NVIDIA GPU gets the prefix; any other UUID is kept as it was stored."""
+    if not uuid:
+        return None
+    if vendor == "NVIDIA" and _BARE_UUID.match(uuid):
+        return f"GPU-{uuid}"
+    return uuid
+
+
+def _probe(report: dict[str, Any], host: str) -> dict[str, Any]:
+    """Probe's facts for the row's host (a fleet run keeps each host's apart), or {} where Probe did not run."""
+    facts = (report.get("host_facts") or {}).get(host, {}) if host else report.get("facts") or {}
+    return facts.get("probe") or {}
+
+
+def device_labels(row: Row, report: dict[str, Any]) -> Labels:
+    """Hostname, gpu, UUID, pci_bus_id, device and modelName of the device a row is about.
+
+    The store has no per-GPU identity for a verdict; Probe's facts of the same run (and host) give it by
+    torch index, so those are read here rather than added to the rows."""
+    host = row.get("host") or ""
+    device = row.get("device") or ""
+    params, conditions = row.get("params") or {}, row.get("conditions") or {}
+    probe = _probe(report, host)
+    labels: Labels = {"Hostname": host or str(report["run"].get("host") or "")}
+    index = gpu_index(device)
+    if index is not None:
+        gpu = str(index)
+        known = next((d for d in probe.get("devices") or [] if str(d.get("index")) == gpu), {})
+        model = conditions.get("gpu_name") or params.get("gpu_name") or known.get("name") or ""
+        vendor = known.get("vendor") or ("NVIDIA" if "NVIDIA" in model.upper() else None)
+        uuid = params.get("gpu_uuid") or conditions.get("gpu_uuid") or known.get("uuid")
+        bus = params.get("pci_bus_id") or conditions.get("gpu_pci_bus_id") or known.get("pci")
+        labels |= {"gpu": gpu, "UUID": dcgm_uuid(uuid, vendor) or "", "pci_bus_id": bus or "", "modelName": model}
+    elif device == "cpu":
+        model = (probe.get("cpu") or {}).get("model") or ""
+        labels["modelName"] = "" if model == "unknown" else model
+    return labels | {"device": device}
+
+
+def _figure_labels(row: Row, report: dict[str, Any]) -> Labels:
+    return device_labels(row, report) | {
+        "stage": row["stage"],
+        "name": row["name"],
+        "unit": row.get("unit") or "",
+        "trust": trust_of(row),
+    }
+
+
+def _run_families(report: dict[str, Any]) -> list[Family]:
+    run = report["run"]
+    fleet = report.get("fleet") or {}
+    info = Family("rigcheck_run_info", "The run this file describes: always 1, its facts in the labels.")
+    info.add(
+        {
+            "Hostname": run.get("host") or "",
+            "run": run["id"],
+            "status": run.get("status") or "",
+            "profile": run.get("profile") or "",
+            "device": run.get("device") or "",
+            "fingerprint": run.get("fingerprint") or "",
+            "fleet": fleet.get("id") or "",
+        },
+        1,
+    )
+    started = Family("rigcheck_run_started_timestamp_seconds", "When the run started, in Unix seconds.")
+    started.add({}, run.get("started"))
+    finished = Family(
+        "rigcheck_run_finished_timestamp_seconds", "When the run ended, in Unix seconds (absent while it runs)."
+    )
+    finished.add({}, run.get("finished"))
+    exit_code = Family(
+        "rigcheck_run_exit_code",
+        "The run's exit code: 0 every verdict PASS, WARN or SKIP; 1 a FAIL; 3 a CRASH or TIMEOUT; "
+        "4 the store could not be written; 130 stopped.",
+    )
+    exit_code.add({}, run.get("exit_code"))
+    hosts = Family(
+        "rigcheck_fleet_host_info", "Each host of a fleet run: always 1, its rank and last state in the labels."
+    )
+    for rank, host in enumerate(fleet.get("hosts") or []):
+        hosts.add({"Hostname": host, "rank": rank, "state": (fleet.get("states") or {}).get(host, "")}, 1)
+    return [info, started, finished, exit_code, hosts]
+
+
+def report_to_prom(report: dict[str, Any]) -> str:
+    """Every figure and verdict of a stored report (Store.report) as Prometheus text."""
+    figure = Family(
+        "rigcheck_figure",
+        "A figure rigcheck measured, in the unit its unit label names; trust says what, if anything, was wrong "
+        "outside the measurement. A figure measured more than once in a run has a repeat label from the second on.",
+    )
+    trusted = Family("rigcheck_figure_trusted", "1 where the figure is TRUSTED, else 0 (SUSPECT, NOISY, BROKEN, ...).")
+    verdict = Family(
+        "rigcheck_verdict",
+        "The run's verdicts: 1 for each, its status (PASS, WARN, FAIL, CRASH, TIMEOUT, SKIP) in a label; "
+        "where one check gave the same status on the same device more than once, how many times.",
+    )
+    seen: Counter[tuple[tuple[str, str], ...]] = Counter()
+    verdicts: Counter[tuple[tuple[str, str], ...]] = Counter()
+    for row in report_rows(report):
+        if row["kind"] == "verdict":
+            labels = device_labels(row, report) | {"stage": row["stage"], "check": row["name"], "status": row["status"]}
+            verdicts[tuple(labels.items())] += 1
+            continue
+        if row.get("value") is None:
+            continue
+        labels = _figure_labels(row, report)
+        key = tuple(labels.items())
+        seen[key] += 1
+        if seen[key] > 1:  # two samples with one label set would make the whole file unreadable to Prometheus
+            labels["repeat"] = str(seen[key])
+        figure.add(labels, row["value"])
+        trusted.add(labels, trust_of(row) == "TRUSTED")
+    for key, count in verdicts.items():
+        verdict.add(dict(key), count)
+    return render([*_run_families(report), figure, trusted, verdict])

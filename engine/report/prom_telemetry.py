@@ -1,0 +1,79 @@
+"""One telemetry sample as Prometheus text, for `monitor --prom-textfile`: dcgm-exporter's GPU labels, base units.
+
+Units follow Prometheus' rule (hertz, celsius, watts, bytes, a 0-1 ratio), not the sample's MHz and %.
+A reading the sensor did not give is left out, never written as 0.
+"""
+
+from __future__ import annotations
+
+from rigcheck.engine.report.prom import Family, Labels, render
+from rigcheck.engine.telemetry.sample import GpuSample, Sample
+
+# (metric, help, GpuSample attribute, factor to the metric's unit)
+GPU_GAUGES = (
+    ("rigcheck_gpu_sm_clock_hertz", "The GPU's SM (shader) clock.", "sm_clock_mhz", 1e6),
+    ("rigcheck_gpu_sm_clock_max_hertz", "The highest SM clock the GPU reports.", "max_sm_clock_mhz", 1e6),
+    ("rigcheck_gpu_memory_clock_hertz", "The GPU's memory clock.", "mem_clock_mhz", 1e6),
+    ("rigcheck_gpu_memory_clock_max_hertz", "The highest memory clock the GPU reports.", "max_mem_clock_mhz", 1e6),
+    ("rigcheck_gpu_temperature_celsius", "The GPU's temperature.", "temperature_c", 1.0),
+    ("rigcheck_gpu_power_watts", "The GPU's power draw.", "power_w", 1.0),
+    ("rigcheck_gpu_power_limit_watts", "The power limit the driver enforces.", "power_limit_w", 1.0),
+    ("rigcheck_gpu_utilization_ratio", "Share of the last period the GPU was busy (0 to 1).", "utilization_pct", 0.01),
+    ("rigcheck_gpu_memory_used_bytes", "GPU memory in use.", "memory_used", 1.0),
+    ("rigcheck_gpu_memory_total_bytes", "GPU memory in all.", "memory_total", 1.0),
+    ("rigcheck_gpu_gtt_used_bytes", "GTT (system memory the GPU maps) in use, on AMD.", "gtt_used", 1.0),
+    ("rigcheck_gpu_gtt_total_bytes", "GTT (system memory the GPU maps) in all, on AMD.", "gtt_total", 1.0),
+)
+
+
+def gpu_labels(gpu: GpuSample, hostname: str) -> Labels:
+    return {
+        "gpu": str(gpu.index),
+        "UUID": gpu.uuid or "",
+        "pci_bus_id": gpu.pci_bus_id or "",
+        "modelName": gpu.name,
+        "Hostname": hostname,
+    }
+
+
+def sample_to_prom(sample: Sample, hostname: str, cpu_model: str = "") -> str:
+    """Every GPU's and the host's readings in one sample as Prometheus text."""
+    families = []
+    for metric, words, attribute, factor in GPU_GAUGES:
+        family = Family(metric, words)
+        for gpu in sample.gpus:
+            value = getattr(gpu, attribute)
+            family.add(gpu_labels(gpu, hostname), None if value is None else value * factor)
+        families.append(family)
+    reasons = Family(
+        "rigcheck_gpu_clock_event_reason",
+        "1 for each reason the driver gives now for holding the GPU's clocks down (NVML's clock event "
+        "reasons: power cap, thermal slowdown, idle, ...); a reason not active is absent.",
+    )
+    for gpu in sample.gpus:
+        for reason in gpu.throttle:
+            reasons.add(gpu_labels(gpu, hostname) | {"reason": reason}, 1)
+    families.append(reasons)
+    host = sample.host
+    labels = {"Hostname": hostname, "modelName": cpu_model}
+    for metric, words, value in (
+        ("rigcheck_host_load1", "The host's load average over one minute.", host.load1),
+        ("rigcheck_host_cpus", "Logical CPUs on the host.", host.cpus),
+        ("rigcheck_host_busy_cpus", "CPUs' worth of busy time, every process.", host.busy_cpus),
+        ("rigcheck_host_others_cpus", "CPUs' worth of busy time of processes other than rigcheck.", host.others_cpus),
+        ("rigcheck_host_own_cpus", "CPUs' worth of busy time of rigcheck and its stage children.", host.own_cpus),
+        ("rigcheck_host_cpu_frequency_hertz", "The CPUs' current clock.", _hertz(host.cpu_mhz)),
+        ("rigcheck_host_cpu_frequency_max_hertz", "The CPUs' highest clock.", _hertz(host.cpu_max_mhz)),
+        ("rigcheck_host_cpu_temperature_celsius", "The CPU's temperature.", host.temperature_c),
+        ("rigcheck_host_package_power_watts", "CPU package power (RAPL), all packages.", host.package_power_w),
+    ):
+        family = Family(metric, words)
+        family.add(labels, value)
+        families.append(family)
+    stamp = Family("rigcheck_monitor_sample_timestamp_seconds", "When this sample was read, in Unix seconds.")
+    stamp.add({"Hostname": hostname}, sample.t)
+    return render([*families, stamp])
+
+
+def _hertz(mhz: float | None) -> float | None:
+    return None if mhz is None else mhz * 1e6

@@ -1,0 +1,158 @@
+"""One row model for results: a verdict or a figure, live or from the store, with its status, trust and words.
+
+The CLI, the app and the exporters all render these rows; none reshapes the store's rows itself.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rigcheck.engine.events import Measurement, Verdict
+
+Row = dict[str, Any]
+NO_TELEMETRY = "no telemetry"
+
+# What each status word means, for front ends to colour: every front end maps these classes, not the words.
+STATUS_CLASS = {
+    "PASS": "pass",
+    "TRUSTED": "pass",
+    "WARN": "warn",
+    "SUSPECT": "warn",
+    "NOISY": "warn",
+    "FAIL": "fail",
+    "CRASH": "crash",
+    "TIMEOUT": "crash",
+    "INTERRUPTED": "crash",
+    "SKIP": "skip",
+    "cancelled": "skip",
+    "running": "running",
+}
+
+# The conditions shown in a figure's detail, in this order, with their words.
+CONDITION_WORDS = (
+    ("sm_clock_mean_mhz", "SM clock mean", "MHz"),
+    ("sm_clock_min_mhz", "SM clock lowest", "MHz"),
+    ("sm_clock_max_mhz", "SM clock max", "MHz"),
+    ("temperature_max_c", "hottest", "C"),
+    ("power_mean_w", "power mean", "W"),
+    ("power_limit_w", "power limit", "W"),
+    ("utilization_mean_pct", "GPU busy", "%"),
+    ("host_others_cpus", "CPUs busy with other processes", ""),
+    ("host_own_cpus", "CPUs busy with rigcheck", ""),
+    ("host_cpus", "CPUs", ""),
+    ("host_load1", "load average", ""),
+)
+
+
+def verdict_row(v: Verdict | Row) -> Row:
+    if isinstance(v, Verdict):
+        return {
+            "kind": "verdict",
+            "stage": v.stage,
+            "name": v.check,
+            "status": v.status.value,
+            "explanation": v.explanation,
+            "numbers": v.numbers,
+            "device": v.device,
+            "host": "",
+        }
+    return {
+        "kind": "verdict",
+        "stage": v["stage"],
+        "name": v["check_name"],
+        "status": v["status"],
+        "explanation": v.get("explanation") or "",
+        "numbers": v.get("numbers") or {},
+        "device": v.get("device") or "",
+        "host": v.get("host") or "",
+    }
+
+
+def measurement_row(m: Measurement | Row) -> Row:
+    keys = ("stage", "name", "value", "unit", "device", "conditions", "spread", "repeats", "params")
+    if isinstance(m, Measurement):
+        return {"kind": "measurement", "host": ""} | {k: getattr(m, k) for k in keys}
+    return {"kind": "measurement", "host": m.get("host") or ""} | {k: m.get(k) for k in keys}
+
+
+def trust_of(row: Row) -> str:
+    """A figure's trust word as the engine wrote it (TRUSTED, SUSPECT, NOISY, or one added later)."""
+    return str((row.get("conditions") or {}).get("trust") or NO_TELEMETRY)
+
+
+def unverified(row: Row) -> bool:
+    """Verify has not vouched for this figure's device (with this environment)."""
+    return (row.get("conditions") or {}).get("verified") is False
+
+
+def trust_reasons(row: Row) -> list[str]:
+    return list((row.get("conditions") or {}).get("trust_reasons") or [])
+
+
+def status_of(row: Row) -> str:
+    return row["status"] if row["kind"] == "verdict" else trust_of(row)
+
+
+def value_text(row: Row) -> str:
+    if row["kind"] != "measurement":
+        return ""
+    return f"{row['value']:,.4g} {row['unit']}".strip()
+
+
+def meaning(row: Row) -> str:
+    """One line: a verdict's sentence, or why a figure is not trusted (its reasons, or that it is unverified)."""
+    if row["kind"] == "verdict":
+        lines = (row.get("explanation") or "").splitlines()
+        return lines[0] if lines else ""
+    said = trust_reasons(row)
+    if unverified(row):
+        said.append("unverified")
+    return "; ".join(said)
+
+
+def _number(value: Any) -> str:
+    return f"{value:,.4g}" if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
+
+
+def detail_text(row: Row) -> str:
+    """Everything known about one row, in words, for the detail pane and the detail screen."""
+    if row["kind"] == "verdict":
+        where = f" on {row['device']}" if row.get("device") else ""
+        text = f"{row['status']} {row['stage']}/{row['name']}{where}: {row['explanation']}"
+        return text + (f"\nnumbers: {json.dumps(row['numbers'], default=str)}" if row.get("numbers") else "")
+    conditions = row.get("conditions") or {}
+    spread = f" (spread {_number(row['spread'])})" if row.get("spread") is not None else ""
+    repeats = f" over {row['repeats']} repeats" if row.get("repeats") and row["repeats"] > 1 else ""
+    lines = [f"{row['name']}: {value_text(row)}{spread}{repeats} on {row['device'] or 'the host'}"]
+    reasons = list(conditions.get("trust_reasons") or [])
+    lines.append(f"trust: {trust_of(row)}" + (f": {'; '.join(reasons)}" if reasons else ""))
+    lines.extend(f"note: {note}" for note in conditions.get("notes") or [])
+    verified = conditions.get("verified")
+    verified_words = {True: "yes", False: "no: Verify has not passed on this device with this environment"}
+    lines.append(f"verified: {verified_words.get(verified, 'unknown')}")
+    shown = [
+        f"{words} {_number(conditions[key])}{(' ' + unit) if unit else ''}"
+        for key, words, unit in CONDITION_WORDS
+        if conditions.get(key) is not None
+    ]
+    if conditions.get("throttle"):
+        shown.append(f"throttle: {', '.join(conditions['throttle'])}")
+    if conditions.get("other_gpu_pids"):
+        shown.append(f"other processes on the GPU: {', '.join(map(str, conditions['other_gpu_pids']))}")
+    lines.append(f"conditions: {', '.join(shown) or 'none recorded'}")
+    if row.get("params"):
+        lines.append(f"parameters: {json.dumps(row['params'], default=str)}")
+    return "\n".join(lines)
+
+
+def has_hosts(report: dict[str, Any]) -> bool:
+    """A fleet run's rows name their hosts; a single host's never do (and print as they always have)."""
+    return any(row.get("host") for row in report["verdicts"] + report["measurements"])
+
+
+def report_rows(report: dict[str, Any], by_time: bool = False) -> list[Row]:
+    """Every verdict and figure of a stored report as rows: verdicts first, or all in the order they arrived."""
+    rows = [verdict_row(v) | {"t": v.get("t")} for v in report["verdicts"]]
+    rows += [measurement_row(m) | {"t": m.get("t")} for m in report["measurements"]]
+    return sorted(rows, key=lambda row: row["t"] or 0.0) if by_time else rows

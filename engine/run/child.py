@@ -1,0 +1,107 @@
+"""The stage child's entry point: run one stage and send its events up a pipe, one synchronous write each.
+
+Started as `python -m rigcheck.engine.run.child FD SPEC_JSON TARGET` by the runner, possibly under
+another interpreter, with fds 1 and 2 already pointing at the stage's log file. Standard library
+only at import time; the stage itself imports numpy and torch.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import faulthandler
+import importlib
+import json
+import os
+import signal
+import sys
+import traceback
+from multiprocessing.connection import Connection
+
+from rigcheck.engine.events import Fingerprint, StageFinished, StageStarted, Status, Verdict, worst
+from rigcheck.engine.stage import StageContext, StageFunction, StageSpec
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this child when the thread that started it goes away."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+def load_stage(target: str) -> StageFunction:
+    module_name, _, function_name = target.partition(":")
+    return getattr(importlib.import_module(module_name), function_name)
+
+
+def environment_fingerprint(stage: str) -> Fingerprint:
+    import torch
+    from rigcheck.engine.facts.driver import driver_facts
+    from rigcheck.engine.facts.fingerprint import digest, fingerprint_basis
+
+    basis = fingerprint_basis(torch, driver_facts(torch).get("version"))
+    return Fingerprint(stage, digest(basis), basis)
+
+
+def run_stage(conn: Connection, spec: StageSpec, target: str, fingerprint: bool) -> None:
+    context = StageContext(spec)
+
+    def on_term(signum: int, frame: object) -> None:
+        context.cancel_flag[0] = True
+
+    signal.signal(signal.SIGTERM, on_term)
+    conn.send(StageStarted(spec.stage, spec.device, os.getpid(), sys.executable))
+    statuses: list[Status] = []
+    try:
+        if fingerprint:
+            conn.send(environment_fingerprint(spec.stage))
+        for event in load_stage(target)(context):
+            if isinstance(event, Verdict):
+                statuses.append(event.status)
+            conn.send(event)
+            if context.cancelled:
+                break
+    except Exception as error:
+        traceback.print_exc()
+        last = traceback.extract_tb(error.__traceback__)[-1]
+        where = f"{os.path.basename(last.filename)}:{last.lineno}"
+        verdict = Verdict(
+            spec.stage,
+            "stage",
+            Status.FAIL,
+            f"the stage raised {type(error).__name__}: {error} (at {where})",
+            {"exception": type(error).__name__, "message": str(error), "where": where},
+            device=spec.device,
+        )
+        statuses.append(verdict.status)
+        conn.send(verdict)
+    if context.cancelled:
+        cancelled = Verdict(spec.stage, "stage", Status.SKIP, "cancelled before it finished")
+        statuses.append(cancelled.status)
+        conn.send(cancelled)
+    conn.send(StageFinished(spec.stage, worst(statuses) or Status.SKIP, exit_code=0))
+
+
+def main(argv: list[str]) -> int:
+    faulthandler.enable()
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the runner asks for stacks on timeout
+    _die_with_parent()
+    fd, spec_json, target = int(argv[0]), argv[1], argv[2]
+    raw = json.loads(spec_json)
+    spec = StageSpec(raw["stage"], raw["device"], raw["profile"], tuple(tuple(p) for p in raw["options"]))
+    print(f"rigcheck child {os.getpid()}: {spec} via {sys.executable}", flush=True)
+    conn = Connection(fd, readable=False)
+    try:
+        run_stage(conn, spec, target, bool(raw.get("fingerprint", True)))
+    except (BrokenPipeError, EOFError):
+        return 4  # the parent went away; nobody is left to tell
+    finally:
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,147 @@
+"""The one engine entry point that owns a run end to end: its row, log folder, plan, sampler, events, cancel and end.
+
+The foreground `rigcheck run` uses it in its own process; `run --detach` and the app use it inside a
+background engine process (engine_main). Front ends only ask for a run and render its events.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from rigcheck.engine.run.control import ControlError, ControlServer, control_path
+from rigcheck.engine.run.request import RunRequest
+from rigcheck.engine.run.runner import Listener, RunPlan
+from rigcheck.engine.run.session import RunSession, start_sampler
+from rigcheck.engine.store import Store
+
+EXIT_INTERRUPTED = 130
+EXIT_ERROR = 4  # the run ended because the store could not be written
+
+
+class DeviceBusy(Exception):
+    """Another live run holds a device this one asks for; the message names it and how to follow it."""
+
+
+def busy_message(taken: list[dict[str, object]]) -> str:
+    run = taken[0]
+    return (
+        f"run {run['id']} (pid {run['pid']}) is already using {run['device']}: follow it with "
+        f"`rigcheck follow {run['id']}`, stop it with `rigcheck cancel {run['id']}`, or add --force "
+        "(every figure of both runs will then say they shared the device)"
+    )
+
+
+class OwnedRun:
+    """Creates the run in the store, runs it on a supervisor thread, answers cancel requests and writes its end."""
+
+    def __init__(
+        self,
+        store: Store,
+        request: RunRequest,
+        listeners: Iterable[Listener] = (),
+        sampler: object | None = None,
+        control: bool = True,
+    ) -> None:
+        self.store = store
+        self.request = request
+        names = [info.name for info in request.stages]
+        run_id, taken = store.claim_run(
+            names, request.device, request.profile, request.python, list(request.argv), request.devices, request.force
+        )
+        if run_id is None:
+            raise DeviceBusy(busy_message(taken))
+        self.run_id: int = run_id
+        self.log_dir: Path = store.make_log_dir(run_id)
+        self._own_sampler = sampler is None and request.telemetry
+        self.sampler = start_sampler() if self._own_sampler else sampler
+        plan = RunPlan(
+            run_id,
+            list(request.stages),
+            request.device,
+            request.profile,
+            request.python,
+            self.log_dir,
+            dict(request.options),
+            timeout_s=request.timeout_s,
+            gpus=request.gpus,
+            serial=request.serial,
+        )
+        if request.peer_tolerance is not None:
+            plan.peer_tolerance = request.peer_tolerance
+        self.session = RunSession(
+            store,
+            plan,
+            listeners,
+            self.sampler,
+            request.wait_quiet_s,
+            devices=request.devices,  # type: ignore[arg-type]
+        )
+        self.control: ControlServer | None = None
+        if control:
+            try:
+                self.control = ControlServer(control_path(store.path, run_id), self._on_request)
+            except (ControlError, OSError) as error:  # the run still runs; only remote cancel is lost
+                self.session.run.listener_errors.append(f"no control channel: {error}")
+
+    def _on_request(self, op: str) -> None:
+        if op == "cancel":
+            self.cancel()
+        elif op == "cancel_stage":
+            self.cancel_stage()
+
+    def listen(self, listener: Listener) -> OwnedRun:
+        """Add a front end's listener before the run starts (it is called on the supervisor thread)."""
+        self.session.run.listeners.append(listener)
+        return self
+
+    def start(self) -> OwnedRun:
+        self.session.start()
+        return self
+
+    def cancel(self) -> None:
+        self.session.cancel()
+
+    def cancel_stage(self) -> None:
+        self.session.run.cancel_stage()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self.session.wait(timeout)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_ERROR if self.session.store_error else self.session.run.exit_code
+
+    def run_to_end(self, on_interrupt: Callable[[], None] = lambda: None) -> int:
+        """Start, wait for the end, and on Ctrl-C (or a signal made into it) stop the stage child; the exit code."""
+        interrupted = False
+        self.start()
+        try:
+            while not self.wait(0.2):
+                pass
+        except KeyboardInterrupt:
+            interrupted = True
+            on_interrupt()
+            self.cancel()
+            self.wait(10)
+        return self.finish(interrupted)
+
+    def finish(self, interrupted: bool = False) -> int:
+        """Write the run's end (the runner wrote 'complete' or 'cancelled' already, unless cut off) and
+        release what it held; the exit code a front end should return."""
+        if self.control is not None:
+            self.control.close()
+        if self.sampler is not None and self._own_sampler:
+            self.sampler.stop()  # type: ignore[attr-defined]
+        error = self.session.store_error
+        cancelled = self.session.run.status == "cancelled" and not error  # stopped on request, as by Ctrl-C
+        code = EXIT_INTERRUPTED if interrupted or cancelled else self.exit_code
+        try:
+            if error:
+                self.store.end_run(self.run_id, "error", code, error)
+            elif interrupted:
+                self.store.end_run(self.run_id, "interrupted", code)
+        except Exception as failure:  # the disk is still full: the engine log says so
+            print(f"rigcheck engine: could not write the run's end: {failure}", file=sys.stderr, flush=True)
+        return code

@@ -1,0 +1,414 @@
+"""Runs stages one after another, each in its own child process, under one supervisor thread per run.
+
+A child that segfaults, aborts, is OOM-killed or hangs becomes a CRASH or TIMEOUT verdict; the
+parent lives on and the next stage runs. The parent never imports torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+
+from rigcheck.engine.events import (
+    Event,
+    Fingerprint,
+    LogLine,
+    Measurement,
+    Progress,
+    RunFinished,
+    RunStarted,
+    StageFinished,
+    Status,
+    Verdict,
+    worst,
+)
+from rigcheck.engine.registry import StageInfo
+from rigcheck.engine.run.childpath import shim_dir
+from rigcheck.engine.stage import StageSpec
+from rigcheck.engine.trust.peers import PEER_TOLERANCE, gpu_over_cpu, peer_verdicts
+
+Listener = Callable[[Event], None]
+Annotator = Callable[[Measurement], Measurement]
+BeforeStage = Callable[[StageInfo], Iterable[Event]]
+
+POLL_S = 0.1
+TERM_GRACE_S = 3.0
+LOG_TAIL_LINES = 12
+SIGNAL_HINTS = {
+    "SIGKILL": " (often the kernel's out-of-memory killer)",
+    "SIGSEGV": " (a segmentation fault, usually inside a GPU runtime or a native library)",
+    "SIGABRT": " (a native library called abort())",
+    "SIGBUS": " (a bus error: bad memory mapping)",
+}
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def exit_code_for(statuses: Iterable[Status]) -> int:
+    """0 when all is PASS/WARN/SKIP, 1 on any FAIL, 3 on any CRASH or TIMEOUT."""
+    found = set(statuses)
+    if found & {Status.CRASH, Status.TIMEOUT}:
+        return 3
+    if Status.FAIL in found:
+        return 1
+    return 0
+
+
+@dataclass
+class RunPlan:
+    """What one run will do: which stages, on what, with which interpreter, and where logs go."""
+
+    run_id: int
+    stages: list[StageInfo]
+    device: str = "cpu"
+    profile: str = "standard"
+    python: str = sys.executable
+    log_dir: Path = Path(".")
+    options: dict[str, object] = field(default_factory=dict)
+    timeout_s: float | None = None
+    gpus: tuple[str, ...] = ()  # the GPUs `device` names, where it names several ("all", "cuda:0,cuda:3")
+    serial: bool = False  # one GPU after another, for hosts whose power supply cannot feed them all at once
+    peer_tolerance: float = PEER_TOLERANCE
+
+
+@dataclass(frozen=True)
+class Child:
+    """One stage child: the device it measures, options added to the run's, and its log file's name."""
+
+    device: str
+    options: tuple[tuple[str, object], ...] = ()
+    log_suffix: str = ""
+
+    def log_path(self, log_dir: Path, stage: str) -> Path:
+        return log_dir / f"{stage}{self.log_suffix}.log"
+
+
+def stage_batches(info: StageInfo, plan: RunPlan) -> list[list[Child]]:
+    """The children of one stage, in batches run one after another; the children of a batch run at once.
+
+    A per-device stage on several GPUs gets one child per GPU (all at once, or one by one with
+    `serial`), then, where it has host work that does not depend on the GPU, one CPU child after them.
+    """
+    if not (info.per_device and len(plan.gpus) > 1):
+        return [[Child(plan.device)]]
+    gpus = [Child(gpu, (("parts", "gpu"),), "-" + gpu.replace(":", "")) for gpu in plan.gpus]
+    batches = [[child] for child in gpus] if plan.serial else [gpus]
+    if info.cpu_part:
+        batches.append([Child("cpu", (("parts", "cpu"),), "-cpu")])
+    return batches
+
+
+@dataclass
+class _Running:
+    child: Child
+    proc: subprocess.Popen[bytes]
+    conn: Connection
+    log_path: Path
+    finished: StageFinished | None = None
+
+
+@dataclass(frozen=True)
+class _Settled:
+    child: Child
+    status: Status
+    log_path: Path
+    code: int | None
+
+
+class Run:
+    """One run's supervisor: start() returns at once, events go to every listener from one thread."""
+
+    def __init__(
+        self,
+        plan: RunPlan,
+        listeners: Iterable[Listener] = (),
+        annotate: Annotator | None = None,
+        before_stage: BeforeStage | None = None,
+    ) -> None:
+        self.plan = plan
+        self.listeners = list(listeners)
+        self.annotate = annotate  # adds telemetry conditions to each measurement
+        self.before_stage = before_stage  # e.g. the quiet-host check before throughput stages
+        self.stage_status: dict[str, Status] = {}
+        self.listener_errors: list[str] = []
+        self.status = "pending"
+        self.fingerprint: Fingerprint | None = None  # the run's: the first stage's
+        self._stage_figures: list[Measurement] = []
+        self._cancel_stage = threading.Event()
+        self._cancel_run = threading.Event()
+        self._done = threading.Event()  # not Thread.join: a Ctrl-C inside join() can break the next join
+        self._thread = threading.Thread(target=self._supervise, name="rigcheck-run", daemon=True)
+
+    # -- control, from any thread --
+    def start(self) -> None:
+        self._thread.start()
+
+    def cancel_stage(self) -> None:
+        self._cancel_stage.set()
+
+    def stage_cancelled(self) -> bool:
+        return self._cancel_stage.is_set()
+
+    def cancel(self) -> None:
+        self._cancel_run.set()
+        self._cancel_stage.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._done.wait(timeout)
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code_for(self.stage_status.values())
+
+    # -- the supervisor thread --
+    def _emit(self, event: Event) -> None:
+        if isinstance(event, Fingerprint):
+            event = self._check_fingerprint(event)
+            if event is None:
+                return
+        if isinstance(event, Measurement) and self.annotate is not None:
+            event = self.annotate(event)
+        if isinstance(event, Measurement):
+            self._stage_figures.append(event)
+        if isinstance(event, StageFinished):
+            self.stage_status[event.stage] = event.status
+        for listener in self.listeners:
+            try:
+                listener(event)
+            except Exception as error:  # a broken display or a full disk must not stop the stages
+                self.listener_errors.append(f"{type(error).__name__}: {error}")
+
+    def _check_fingerprint(self, event: Fingerprint) -> Event | None:
+        """The first stage's fingerprint is the run's; a later one that differs becomes a WARN naming what changed."""
+        if self.fingerprint is None:
+            self.fingerprint = event
+            return event
+        if event.digest == self.fingerprint.digest:
+            return None
+        before, after = self.fingerprint.basis, event.basis
+        changed = [
+            f"{key}: {before.get(key)!r} -> {after.get(key)!r}"
+            for key in sorted(set(before) | set(after))
+            if before.get(key) != after.get(key)
+        ]
+        return Verdict(
+            event.stage,
+            "environment",
+            Status.WARN,
+            f"the environment changed since the run began ({'; '.join(changed)[:400]}): "
+            "this stage's figures and the earlier stages' are not comparable",
+            {"run_fingerprint": self.fingerprint.digest, "stage_fingerprint": event.digest, "changed": changed},
+        )
+
+    def _supervise(self) -> None:
+        try:
+            self._supervise_stages()
+        finally:
+            self._done.set()
+
+    def _supervise_stages(self) -> None:
+        plan = self.plan
+        self.status = "running"
+        self._emit(RunStarted(plan.run_id, tuple(s.name for s in plan.stages), plan.device, plan.profile))
+        for info in plan.stages:
+            if self._cancel_run.is_set():
+                self._emit(Verdict(info.name, "stage", Status.SKIP, "not run: the run was cancelled"))
+                self._emit(StageFinished(info.name, Status.SKIP))
+                continue
+            self._cancel_stage.clear()
+            if self.before_stage is not None:
+                for event in self.before_stage(info):
+                    self._emit(event)
+            if self._cancel_stage.is_set():  # cancelled while waiting for a quiet host: start no child
+                self._emit(Verdict(info.name, "stage", Status.SKIP, "not run: cancelled by the user"))
+                self._emit(StageFinished(info.name, Status.SKIP))
+                continue
+            self._run_one(info)
+        self.status = "cancelled" if self._cancel_run.is_set() else "complete"
+        self._emit(RunFinished(plan.run_id, self.status, self.exit_code))
+
+    def _spawn(self, info: StageInfo, child: Child, log_path: Path) -> tuple[subprocess.Popen[bytes], Connection]:
+        plan = self.plan
+        options = dict(plan.options) | dict(child.options)
+        spec = StageSpec(info.name, child.device, plan.profile, tuple(sorted(options.items())))
+        spec_json = json.dumps(
+            {
+                "stage": spec.stage,
+                "device": spec.device,
+                "profile": spec.profile,
+                "options": spec.options,
+                "fingerprint": info.fingerprint,
+            }
+        )
+        read_fd, write_fd = os.pipe()
+        env = dict(os.environ)
+        paths = [str(shim_dir()), *info.extra_paths]
+        if env.get("PYTHONPATH"):
+            paths.append(env["PYTHONPATH"])
+        env.update(PYTHONPATH=os.pathsep.join(paths), PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1")
+        env["RIGCHECK_SHARED_DIR"] = str(plan.log_dir / "shared")  # host work done once, read by every GPU's child
+        with open(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as log:  # owner only
+            proc = subprocess.Popen(
+                [plan.python, "-m", "rigcheck.engine.run.child", str(write_fd), spec_json, info.target],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                pass_fds=(write_fd,),
+                env=env,
+                start_new_session=True,  # a terminal Ctrl-C reaches the parent, which stops the child
+            )
+        os.close(write_fd)  # or the parent never sees EOF
+        return proc, Connection(read_fd, writable=False)
+
+    def _run_one(self, info: StageInfo) -> None:
+        plan = self.plan
+        self._stage_figures = []
+        plan.log_dir.mkdir(parents=True, exist_ok=True)
+        settled: list[_Settled] = []
+        for batch in stage_batches(info, plan):
+            if settled and self._cancel_stage.is_set():
+                for child in batch:  # batches a cancel left unrun say so, each for its device
+                    self._emit(
+                        Verdict(info.name, "stage", Status.SKIP, "not run: cancelled by the user", device=child.device)
+                    )
+                continue
+            settled += self._run_batch(info, batch)
+        statuses = [s.status for s in settled]
+        if len({s.child.device for s in settled}) > 1:
+            analyses = [*peer_verdicts(self._stage_figures, info.name, plan.peer_tolerance)]
+            if any(s.child.device == "cpu" for s in settled):
+                analyses += gpu_over_cpu(self._stage_figures, info.name)
+            for verdict in analyses:
+                self._emit(verdict)
+                statuses.append(verdict.status)
+        status = worst(statuses) or Status.SKIP
+        if self._cancel_stage.is_set() and status.severity <= Status.PASS.severity:
+            status = Status.SKIP  # a cancelled stage is not a PASS because the children that finished passed
+        first = settled[0]
+        code = first.code if len(settled) == 1 else None
+        self._emit(StageFinished(info.name, status, code, str(first.log_path)))
+
+    def _run_batch(self, info: StageInfo, batch: list[Child]) -> list[_Settled]:
+        """Start every child of the batch, forward their events as they come, and settle each one."""
+        plan = self.plan
+        limit = plan.timeout_s or info.timeout(plan.profile, plan.options)
+        settled: list[_Settled] = []
+        running: list[_Running] = []
+        for child in batch:
+            log_path = child.log_path(plan.log_dir, info.name)
+            try:
+                proc, conn = self._spawn(info, child, log_path)
+            except OSError as error:
+                why = f"could not start {plan.python}: {error}"
+                self._child_failed(info.name, child, Status.CRASH, why, None, log_path)
+                settled.append(_Settled(child, Status.CRASH, log_path, None))
+                continue
+            running.append(_Running(child, proc, conn, log_path))
+        deadline = time.monotonic() + limit
+        live = {r.conn: r for r in running}
+        outcome: tuple[Status, str] | None = None
+        while live:
+            if self._cancel_stage.is_set():
+                outcome = (Status.SKIP, "cancelled by the user")
+                break
+            if time.monotonic() > deadline:
+                outcome = (Status.TIMEOUT, f"ran past its {limit:.0f} s limit and was killed")
+                break
+            for conn in wait(list(live), timeout=POLL_S):
+                entry = live[conn]  # type: ignore[index]
+                try:
+                    event = conn.recv()  # type: ignore[union-attr]
+                except (EOFError, OSError):
+                    del live[conn]  # type: ignore[arg-type]
+                    continue
+                if isinstance(event, StageFinished):
+                    entry.finished = event
+                    continue
+                if isinstance(event, Progress) and len(batch) > 1:
+                    event = replace(event, device=entry.child.device)
+                self._emit(event)
+            for conn, entry in list(live.items()):
+                if entry.proc.poll() is not None and not conn.poll(0):
+                    del live[conn]
+        cut = [entry for entry in running if entry.conn in live]  # still running when cancelled or timed out
+        self._stop_all([entry.proc for entry in cut], dump_stack=outcome is not None and outcome[0] == Status.TIMEOUT)
+        for entry in running:
+            cut_off = entry in cut
+            entry.conn.close()
+            code = entry.proc.wait()
+            if entry.finished is not None and not cut_off:
+                settled.append(_Settled(entry.child, entry.finished.status, entry.log_path, code))
+                continue
+            status, why = outcome if cut_off and outcome is not None else (Status.CRASH, describe_death(code))
+            self._child_failed(info.name, entry.child, status, why, code, entry.log_path)
+            settled.append(_Settled(entry.child, status, entry.log_path, code))
+        return settled
+
+    def _child_failed(
+        self, stage: str, child: Child, status: Status, why: str, code: int | None, log_path: Path
+    ) -> None:
+        """The verdict (and log line) for a child that did not finish its stage; the caller emits StageFinished."""
+        tail = log_tail(log_path)
+        explanation = why + (f"; last log lines:\n{tail}" if tail and status != Status.SKIP else "")
+        numbers: dict[str, object] = {"exit_code": code, "log": str(log_path)}
+        if code is not None and code < 0:
+            numbers["signal"] = signal_name(code)
+        where = child.device if len(self.plan.gpus) > 1 else self.plan.device
+        self._emit(Verdict(stage, "stage", status, explanation, numbers, device=where))
+        if tail and status in (Status.CRASH, Status.TIMEOUT):
+            self._emit(LogLine(stage, f"{status.value}: {why}\n{tail}", level="error"))
+
+    def _stop_all(self, procs: list[subprocess.Popen[bytes]], dump_stack: bool = False) -> None:
+        """Ask every child to stop at once (SIGTERM sets its cancel flag), then kill those still there
+        after one shared grace period: eight GPUs stop in the time of one."""
+        alive = [proc for proc in procs if proc.poll() is None]
+        if not alive:
+            return
+        if dump_stack:
+            for proc in alive:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGUSR1)  # faulthandler writes every thread's stack to the log
+            time.sleep(0.3)
+        for proc in alive:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + TERM_GRACE_S
+        for proc in alive:
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        for proc in alive:
+            proc.wait()
+
+
+def signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def describe_death(code: int) -> str:
+    if code < 0:
+        name = signal_name(code)
+        return f"the stage child died of {name}{SIGNAL_HINTS.get(name, '')}"
+    if code == 0:
+        return "the stage child exited without reporting that it finished"
+    return f"the stage child exited with code {code} before finishing"

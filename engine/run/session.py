@@ -1,0 +1,131 @@
+"""One run wired to its store and telemetry: what the CLI and the app both start, so none wires it twice."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import suppress
+from dataclasses import replace
+
+from rigcheck.engine.events import Event, LogLine, Measurement, RunFinished, StageStarted, Status, Verdict
+from rigcheck.engine.registry import StageInfo
+from rigcheck.engine.run.runner import Listener, Run, RunPlan
+from rigcheck.engine.store import Store
+from rigcheck.engine.telemetry.sample import Sample
+from rigcheck.engine.telemetry.sampler import Sampler
+from rigcheck.engine.trust.conditions import DEFAULT_POLICY, ConditionsAnnotator, TrustPolicy
+from rigcheck.engine.trust.quiet import others_busy, wait_quiet
+
+SAMPLE_STORE_INTERVAL_S = 1.0
+EXIT_STOPPED = 130
+
+
+class RunSession:
+    def __init__(
+        self,
+        store: Store,
+        plan: RunPlan,
+        listeners: Iterable[Listener] = (),
+        sampler: Sampler | None = None,
+        wait_quiet_s: float | None = None,
+        policy: TrustPolicy = DEFAULT_POLICY,
+        devices: tuple[str, ...] = (),
+    ) -> None:
+        self.store = store
+        self.plan = plan
+        self.sampler = sampler
+        self.wait_quiet_s = wait_quiet_s
+        self.policy = policy
+        self.devices = devices  # what this run holds: a figure taken while another run shares one says so
+        self.store_error: str | None = None
+        self._last_stored = 0.0
+        self._conditions = ConditionsAnnotator(sampler, policy, self._earlier_clocks) if sampler else None
+        self.run = Run(plan, [self._record, *listeners], annotate=self._annotate, before_stage=self._before_stage)
+
+    def _earlier_clocks(self, measurement: Measurement) -> list[float]:
+        uuid = str(measurement.params.get("gpu_uuid"))
+        return self.store.earlier_clean_clocks(self.plan.run_id, measurement.name, uuid)
+
+    def _annotate(self, measurement: Measurement) -> Measurement:
+        """Telemetry conditions and trust, plus whether Verify has vouched for this device's answers."""
+        if self._conditions is not None:
+            measurement = self._conditions(measurement)
+        verified = self.store.verified(self.plan.run_id, measurement.device or self.plan.device)
+        conditions = measurement.conditions | {"verified": verified}
+        sharing = self.store.sharing_runs(self.plan.run_id, self.devices) if self.devices else []
+        if sharing:  # only with --force: two runs on one device make each other's figures worthless
+            reason = f"run(s) {', '.join(map(str, sharing))} used the same device at the same time (--force)"
+            conditions |= {
+                "other_runs_on_device": sharing,
+                "trust": "SUSPECT",
+                "trust_reasons": [*conditions.get("trust_reasons", []), reason],
+            }
+        return replace(measurement, conditions=conditions)
+
+    def _record(self, event: Event) -> None:
+        if isinstance(event, StageStarted) and self.sampler is not None:
+            self.sampler.host.track(event.pid)  # its CPU use is rigcheck's own from the first sample
+        if isinstance(event, RunFinished) and event.status == "cancelled":
+            event = replace(event, exit_code=EXIT_STOPPED)  # stopped on request ends as Ctrl-C would end it
+        try:
+            self.store.record(self.plan.run_id, event)
+        except (sqlite3.Error, OSError) as error:  # disk full, store gone read-only: end the run, say why
+            if self.store_error is None:
+                self.store_error = f"the store could not be written ({error}); the run was stopped"
+                print(f"rigcheck engine: {self.store_error}", file=sys.stderr, flush=True)
+                self.run.cancel()
+
+    def _on_sample(self, sample: Sample) -> None:
+        if sample.t - self._last_stored >= SAMPLE_STORE_INTERVAL_S and self.store_error is None:
+            self._last_stored = sample.t
+            with suppress(
+                sqlite3.Error, OSError
+            ):  # a lost sample is no reason to stop; events say why if the disk is full
+                self.store.record_sample(self.plan.run_id, sample.t, sample.to_dict())
+
+    def _before_stage(self, info: StageInfo) -> Iterator[Event]:
+        if not info.throughput or self.sampler is None:
+            return
+        if self.wait_quiet_s:
+            waiter = wait_quiet(self.sampler, self.wait_quiet_s, policy=self.policy, stop=self.run.stage_cancelled)
+            while True:
+                try:
+                    busy = next(waiter)
+                except StopIteration as stop:
+                    quiet, waited, last = stop.value
+                    break
+                yield LogLine(info.name, f"waiting for a quiet host: {busy.describe()}")
+            state = "quiet" if quiet else "still busy: " + (last.describe() if last else "no reading")
+            yield LogLine(info.name, f"waited {waited:.1f} s for a quiet host: {state}")
+        busy_now = others_busy(self.sampler, 1.0)
+        if busy_now and self.policy.contended(busy_now.others, busy_now.cpus):
+            yield Verdict(
+                info.name,
+                "quiet-check",
+                Status.WARN,
+                f"host busy before the stage: {busy_now.describe()}; figures that need those CPUs "
+                "will be marked SUSPECT",
+                {"others_cpus": round(busy_now.others, 2), "cpus": busy_now.cpus},
+            )
+
+    def start(self) -> None:
+        if self.sampler is not None:
+            self.sampler.add_listener(self._on_sample)
+        self.run.start()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        done = self.run.wait(timeout)
+        if done and self.sampler is not None:
+            self.sampler.remove_listener(self._on_sample)
+        return done
+
+    def cancel(self) -> None:
+        self.run.cancel()
+
+
+def start_sampler(interval: float = 0.1) -> Sampler:
+    sampler = Sampler(interval=interval).start()
+    time.sleep(min(0.3, 3 * interval))  # a few samples before the first stage asks for them
+    return sampler

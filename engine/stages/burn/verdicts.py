@@ -1,0 +1,185 @@
+"""The burn's verdicts: wrong elements, throughput that falls over time (with its likely cause), slow peers."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from rigcheck.engine.events import Status, Verdict
+from rigcheck.engine.stages.burn.loop import Interval, Started
+
+STAGE = "burn"
+FALL_LIMIT = 0.10  # the last minute this much below the first is a fault
+PEER_LIMIT = 0.10  # a GPU this much below the best of its model is slow
+WINDOW_S = 60.0
+Conditions = Callable[[str, float, float], dict[str, Any]]
+
+
+def correctness(device: str, intervals: list[Interval], check_every: int) -> Verdict:
+    wrong = [w for i in intervals for w in i.wrong]
+    copy_wrong = [w for i in intervals for w in i.copy_wrong]
+    checks = sum(i.checks for i in intervals)
+    iterations = sum(i.iterations for i in intervals)
+    numbers = {
+        "checks": checks,
+        "iterations": iterations,
+        "check_every": check_every,
+        "wrong_checks": len(wrong),
+        "wrong_elements": sum(n for _, n in wrong),
+        "first_wrong_iteration": wrong[0][0] if wrong else None,
+        "copy_wrong_checks": len(copy_wrong),
+        "copy_wrong_words": sum(n for _, n in copy_wrong),
+    }
+    if wrong:
+        at, count = wrong[0]
+        more = (
+            f"; {len(wrong)} of {checks} checks wrong, {numbers['wrong_elements']} elements in all"
+            if len(wrong) > 1
+            else ""
+        )
+        text = (
+            f"{device} returned {count} wrong element(s) at iteration {at} (each result compared with the first){more}"
+        )
+        return Verdict(STAGE, "correctness", Status.FAIL, text, numbers, device=device)
+    if copy_wrong:
+        at, count = copy_wrong[0]
+        text = (
+            f"{device} memory copy came back with {count} wrong word(s) after iteration {at}: its memory corrupts data"
+        )
+        return Verdict(STAGE, "correctness", Status.FAIL, text, numbers, device=device)
+    if not checks:
+        return Verdict(
+            STAGE, "correctness", Status.SKIP, f"{device} was stopped before its first check", numbers, device=device
+        )
+    copies = ", and every memory copy came back intact" if any(i.copy_gb_s for i in intervals) else ""
+    text = f"{device}: {checks} checks over {iterations} iterations, every result bit-identical with the first{copies}"
+    return Verdict(STAGE, "correctness", Status.PASS, text, numbers, device=device)
+
+
+def windows(intervals: list[Interval]) -> tuple[list[Interval], list[Interval], float] | None:
+    """The first and last minute (or half of a run under two minutes) of intervals, and the window's length."""
+    if len(intervals) < 4:
+        return None
+    start, end = intervals[0].t_start, intervals[-1].t_end
+    span = min(WINDOW_S, (end - start) / 2)
+    first = [i for i in intervals if i.t_end <= start + span] or intervals[:1]
+    last = [i for i in intervals if i.t_start >= end - span] or intervals[-1:]
+    return first, last, span
+
+
+def likely_cause(first: dict[str, Any], last: dict[str, Any]) -> str:
+    """The cause of a fall in throughput, in words, from the conditions of the two windows."""
+    if not first or not last:
+        return "no clock telemetry in the stage on this device, so the cause is unknown"
+    reasons = set(last.get("throttle") or [])
+    clock0, clock1 = first.get("sm_clock_mean_mhz"), last.get("sm_clock_mean_mhz")
+    parts = []
+    if clock0 and clock1:
+        parts.append(f"SM clock {clock0:.0f} -> {clock1:.0f} MHz")
+    if first.get("temperature_max_c") is not None and last.get("temperature_max_c") is not None:
+        parts.append(f"temperature {first['temperature_max_c']:.0f} -> {last['temperature_max_c']:.0f} C")
+    if last.get("power_mean_w") is not None:
+        limit = f" of {last['power_limit_w']:.0f} W" if last.get("power_limit_w") else ""
+        parts.append(f"power {last['power_mean_w']:.0f} W{limit}")
+    seen = ", ".join(parts)
+    if reasons & {"software thermal slowdown", "hardware thermal slowdown"}:
+        cause = "thermal slowdown"
+    elif "power brake" in reasons or "hardware slowdown" in reasons:
+        cause = "a hardware slowdown signal" + (" (power brake)" if "power brake" in reasons else "")
+    elif "power cap" in reasons:
+        cause = "the power cap"
+    elif clock0 and clock1 and clock1 < clock0 * 0.97:
+        cause = "a falling clock with no reason reported"
+    else:
+        cause = "not the clock, which held: look for other work on the device or the host"
+    return f"{cause} ({seen})" if seen else cause
+
+
+def over_time(device: str, intervals: list[Interval], conditions: Conditions) -> Verdict:
+    found = windows(intervals)
+    if found is None:
+        text = f"{device}: too few intervals ({len(intervals)}) to compare the start of the burn with its end"
+        return Verdict(STAGE, "over-time", Status.SKIP, text, {"intervals": len(intervals)}, device=device)
+    first, last, span = found
+    early = statistics.median(i.tflops for i in first)
+    late = statistics.median(i.tflops for i in last)
+    change = late / early - 1 if early else 0.0
+    window = "minute" if span >= WINDOW_S else f"{span:.0f} s"
+    numbers = {
+        "first_tflops": round(early, 4),
+        "last_tflops": round(late, 4),
+        "change": round(change, 4),
+        "window_s": round(span, 1),
+        "first_conditions": conditions(device, first[0].t_start, first[-1].t_end),
+        "last_conditions": conditions(device, last[0].t_start, last[-1].t_end),
+    }
+    figures = f"first {window} {early:.4g}, last {window} {late:.4g} TFLOP/s"
+    if change < -FALL_LIMIT:
+        cause = likely_cause(numbers["first_conditions"], numbers["last_conditions"])
+        text = f"{device} throughput fell {-change:.0%} over the burn ({figures}): {cause}"
+        return Verdict(STAGE, "over-time", Status.WARN, text, numbers, tolerance=FALL_LIMIT, device=device)
+    text = f"{device} throughput held over the burn ({figures}, {change:+.0%})"
+    return Verdict(STAGE, "over-time", Status.PASS, text, numbers, tolerance=FALL_LIMIT, device=device)
+
+
+def peers(started: dict[str, Started], sustained: dict[str, float]) -> Iterator[Verdict]:
+    """Each GPU against the best of the same model doing the same work; one GPU has no peer."""
+    groups: dict[tuple[str, int, str], list[str]] = {}
+    for device, info in started.items():
+        if device in sustained:
+            groups.setdefault((info.name, info.n, info.dtype), []).append(device)
+    for (name, _, _), devices in groups.items():
+        if len(devices) < 2:
+            text = f"{devices[0]}: no other {name} in this burn to compare with"
+            yield Verdict(STAGE, "peers", Status.SKIP, text, {"value": sustained[devices[0]]}, device=devices[0])
+            continue
+        best = max(devices, key=lambda d: sustained[d])
+        for device in devices:
+            share = sustained[device] / sustained[best]
+            numbers = {
+                "value": sustained[device],
+                "best": sustained[best],
+                "best_device": best,
+                "share": round(share, 4),
+            }
+            if share < 1 - PEER_LIMIT:
+                text = (
+                    f"{device} sustained {sustained[device]:.4g} TFLOP/s, {1 - share:.0%} below {best} "
+                    f"({sustained[best]:.4g}), the best of {len(devices)} {name}"
+                )
+                yield Verdict(STAGE, "peers", Status.WARN, text, numbers, tolerance=PEER_LIMIT, device=device)
+            else:
+                text = (
+                    f"{device} sustained {sustained[device]:.4g} TFLOP/s, {share:.0%} of the best of "
+                    f"{len(devices)} {name}"
+                )
+                yield Verdict(STAGE, "peers", Status.PASS, text, numbers, tolerance=PEER_LIMIT, device=device)
+
+
+def agreement(started: dict[str, Started]) -> Iterator[Verdict]:
+    """GPUs of one model doing the same product must agree bit for bit; the odd ones out are named."""
+    groups: dict[tuple[str, int, str], list[str]] = {}
+    for device, info in started.items():
+        groups.setdefault((info.name, info.n, info.dtype), []).append(device)
+    for (name, _, _), devices in groups.items():
+        if len(devices) < 2:
+            continue
+        votes = Counter(started[d].digest for d in devices)
+        common, count = votes.most_common(1)[0]
+        odd = [d for d in devices if started[d].digest != common]
+        numbers = {"devices": devices, "differing": odd}
+        if not odd:
+            text = f"the first results of {', '.join(devices)} ({name}) are bit-identical"
+            yield Verdict(STAGE, "agreement", Status.PASS, text, numbers)
+        elif count == 1 or count * 2 == len(devices):
+            text = f"{', '.join(devices)} ({name}) disagree about the same product: at least one computes wrong"
+            yield Verdict(STAGE, "agreement", Status.WARN, text, numbers)
+        else:
+            for device in odd:
+                text = (
+                    f"{device}'s first result differs from {count} of its {len(devices) - 1} peers ({name}) "
+                    "on the same product"
+                )
+                yield Verdict(STAGE, "agreement", Status.WARN, text, numbers, device=device)

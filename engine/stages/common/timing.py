@@ -1,0 +1,143 @@
+"""Timing on a device the way METHOD.md asks: warm-up, device events on the measured device's own
+stream, an L2-sized flush before each timed group, and a second clock around every timed interval."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+from rigcheck.engine.measure.stats import LAUNCH_BOUND_S, TimingStats
+
+BENCHMARK_VERSION = "rigcheck-bench-2"
+_RAW = getattr(time, "CLOCK_MONOTONIC_RAW", None)
+
+
+def raw_clock() -> float:
+    """A host clock independent of perf_counter's: CLOCK_MONOTONIC_RAW (not slewed by NTP) where the OS
+    has it, else the wall-clock time."""
+    return time.clock_gettime(_RAW) if _RAW is not None else time.time()
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+@contextlib.contextmanager
+def on_device(device: torch.device) -> Iterator[None]:
+    """Make `device` current: events, streams and allocations without a device then belong to it.
+
+    `torch.cuda.Event().record()` records on the *current* device's stream; timing cuda:1 while
+    cuda:0 is current gave near-zero times (6,554 TFLOP/s fp32 on an H200).
+    """
+    if device.type == "cuda":
+        with torch.cuda.device(device):
+            yield
+    else:
+        yield
+
+
+def l2_flush_buffer(device: torch.device) -> torch.Tensor | None:
+    """A buffer twice the L2 size, zeroed before each timed call so inputs do not sit in cache."""
+    if device.type != "cuda":
+        return None
+    l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 * 2**20
+    return torch.empty(2 * l2 // 4, dtype=torch.float32, device=device)
+
+
+class DeviceTimer:
+    """Times one interval on `device`'s current stream by its events, and by the wall clock around it."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.stream = torch.cuda.current_stream(device)
+
+    @contextlib.contextmanager
+    def interval(self, out: list[tuple[float, float]]) -> Iterator[None]:
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        wall0 = time.perf_counter()
+        begin.record(self.stream)
+        yield
+        end.record(self.stream)
+        end.synchronize()
+        out.append((begin.elapsed_time(end) / 1000.0, time.perf_counter() - wall0))
+
+
+def time_calls(
+    call: Callable[[], Any],
+    device: torch.device,
+    min_reps: int = 10,
+    min_seconds: float = 0.2,
+    max_reps: int = 200,
+    warmup: int = 3,
+    flush: bool = True,
+) -> TimingStats:
+    """Time `call` many times; seconds per call. Device events on a GPU (checked by the wall clock),
+    perf_counter on the CPU (checked by CLOCK_MONOTONIC_RAW)."""
+    with on_device(device):
+        warm_start = time.perf_counter()
+        done = 0
+        while done < warmup or time.perf_counter() - warm_start < 0.05:  # thread pools and clocks spin up
+            call()
+            done += 1
+            if done % 10 == 0:
+                synchronize(device)
+        synchronize(device)
+        cache = l2_flush_buffer(device) if flush else None
+        pairs: list[tuple[float, float]] = []
+        timer = DeviceTimer(device) if device.type == "cuda" else None
+        started = time.perf_counter()
+        while len(pairs) < max_reps and (len(pairs) < min_reps or time.perf_counter() - started < min_seconds):
+            if timer is not None:
+                if cache is not None:
+                    cache.zero_()  # also keeps the GPU busy while the timed call is enqueued: no idle gap
+                with timer.interval(pairs):
+                    call()
+            else:
+                t0, r0 = time.perf_counter(), raw_clock()
+                call()
+                pairs.append((time.perf_counter() - t0, raw_clock() - r0))
+    primary, check = ("events", "wall clock") if timer is not None else ("perf_counter", "CLOCK_MONOTONIC_RAW")
+    return TimingStats(tuple(p for p, _ in pairs), tuple(c for _, c in pairs), primary, check)
+
+
+def group_size(per_call_s: float, group_seconds: float) -> int:
+    """Calls per timed group: up to 50 for real kernels (a short burst, so a power cap reached by earlier
+    points does not lower later ones); up to 400 for launch-bound calls, whose time is mostly host
+    overhead and needs a longer group to be stable."""
+    cap = 400 if per_call_s < LAUNCH_BOUND_S else 50
+    return max(1, min(cap, round(group_seconds / per_call_s)))
+
+
+def time_grouped(
+    calls: list[Callable[[], Any]], device: torch.device, groups: int = 20, group_seconds: float = 0.002
+) -> TimingStats:
+    """Seconds per call on a GPU, from groups of back-to-back calls between two events.
+
+    The L2 buffer is cleared before each group, and the calls rotate over input sets that together
+    exceed the L2, so no call finds its operands in cache; back-to-back launches leave no idle gap
+    between calls, which per-call events do for kernels of a fraction of a millisecond.
+    """
+    with on_device(device):
+        for call in calls * 3:
+            call()
+        synchronize(device)
+        timer = DeviceTimer(device)
+        first: list[tuple[float, float]] = []
+        with timer.interval(first):
+            calls[0]()
+        size = group_size(max(first[0][0], 1e-6), group_seconds)
+        cache = l2_flush_buffer(device)
+        pairs: list[tuple[float, float]] = []
+        index = 0
+        for _ in range(groups):
+            if cache is not None:
+                cache.zero_()
+            with timer.interval(pairs):
+                for _ in range(size):
+                    calls[index % len(calls)]()
+                    index += 1
+    return TimingStats(tuple(p / size for p, _ in pairs), tuple(c / size for _, c in pairs), calls_per_timing=size)

@@ -1,0 +1,1 @@
+"""The health stage: what the GPU driver already knows about each card."""

@@ -1,0 +1,1 @@
+"""The links stage: topology, peer-to-peer copies and collectives between GPUs."""

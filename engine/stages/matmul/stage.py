@@ -1,0 +1,215 @@
+"""Matmul throughput: a sweep of sizes and dtypes, timed with device events, against the datasheet peak."""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy
+import torch
+from rigcheck.engine.events import Event, LogLine, Measurement, Progress, Status, Verdict
+from rigcheck.engine.stage import StageContext
+from rigcheck.engine.stages.common.devices import has_tf32, resolve_devices
+from rigcheck.engine.stages.common.figures import checked, device_identity, usable
+from rigcheck.engine.stages.common.fp8 import find_fp8
+from rigcheck.engine.stages.common.limits import cpu_limit, gpu_matmul_limit
+from rigcheck.engine.stages.common.peaks import matmul_peak
+from rigcheck.engine.stages.common.timing import BENCHMARK_VERSION, on_device, time_calls, time_grouped
+from rigcheck.engine.stages.matmul.search import max_find
+
+STAGE = "matmul"
+GPU_SIZES = {"quick": [4096], "standard": [1024, 4096, 8192], "full": [1024, 2048, 4096, 8192, 16384]}
+CPU_SIZES = {"quick": [256, 512], "standard": [512, 1024, 2048], "full": [512, 1024, 2048, 4096]}
+COOL_DOWN_S = 0.3
+TORCH_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def gpu_dtypes(device: torch.device) -> list[str]:
+    names = ["fp32", "fp16", "bf16"]
+    if has_tf32(device):
+        names.insert(1, "tf32")
+    if fp8_dtype(device) is not None:
+        names.append("fp8")
+    return names
+
+
+@functools.cache
+def _fp8_for(device: str) -> torch.dtype | None:
+    return find_fp8(torch, torch.device(device))[0]
+
+
+def fp8_dtype(device: torch.device) -> torch.dtype | None:
+    """Probed once per device: every fp8 input set of the sweep and of max-find asks again."""
+    return _fp8_for(str(device))
+
+
+def matmul_call(dtype: str, m: int, n: int, k: int, device: torch.device) -> Callable[[], Any]:
+    """A zero-argument call that multiplies fresh random inputs into a preallocated output, rewritten each time."""
+    if dtype == "fp8":
+        f8 = fp8_dtype(device)
+        a = torch.randn(m, k, device=device).to(f8)
+        b = torch.randn(n, k, device=device).to(f8).t()  # column-major, as _scaled_mm wants
+        one = torch.tensor(1.0, device=device)
+        return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    torch_dtype = TORCH_DTYPES[dtype]
+    a = torch.randn(m, k, device=device, dtype=torch_dtype)
+    b = torch.randn(k, n, device=device, dtype=torch_dtype)
+    out = torch.empty(m, n, device=device, dtype=torch_dtype)
+    return lambda: torch.matmul(a, b, out=out)
+
+
+def rotating_calls(
+    dtype: str, m: int, n: int, k: int, device: torch.device, first: Callable[[], Any]
+) -> list[Callable[[], Any]]:
+    """Enough independent input sets that together they exceed twice the L2 (at most eight)."""
+    l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 * 2**20
+    per_set = (m * k + k * n) * (1 if dtype == "fp8" else TORCH_DTYPES[dtype].itemsize)
+    count = max(1, min(8, -(-2 * l2 // per_set)))
+    return [first, *(matmul_call(dtype, m, n, k, device) for _ in range(count - 1))]
+
+
+def set_tf32(enabled: bool) -> None:
+    torch.backends.cuda.matmul.allow_tf32 = enabled
+
+
+def measure_point(
+    dtype: str, m: int, n: int, k: int, device: torch.device, device_name: str, library: str = "torch"
+) -> Iterator[Event]:
+    """One point of the sweep: the figure, checked against its clocks and its limit."""
+    set_tf32(dtype == "tf32")
+    if library == "numpy":
+        a = numpy.random.default_rng(0).standard_normal((m, k), dtype=numpy.float32)
+        b = numpy.random.default_rng(1).standard_normal((k, n), dtype=numpy.float32)
+        out = numpy.empty((m, n), dtype=numpy.float32)
+        call: Callable[[], Any] = lambda: numpy.matmul(a, b, out=out)  # noqa: E731
+    else:
+        call = matmul_call(dtype, m, n, k, device)
+    if device.type == "cuda":
+        # After a pause: on a power-capped GPU a sweep heats up and later points run at a lower
+        # clock (an H200 at 700 W fell from 1980 to about 1450 MHz within a second of bf16 8192).
+        time.sleep(COOL_DOWN_S)
+    start = time.time()  # after the pause, so the figure's telemetry window holds only its own work
+    if device.type == "cuda":
+        stats = time_grouped(rotating_calls(dtype, m, n, k, device, call), device)
+        limit = gpu_matmul_limit(device, dtype)
+    else:
+        stats = time_calls(call, device, min_reps=10, min_seconds=0.5)
+        limit = cpu_limit(dtype)
+    flops = 2.0 * m * n * k
+    scale, unit = (1e12, "TFLOP/s") if device.type == "cuda" else (1e9, "GFLOP/s")
+    median, best, spread = (value / scale for value in stats.rate(flops))
+    peak, source = matmul_peak(device_name, dtype) if device.type == "cuda" else (None, None)
+    shape = f"{m}" if m == n == k else f"{m}x{n}x{k}"
+    params = {
+        "dtype": dtype,
+        "m": m,
+        "n": n,
+        "k": k,
+        "library": library,
+        "best": best,
+        "peak": peak,
+        "peak_source": source,
+        "share_of_peak": median / peak if peak else None,
+        "bound": "compute" if device.type == "cuda" else "host",
+        "threads": threads_used(library) if device.type == "cpu" else 1,
+        "benchmark_version": BENCHMARK_VERSION,
+    } | device_identity(device)
+    name = f"matmul {dtype} {shape}" + ("" if library == "torch" else f" ({library})")
+    figure = Measurement(STAGE, name, median, unit, spread, len(stats.times), str(device), params, t_start=start)
+    yield from checked(figure, stats, limit)
+
+
+def threads_used(library: str) -> int:
+    """The CPUs a CPU figure's own threads wanted: torch's pool, or numpy's BLAS pool."""
+    if library == "numpy":
+        try:
+            from threadpoolctl import threadpool_info
+
+            pools = [p["num_threads"] for p in threadpool_info() if p.get("user_api") == "blas"]
+            if pools:
+                return max(pools)
+        except ImportError:
+            pass
+    return torch.get_num_threads()
+
+
+def warm_up_cpu(seconds: float = 1.0) -> None:
+    """Keep the thread pools busy for a while first: right after a child starts, the first CPU figure
+    was seen 10-60x low on a 2-core VM (one point only), and a second of work beforehand removes it."""
+    a = torch.randn(512, 512)
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        a @ a
+
+
+def sweep(context: StageContext, device: torch.device) -> Iterator[Event]:
+    label = str(device)
+    device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
+    if device.type == "cuda":
+        points = [(d, s, "torch") for s in GPU_SIZES[context.spec.profile] for d in gpu_dtypes(device)]
+    else:
+        sizes = CPU_SIZES[context.spec.profile]
+        # one library at a time: torch's OpenMP threads spin after each call and would slow numpy's BLAS
+        points = [(d, s, lib) for d, lib in (("fp32", "torch"), ("bf16", "torch"), ("fp32", "numpy")) for s in sizes]
+    results: list[Measurement] = []
+    if device.type == "cpu":
+        warm_up_cpu()
+    for index, (dtype, size, library) in enumerate(points):
+        if context.cancelled:
+            return
+        yield Progress(STAGE, index, len(points), f"{dtype} {size} ({library}) on {label}")
+        try:
+            events = list(measure_point(dtype, size, size, size, device, device_name, library))
+        except torch.OutOfMemoryError as error:
+            yield Verdict(STAGE, f"{dtype}-{size}", Status.SKIP, f"does not fit: {str(error)[:160]}", device=label)
+            continue
+        for event in events:
+            if isinstance(event, Measurement):
+                results.append(event)
+                if event.params["noisy"]:
+                    yield LogLine(STAGE, f"{event.name}: noisy, spread {event.params['spread_rel']:.0%}", "warn")
+            yield event
+    set_tf32(False)
+    yield from summary_verdicts(results, label)
+
+
+def summary_verdicts(results: list[Measurement], label: str) -> Iterator[Verdict]:
+    by_dtype: dict[str, Measurement] = {}
+    for m in filter(usable, results):
+        key = m.params["dtype"] + ("" if m.params["library"] == "torch" else f" ({m.params['library']})")
+        if key not in by_dtype or m.value > by_dtype[key].value:
+            by_dtype[key] = m
+    # launch-bound figures are noisy by nature and are labelled so on their own; they do not warn
+    noisy = [m.name for m in results if m.params["noisy"] and usable(m) and not m.params.get("launch_bound")]
+    for key, best in by_dtype.items():
+        share = best.params["share_of_peak"]
+        tail = f", {share:.0%} of the datasheet's {best.params['peak']:g}" if share else ""
+        yield Verdict(
+            STAGE,
+            f"best-{key}",
+            Status.PASS,
+            f"best {key} on {label}: {best.value:.4g} {best.unit} median at {best.params['m']}{tail}",
+            {"value": best.value, "unit": best.unit, "share_of_peak": share, "shape": best.name},
+            device=label,
+        )
+    if noisy:
+        yield Verdict(
+            STAGE,
+            "noise",
+            Status.WARN,
+            f"{len(noisy)} figure(s) were noisy (interquartile spread over 5% of the median): {', '.join(noisy)}",
+            {"noisy": noisy},
+            device=label,
+        )
+
+
+def run(context: StageContext) -> Iterator[Event]:
+    spec = context.spec
+    devices = yield from resolve_devices(STAGE, spec.device)
+    for device in devices:
+        with on_device(device):
+            yield from sweep(context, device)
+            if device.type == "cuda" and (spec.option("max_find", False) or spec.profile == "full"):
+                yield from max_find(context, device, float(spec.option("max_find_seconds", 60.0)))

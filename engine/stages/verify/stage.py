@@ -1,0 +1,128 @@
+"""Verify: are the device's answers right? Everything is scored against a float64 CPU reference that repeats."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+from rigcheck.engine.events import Event, Progress, Status, Verdict
+from rigcheck.engine.models.board_net import BoardNetConfig
+from rigcheck.engine.stage import StageContext
+from rigcheck.engine.stages.common.devices import has_tf32, resolve_devices
+from rigcheck.engine.stages.verify.matmul import (
+    check_dtype,
+    check_reference,
+    device_matmul_into_poison,
+    numpy_float32_matmul,
+)
+from rigcheck.engine.stages.verify.memory import check_memory
+from rigcheck.engine.stages.verify.model import (
+    check_batchnorm_training,
+    check_forward_and_gradients,
+    check_soak,
+    check_steps,
+)
+
+STAGE = "verify"
+
+# (fp32 size on a GPU, fp32 size on the CPU, fp16/bf16 size, model config, batch, soak steps, memory share)
+PLANS = {
+    "quick": (2048, 512, 512, BoardNetConfig(32, 2), 32, 80, 0.1),
+    "standard": (4096, 1024, 1024, BoardNetConfig(64, 3), 64, 200, 0.5),
+    "full": (4096, 2048, 1024, BoardNetConfig(128, 6), 128, 400, 0.8),
+}
+
+
+class Steps:
+    """Progress counted in steps finished, so the bar reaches 100% only once the last step has ended."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done = total, 0
+
+    def begin(self, what: str) -> Progress:
+        """Sent as a step starts: it counts the steps before this one."""
+        event = Progress(STAGE, self.done, self.total, what)
+        self.done += 1
+        return event
+
+    def end(self) -> Progress:
+        return Progress(STAGE, self.done, self.total, "finished")
+
+
+def dtypes_for(device: torch.device) -> list[str]:
+    return ["fp32", "tf32", "fp16", "bf16"] if has_tf32(device) else ["fp32", "fp16", "bf16"]
+
+
+def step_count(device: torch.device, n: int, low_n: int) -> int:
+    """References, one matmul per dtype, four model checks, and the memory check on a GPU."""
+    return 1 + (low_n != n) + len(dtypes_for(device)) + 4 + (device.type == "cuda")
+
+
+def run(context: StageContext) -> Iterator[Event]:
+    spec = context.spec
+    devices = yield from resolve_devices(STAGE, spec.device)
+    if not devices:
+        return
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    gpu_n, cpu_n, low_n, config, batch, soak_steps, share = PLANS[spec.profile]
+    sizes = {str(d): gpu_n if d.type == "cuda" else cpu_n for d in devices}
+    steps = Steps(sum(step_count(d, sizes[str(d)], low_n) for d in devices))
+    for device in devices:
+        yield from verify_device(context, steps, device, sizes[str(device)], low_n, config, batch, soak_steps, share)
+        if context.cancelled:
+            return
+    yield steps.end()
+
+
+def verify_device(
+    context: StageContext,
+    steps: Steps,
+    device: torch.device,
+    n: int,
+    low_n: int,
+    config: BoardNetConfig,
+    batch: int,
+    soak_steps: int,
+    share: float,
+) -> Iterator[Event]:
+    label = str(device)
+    generator = torch.Generator().manual_seed(1234)
+    yield steps.begin(f"float64 reference {n}x{n} twice")
+    reference = check_reference(n, generator)
+    yield reference
+    low_reference = reference
+    if low_n != n:
+        yield steps.begin(f"float64 reference {low_n}x{low_n} twice")
+        low_reference = check_reference(low_n, generator)
+        yield low_reference
+    for name in dtypes_for(device):
+        if context.cancelled:
+            return
+        yield steps.begin(f"matmul {name}")
+        size = n if name in ("fp32", "tf32") else low_n
+        if (reference if size == n else low_reference).status != Status.PASS:
+            yield Verdict(
+                STAGE,
+                f"matmul-{name}",
+                Status.SKIP,
+                "not judged: the float64 reference did not repeat",
+                device=label,
+            )
+            continue
+        dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(name, torch.float32)
+        device_matmul = device_matmul_into_poison(dtype, device, tf32=name == "tf32")
+        yield from check_dtype(name, size, label, generator, device_matmul, numpy_float32_matmul, "numpy float32 (CPU)")
+    yield steps.begin("model forward and gradients")
+    yield from check_forward_and_gradients(config, batch, device)
+    yield steps.begin("optimizer steps")
+    yield check_steps(config, batch, device)
+    yield steps.begin("BatchNorm in training mode")
+    yield check_batchnorm_training(config, batch, device)
+    if context.cancelled:
+        return
+    yield steps.begin(f"soak of {soak_steps} steps")
+    yield check_soak(config, batch, soak_steps, device)
+    if device.type == "cuda":
+        yield steps.begin("memory")
+        yield from check_memory(device, share)

@@ -1,0 +1,31 @@
+"""The results store: SQLite in WAL mode, each event written as it arrives, so a cut-off run keeps it all.
+
+Split by job: store_schema (the file, schema, migrations), store_write (runs and events going in),
+store_read (lists and reports coming out). `Store` is all three over one connection.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rigcheck.engine.store.read import DURATION_RUNS, StoreReader
+from rigcheck.engine.store.schema import BUSY_TIMEOUT_S, SCHEMA_VERSION, STORE_ENV, StoreError, default_store_path
+from rigcheck.engine.store.write import StoreWriter
+
+__all__ = [
+    "BUSY_TIMEOUT_S",
+    "DURATION_RUNS",
+    "SCHEMA_VERSION",
+    "STORE_ENV",
+    "Store",
+    "StoreError",
+    "default_store_path",
+]
+
+
+class Store(StoreWriter, StoreReader):
+    """The store as a rigcheck process opens it: opening it marks runs whose engine died as interrupted."""
+
+    def __init__(self, path: Path | str) -> None:
+        super().__init__(path)
+        self.sweep_dead_runs()

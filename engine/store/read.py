@@ -1,0 +1,184 @@
+"""Reading runs back from the store: lists, one run's report, and the figures later runs compare against.
+
+Nothing here writes: a run cut off by a dead engine is marked when a rigcheck process starts
+(StoreWriter.sweep_dead_runs), not when someone looks.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import statistics
+from contextlib import suppress
+from typing import Any
+
+from rigcheck.engine.events import Status, worst
+from rigcheck.engine.store.liveness import process_alive
+from rigcheck.engine.store.schema import StoreBase
+from rigcheck.engine.trust.contention import contention_report
+
+DURATION_RUNS = 5  # a stage's expected time is the median of its last this-many runs
+
+
+class StoreReader(StoreBase):
+    def samples(self, run_id: int) -> list[dict[str, Any]]:
+        rows = self._read("SELECT data FROM samples WHERE run_id = ? ORDER BY t", (run_id,))
+        return [json.loads(row["data"]) for row in rows]
+
+    def earlier_clean_clocks(self, run_id: int, name: str, gpu_uuid: str, limit: int = 20) -> list[float]:
+        """The mean SM clock of this figure on this GPU (by UUID) in earlier runs where it was TRUSTED."""
+        rows = self._read(
+            "SELECT params, conditions FROM measurements WHERE name = ? AND run_id < ? ORDER BY id DESC LIMIT ?",
+            (name, run_id, 5 * limit),
+        )
+        clocks = []
+        for row in rows:
+            params, conditions = json.loads(row["params"] or "{}"), json.loads(row["conditions"] or "{}")
+            clock = conditions.get("sm_clock_mean_mhz")
+            if params.get("gpu_uuid") == gpu_uuid and conditions.get("trust") == "TRUSTED" and clock:
+                clocks.append(float(clock))
+        return clocks[:limit]
+
+    def verified(self, run_id: int, device: str) -> bool:
+        """Has Verify passed for this device in this run, or in an earlier one with the same fingerprint?"""
+        rows = self._read(
+            "SELECT 1 FROM stages s JOIN runs r ON s.run_id = r.id WHERE s.name = 'verify'"
+            " AND s.status IN ('PASS', 'WARN') AND r.fingerprint IS NOT NULL"
+            " AND r.fingerprint = (SELECT fingerprint FROM runs WHERE id = ?)"
+            " AND (r.device IN (?, 'all') OR ',' || r.device || ',' LIKE '%,' || ? || ',%') LIMIT 1",
+            (run_id, device, device),
+        )
+        return bool(rows)
+
+    def is_live(self, run: dict[str, Any]) -> bool:
+        """Is this run's engine still at work on it (on this host)?"""
+        return (
+            run["status"] == "running"
+            and run["host"] == socket.gethostname()
+            and process_alive(run["pid"], run["started"])
+        )
+
+    def live_runs(self) -> list[dict[str, Any]]:
+        """Runs whose engine is still running, newest first."""
+        rows = self._read("SELECT * FROM runs WHERE status = 'running' ORDER BY id DESC")
+        return [dict(row) for row in rows if self.is_live(dict(row))]
+
+    def runs(self, limit: int = 50) -> list[dict[str, Any]]:
+        rows = self._read("SELECT * FROM runs ORDER BY id DESC LIMIT ?", (limit,))
+        return [dict(row) for row in rows]
+
+    def run(self, run_id: int) -> dict[str, Any] | None:
+        rows = self._read("SELECT * FROM runs WHERE id = ?", (run_id,))
+        return dict(rows[0]) if rows else None
+
+    def latest_probe(self) -> tuple[dict[str, Any], str | None, list[str]] | None:
+        """The newest Probe facts, that run's fingerprint, and Probe's non-PASS explanations."""
+        rows = self._read(
+            "SELECT f.run_id, f.data, r.fingerprint FROM facts f JOIN runs r ON r.id = f.run_id"
+            " WHERE f.stage = 'probe' AND f.host = '' ORDER BY f.id DESC LIMIT 1"
+        )
+        if not rows:
+            return None
+        warnings = self._read(
+            "SELECT explanation FROM verdicts WHERE run_id = ? AND stage = 'probe' AND status != 'PASS' ORDER BY id",
+            (rows[0]["run_id"],),
+        )
+        return json.loads(rows[0]["data"]), rows[0]["fingerprint"], [w["explanation"] for w in warnings]
+
+    def latest_run_id(self) -> int | None:
+        rows = self._read("SELECT max(id) FROM runs")
+        return rows[0][0] if rows else None
+
+    def _table(self, table: str, run_id: int) -> list[dict[str, Any]]:
+        rows = self._read(f"SELECT * FROM {table} WHERE run_id = ? ORDER BY id", (run_id,))
+        return [dict(row) for row in rows]
+
+    def report(self, run_id: int) -> dict[str, Any] | None:
+        """Everything the store holds for one run, as plain data (the source of every export)."""
+        run = self.run(run_id)
+        if run is None:
+            return None
+        for key in ("stages", "argv"):
+            run[key] = json.loads(run[key] or "[]")
+        basis = None
+        if run["fingerprint"]:
+            rows = self._read("SELECT basis FROM fingerprints WHERE digest = ?", (run["fingerprint"],))
+            basis = json.loads(rows[0]["basis"]) if rows else None
+        decoded = {"numbers", "params", "conditions", "data"}
+
+        def rows_of(table: str) -> list[dict[str, Any]]:
+            out = self._table(table, run_id)
+            for row in out:
+                for key in decoded & row.keys():
+                    row[key] = json.loads(row[key] or "null")
+            return out
+
+        measurements = rows_of("measurements")
+        samples = self.samples(run_id)
+        facts = rows_of("facts")
+        host_facts: dict[str, dict[str, Any]] = {}  # a fleet run's facts, host by host
+        for row in facts:
+            if row["host"]:
+                host_facts.setdefault(row["host"], {})[row["stage"]] = row["data"]
+        return {
+            "run": run,
+            "fingerprint": {"digest": run["fingerprint"], "basis": basis},
+            "stages": rows_of("stages"),
+            "verdicts": rows_of("verdicts"),
+            "measurements": measurements,
+            "facts": {row["stage"]: row["data"] for row in facts if not row["host"]},
+            "host_facts": host_facts,
+            "fleet": json.loads(run["fleet"]) if run.get("fleet") else None,
+            "telemetry_samples": len(samples),
+            "contention": contention_report(samples, measurements),
+        }
+
+    def host_fingerprints(self, run_id: int) -> dict[str, tuple[str, dict[str, Any]]]:
+        """A fleet run's environment fingerprint of each host: (digest, basis) of its first Fingerprint event."""
+        found: dict[str, tuple[str, dict[str, Any]]] = {}
+        rows = self._read(
+            "SELECT host, payload FROM events WHERE run_id = ? AND kind = 'Fingerprint' AND host != '' ORDER BY id",
+            (run_id,),
+        )
+        for row in rows:
+            if row["host"] not in found:
+                payload = json.loads(row["payload"])
+                found[row["host"]] = (str(payload.get("digest")), dict(payload.get("basis") or {}))
+        return found
+
+    def worst_statuses(self, run_ids: list[int]) -> dict[int, str]:
+        """Each run's most severe verdict (CRASH over TIMEOUT over FAIL over WARN over PASS over SKIP).
+
+        A run without any verdict is absent from the answer.
+        """
+        if not run_ids:
+            return {}
+        marks = ", ".join("?" * len(run_ids))
+        rows = self._read(
+            f"SELECT DISTINCT run_id, status FROM verdicts WHERE run_id IN ({marks})",
+            tuple(run_ids),
+        )
+        found: dict[int, list[Status]] = {}
+        for row in rows:
+            with suppress(ValueError):  # a status this version does not know is not a verdict to rank
+                found.setdefault(row["run_id"], []).append(Status(row["status"]))
+        return {run_id: status.value for run_id, statuses in found.items() if (status := worst(statuses))}
+
+    def stage_durations(self, device: str, profile: str, last: int = DURATION_RUNS) -> dict[str, float]:
+        """Each stage's median wall time over its last few finished runs on this device and profile.
+
+        Only stages that ran to their end count (PASS, WARN or FAIL): a crash, a timeout or a cancel
+        says nothing about how long the stage takes.
+        """
+        rows = self._read(
+            "SELECT s.name, s.finished - s.started AS seconds FROM stages s JOIN runs r ON r.id = s.run_id"
+            " WHERE r.device = ? AND r.profile = ? AND s.status IN ('PASS', 'WARN', 'FAIL')"
+            " AND s.started IS NOT NULL AND s.finished > s.started ORDER BY s.id DESC LIMIT 1000",
+            (device, profile),
+        )
+        recent: dict[str, list[float]] = {}
+        for row in rows:
+            times = recent.setdefault(row["name"], [])
+            if len(times) < last:
+                times.append(row["seconds"])
+        return {name: statistics.median(times) for name, times in recent.items()}

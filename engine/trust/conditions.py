@@ -1,0 +1,332 @@
+"""The conditions a figure was measured under (clocks, heat, power, host load, other processes) and
+whether to trust it.
+
+The label says what, if anything, was wrong *outside* the measurement:
+- BROKEN: the figure is impossible or its two clocks disagree; it is not a result.
+- SUSPECT: something outside interfered (other processes on the CPUs it needed or on its GPU, thermal
+  or hardware slowdown, a clock far below what this GPU holds for the same work), with the reasons.
+- UNJUDGED: too few telemetry samples cover it to say.
+- NOISY: nothing interfered, but the repeats spread more than the policy allows.
+- TRUSTED: none of these.
+Conditions that are normal for the load (a GPU at its power limit) are notes, not reasons.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from rigcheck.engine.events import Measurement
+from rigcheck.engine.measure.plausibility import over_limit
+from rigcheck.engine.telemetry.sample import GpuSample, Sample, find_gpu
+
+SLOWDOWN_REASONS = {
+    "hardware slowdown",
+    "software thermal slowdown",
+    "hardware thermal slowdown",
+    "power brake",
+}
+GPU_BUSY_PCT = 50.0
+
+
+@dataclass(frozen=True)
+class TrustPolicy:
+    # Other processes interfere with a figure when they and the figure's own threads together want (nearly)
+    # every CPU of the host, and they took a real share: at least half a CPU, or 5% of the figure's threads.
+    # "Nearly": on a saturated host a thread that has its CPU still shares its core with a busy sibling
+    # (an H200 host with 32 burners on 32 CPUs slowed a small-batch GPU figure by 22% at 0.98 of a CPU).
+    others_cpus_min: float = 0.5
+    others_share_of_threads: float = 0.05
+    saturation_slack_cpus: float = 0.5
+    clock_ratio_min: float = 0.85  # SM clock against its maximum, with no cause reported
+    power_capped_clock_min: float = 0.90  # at the power cap, a clock this close to its max is the card's normal state
+    reference_clock_min: float = 0.90  # against this GPU's own earlier clean runs of the same figure
+    mem_clock_ratio_min: float = 0.90
+    spread_max: float = 0.05  # interquartile range over median
+    min_samples: int = 3  # fewer telemetry samples than this cannot judge a figure
+    widen_s: float = 1.0  # a short figure's window is widened back to this long
+
+    def interferes(self, others: float, threads: int, cpus: int) -> bool:
+        taken = others >= max(self.others_cpus_min, self.others_share_of_threads * threads)
+        return taken and others + threads > cpus - self.saturation_slack_cpus
+
+    def contended(self, others: float, cpus: int) -> bool:
+        """Busy for a figure that wants every CPU (the CPU arms of the throughput stages do)."""
+        return self.interferes(others, cpus, cpus)
+
+
+DEFAULT_POLICY = TrustPolicy()
+
+
+def nvml_index(device: str, environ: dict[str, str] | None = None) -> int | None:
+    """The telemetry index of torch's cuda:N by position, following a numeric CUDA/HIP_VISIBLE_DEVICES:
+    the fallback when a figure carries no PCI bus id or UUID."""
+    if not device.startswith("cuda"):
+        return None
+    ordinal = int(device.split(":")[1]) if ":" in device else 0
+    env = os.environ if environ is None else environ
+    visible = env.get("CUDA_VISIBLE_DEVICES") or env.get("HIP_VISIBLE_DEVICES")
+    if visible:
+        ids = [part.strip() for part in visible.split(",")]
+        if ordinal < len(ids) and ids[ordinal].isdigit():
+            return int(ids[ordinal])
+    return ordinal
+
+
+def gpu_index_for(measurement: Measurement, samples: list[Sample]) -> int | None:
+    """The telemetry index of the GPU a figure was measured on: by PCI bus id, else UUID, in any sample of
+    its window (one failed driver read drops a tick's GPUs), else by position."""
+    if not measurement.device.startswith("cuda"):
+        return None
+    bus, uuid = measurement.params.get("pci_bus_id"), measurement.params.get("gpu_uuid")
+    for sample in reversed(samples):
+        gpu = find_gpu(sample.gpus, bus, uuid)
+        if gpu is not None:
+            return gpu.index
+    return nvml_index(measurement.device)
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.fmean(present) if present else None
+
+
+def busiest_others(samples: list[Sample], own: set[int]) -> list[dict[str, Any]]:
+    """Other host processes by their mean CPU use across the window, busiest first."""
+    totals: dict[int, float] = {}
+    names: dict[int, str] = {}
+    for sample in samples:
+        for proc in sample.host.top_others:
+            if proc.pid in own:
+                continue
+            totals[proc.pid] = totals.get(proc.pid, 0.0) + (proc.cpus or 0.0)
+            names[proc.pid] = proc.name
+    ranked = sorted(totals.items(), key=lambda item: -item[1])[:5]
+    return [{"pid": pid, "name": names[pid], "cpus": round(total / len(samples), 2)} for pid, total in ranked]
+
+
+def _gpu_others(gpus: list[GpuSample], own: set[int]) -> list[dict[str, Any]]:
+    """Other processes on this GPU, with name and memory where the driver reports them."""
+    seen: dict[int, dict[str, Any]] = {}
+    for gpu in gpus:
+        for proc in gpu.processes:
+            if proc.pid not in own:
+                seen[proc.pid] = {"pid": proc.pid, "name": proc.name, "gpu_memory": proc.gpu_memory}
+        for pid in gpu.process_pids:
+            if pid not in own and pid not in seen:
+                seen[pid] = {"pid": pid, "name": "?", "gpu_memory": None}
+    return sorted(seen.values(), key=lambda p: p["pid"])
+
+
+def summarise(samples: list[Sample], gpu_index: int | None) -> dict[str, Any]:
+    """Reduce the samples inside a measurement's window to a few numbers."""
+    if not samples:
+        return {}
+    hosts = [s.host for s in samples]
+    own_pids = {pid for h in hosts for pid in h.own_pids}
+    out: dict[str, Any] = {
+        "samples": len(samples),
+        "window_s": round(samples[-1].t - samples[0].t, 3),
+        "host_cpus": hosts[0].cpus,
+        "host_others_cpus": round(statistics.fmean(h.others_cpus for h in hosts), 2),
+        "host_own_cpus": round(statistics.fmean(h.own_cpus for h in hosts), 2),
+        "host_load1": max((h.load1 for h in hosts if h.load1 is not None), default=None),
+        "host_top_others": busiest_others(samples, own_pids),
+        "cpu_mhz_mean": _mean(h.cpu_mhz for h in hosts),
+        "cpu_temperature_max_c": max((h.temperature_c for h in hosts if h.temperature_c is not None), default=None),
+        "cpu_package_power_w": _mean(h.package_power_w for h in hosts),
+    }
+    gpus: list[GpuSample] = [g for s in samples for g in s.gpus if g.index == gpu_index]
+    if gpus:
+        idle_share = sum("idle" in g.throttle for g in gpus) / len(gpus)
+        working = [g for g in gpus if "idle" not in g.throttle] or gpus  # a figure's clock is its busy samples'
+        clocks = [g.sm_clock_mhz for g in working if g.sm_clock_mhz is not None]
+        top = gpus[0].max_sm_clock_mhz
+        mean_clock = _mean(clocks)
+        mem_clock = _mean(g.mem_clock_mhz for g in gpus)
+        mem_top = gpus[0].max_mem_clock_mhz
+        others = _gpu_others(gpus, own_pids)
+        out.update(
+            gpu_index=gpu_index,
+            gpu_name=gpus[0].name,
+            gpu_pci_bus_id=gpus[0].pci_bus_id,
+            sm_clock_mean_mhz=None if mean_clock is None else round(mean_clock, 1),
+            sm_clock_min_mhz=min(clocks) if clocks else None,
+            sm_clock_max_mhz=top,
+            clock_ratio=round(mean_clock / top, 3) if mean_clock and top else None,
+            mem_clock_mean_mhz=None if mem_clock is None else round(mem_clock, 1),
+            mem_clock_ratio=round(mem_clock / mem_top, 3) if mem_clock and mem_top else None,
+            temperature_max_c=max((g.temperature_c for g in gpus if g.temperature_c is not None), default=None),
+            power_mean_w=_mean(g.power_w for g in gpus),
+            power_limit_w=gpus[0].power_limit_w,
+            utilization_mean_pct=_mean(g.utilization_pct for g in gpus),
+            throttle=sorted({r for g in gpus for r in g.throttle}),
+            idle_share=round(idle_share, 2),
+            other_gpu_pids=[p["pid"] for p in others],
+            other_gpu_processes=others,
+        )
+    out["other_processes"] = out.get("other_gpu_processes", []) + out["host_top_others"]
+    return out
+
+
+def _named(processes: list[dict[str, Any]], key: str, fmt: Callable[[Any], str]) -> str:
+    parts = []
+    for proc in processes[:3]:
+        amount = proc.get(key)
+        parts.append(f"{proc['name']} (pid {proc['pid']}" + (f", {fmt(amount)})" if amount else ")"))
+    return ", ".join(parts)
+
+
+def _size(count: float) -> str:
+    return f"{count / 2**30:.1f} GiB" if count >= 2**30 else f"{count / 2**20:.0f} MiB"
+
+
+@dataclass
+class Judgement:
+    trust: str
+    reasons: list[str]
+    notes: list[str]
+
+
+def judge(
+    conditions: dict[str, Any],
+    measurement: Measurement,
+    policy: TrustPolicy | None = None,
+    reference_clocks: list[float] | None = None,
+) -> Judgement:
+    """BROKEN, SUSPECT, UNJUDGED, NOISY or TRUSTED, with the reasons and the notes in words."""
+    policy = policy or DEFAULT_POLICY
+    params = measurement.params
+    bound = params.get("bound", "compute")
+    reasons: list[str] = []
+    notes: list[str] = []
+    broken = params.get("broken") or over_limit(
+        measurement.value, measurement.unit, params.get("limit"), str(params.get("limit_basis") or "")
+    )
+    if broken:
+        return Judgement("BROKEN", [str(broken)], notes)
+
+    cpus, others = conditions.get("host_cpus"), conditions.get("host_others_cpus")
+    threads = int(params.get("threads") or 1)
+    if cpus and others is not None and policy.interferes(others, threads, cpus):
+        busiest = _named(conditions.get("host_top_others", []), "cpus", lambda c: f"{c:.1f} CPUs")
+        reasons.append(
+            f"other processes kept {others:.1f} of {cpus} CPUs busy while this figure needed {threads}"
+            + (f": {busiest}" if busiest else "")
+        )
+    if conditions.get("other_gpu_processes"):
+        procs = conditions["other_gpu_processes"]
+        reasons.append(f"{len(procs)} other process(es) on the GPU: " + _named(procs, "gpu_memory", _size))
+    throttle = conditions.get("throttle", [])
+    slowdowns = [r for r in throttle if r in SLOWDOWN_REASONS]
+    if slowdowns:
+        reasons.append(f"clocks held back by {', '.join(slowdowns)}")
+    if conditions.get("widened"):
+        notes.append("shorter than the telemetry's sampling: clocks not judged (its window held earlier work)")
+    else:
+        device_timed = params.get("timer") == "events" and not params.get("launch_bound")
+        _judge_clocks(conditions, bound, policy, reference_clocks, reasons, notes, device_timed)
+
+    spread = params.get("spread_rel")
+    if spread is None and measurement.spread is not None and measurement.value:
+        spread = measurement.spread / abs(measurement.value)
+    noisy = spread is not None and spread > policy.spread_max
+    if params.get("launch_bound"):
+        per_call = params.get("median_s") or 0.0
+        notes.append(f"launch-bound: one call takes {per_call * 1e6:.1f} us, near the host's launch overhead")
+    if reasons:
+        if noisy:
+            notes.append(f"timing spread {spread:.0%} of the median")
+        return Judgement("SUSPECT", reasons, notes)
+    if conditions.get("samples", 0) < policy.min_samples:
+        count, window = conditions.get("samples", 0), conditions.get("window_s", 0.0)
+        return Judgement("UNJUDGED", [f"too short to judge: {count} telemetry samples in {window} s"], notes)
+    if noisy:
+        return Judgement("NOISY", [f"timing spread {spread:.0%} of the median"], notes)
+    return Judgement("TRUSTED", [], notes)
+
+
+def _judge_clocks(
+    conditions: dict[str, Any],
+    bound: str,
+    policy: TrustPolicy,
+    reference_clocks: list[float] | None,
+    reasons: list[str],
+    notes: list[str],
+    device_timed: bool = False,
+) -> None:
+    """Clock and power: SUSPECT only when the clock is low for a reason outside the load itself."""
+    ratio = conditions.get("clock_ratio")
+    throttle = conditions.get("throttle", [])
+    power, power_limit = conditions.get("power_mean_w"), conditions.get("power_limit_w")
+    capped = "power cap" in throttle
+    at = f"{power:.0f} of {power_limit:.0f} W" if power and power_limit else "its power limit"
+    if bound != "compute" or ratio is None:
+        if capped:
+            notes.append(f"power-limited at {at}, which does not slow a {bound}-bound figure")
+        mem_ratio = conditions.get("mem_clock_ratio")
+        if bound == "memory" and mem_ratio is not None and mem_ratio < policy.mem_clock_ratio_min:
+            reasons.append(f"memory clock at {mem_ratio:.0%} of max")
+        return
+    # NVML's utilization lags short bursts (an event-timed matmul read 15%): device-timed work is busy by construction
+    busy = device_timed or (conditions.get("utilization_mean_pct") or 0.0) >= GPU_BUSY_PCT
+    mean = conditions.get("sm_clock_mean_mhz")
+    if reference_clocks and mean and busy:
+        reference = statistics.median(reference_clocks)
+        if mean < policy.reference_clock_min * reference:
+            reasons.append(
+                f"SM clock {mean:,.0f} MHz, below the {reference:,.0f} MHz this GPU held for the same figure "
+                f"in {len(reference_clocks)} earlier clean run(s)"
+            )
+            return
+    if capped and ratio >= policy.power_capped_clock_min:
+        notes.append(f"power-limited at {at} with the SM clock at {ratio:.0%} of max: normal for this load")
+    elif capped and busy:
+        reasons.append(f"SM clock at {ratio:.0%} of max under the power cap ({at})")
+    elif ratio < policy.clock_ratio_min and busy and conditions.get("idle_share", 0.0) < 0.5:
+        cause = ", ".join(r for r in throttle if r != "idle") or "no reason reported"
+        reasons.append(f"SM clock at {ratio:.0%} of max: {cause}")
+
+
+ReferenceClocks = Callable[[Measurement], list[float]]
+
+
+class ConditionsAnnotator:
+    """Fills a measurement's conditions and trust verdict from the sampler's ring buffer."""
+
+    def __init__(
+        self, sampler: Any, policy: TrustPolicy = DEFAULT_POLICY, reference_clocks: ReferenceClocks | None = None
+    ) -> None:
+        self.sampler = sampler
+        self.policy = policy
+        self.reference_clocks = reference_clocks
+        self.settle_s = sampler.interval * 1.2
+
+    def window(self, start: float, end: float) -> tuple[list[Sample], bool]:
+        """The samples inside [start, end], and whether the window was too short to hold enough and was
+        widened back in time (then it holds the work before the figure too)."""
+        samples = self.sampler.window(start, end)
+        if len(samples) < self.policy.min_samples and end - start < self.policy.widen_s:
+            return self.sampler.window(end - self.policy.widen_s, end), True
+        return samples, False
+
+    def __call__(self, measurement: Measurement) -> Measurement:
+        end = measurement.t
+        if time.time() < end + self.settle_s:
+            time.sleep(max(0.0, end + self.settle_s - time.time()))  # let the closing sample land
+        start = measurement.t_start if measurement.t_start is not None else end
+        samples, widened = self.window(start, end)
+        conditions = summarise(samples, gpu_index_for(measurement, samples))
+        if not conditions:
+            conditions = {"samples": 0, "window_s": 0.0}
+        conditions["widened"] = widened
+        references = None
+        if self.reference_clocks is not None and measurement.params.get("gpu_uuid"):
+            references = self.reference_clocks(measurement)
+        judgement = judge(conditions, measurement, self.policy, references)
+        conditions.update(trust=judgement.trust, trust_reasons=judgement.reasons, notes=judgement.notes)
+        return replace(measurement, conditions=conditions)

@@ -1,0 +1,137 @@
+"""After a per-GPU stage: each GPU's figures against the same figures on its peers (GPUs of the same
+model on the host), and the GPUs against the CPU where both ran the same work. The rule and its filters
+are shared with the fleet's comparison across hosts (engine/fleet/compare_hosts.py).
+
+Standard library only: the parent runs it on the annotated figures; no torch.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TypeVar
+
+from rigcheck.engine.events import Measurement, Status, Verdict
+
+U = TypeVar("U")  # the unit a figure comes from: a device on one host, (host, device) across a fleet
+
+PEER_TOLERANCE = 0.10  # a GPU more than 10% below the best of its peers is named
+GPU_BOUND_UTILIZATION = 80.0  # below this, the figure measured the host more than the GPU
+NO_CAUSE = "no cause in its conditions"
+
+
+def sound(m: Measurement) -> bool:
+    """A figure that stands as a result: not broken, judged, steady, and not bound by launch overhead."""
+    conditions = m.conditions or {}
+    return not (
+        m.params.get("broken")
+        or conditions.get("trust") in ("BROKEN", "NOISY", "UNJUDGED")
+        or m.params.get("launch_bound")
+    )
+
+
+def comparable(m: Measurement) -> bool:
+    """A figure that says something about the GPU: a sound measurement, with the GPU the bottleneck."""
+    bound = m.params.get("bound")
+    if not sound(m) or not (bound in ("compute", "memory") or (bound == "link" and m.params.get("pinned"))):
+        return False
+    if m.params.get("timer") == "events":
+        return True  # timed on the device itself: the GPU (or its link) did the work being timed
+    # Timed by the host's clock: only where the driver saw the GPU busy was the GPU the bottleneck. (NVML's
+    # utilization lags a short burst: an event-timed matmul read 15%, so it is no test for those.)
+    utilization = (m.conditions or {}).get("utilization_mean_pct")
+    return utilization is None or utilization >= GPU_BOUND_UTILIZATION
+
+
+def gpu_model(m: Measurement) -> str:
+    return str((m.conditions or {}).get("gpu_name") or m.params.get("gpu_name") or "GPU")
+
+
+def cause_of(m: Measurement) -> str:
+    """The likely cause of a slow figure, from its own conditions."""
+    c = m.conditions or {}
+    reasons = list(c.get("trust_reasons") or [])
+    if reasons:
+        return "; ".join(reasons)
+    clock, top = c.get("sm_clock_mean_mhz"), c.get("sm_clock_max_mhz")
+    if clock and top:
+        throttle = ", ".join(r for r in c.get("throttle", []) if r != "idle") or "no throttle reason reported"
+        return f"its SM clock averaged {clock:,.0f} MHz against {top:,.0f}: {throttle}"
+    return NO_CAUSE
+
+
+def peer_groups(figures: Iterable[tuple[U, Measurement]]) -> dict[tuple[str, str], dict[U, Measurement]]:
+    """The comparable GPU figures by (GPU model, figure name), each keyed by the unit it came from."""
+    groups: dict[tuple[str, str], dict[U, Measurement]] = defaultdict(dict)
+    for unit, m in figures:
+        if m.device.startswith("cuda") and comparable(m):
+            groups[(gpu_model(m), m.name)][unit] = m
+    return groups
+
+
+def below_best(values: Mapping[U, float], tolerance: float) -> Iterator[tuple[U, list[float], float]]:
+    """The rule: each unit more than `tolerance` below the best of the others, with the others' values
+    and how far below their best it is (a share), in the units' order."""
+    # the best of the others is the best unit's, or the runner-up's for the best unit: a fleet stays fast
+    ranked = sorted(values, key=lambda u: values[u], reverse=True)[:2]
+    for unit, value in sorted(values.items()):
+        best = values[ranked[1] if unit == ranked[0] else ranked[0]]
+        if value < (1.0 - tolerance) * best:
+            yield unit, [v for u, v in values.items() if u != unit], 1.0 - value / best
+
+
+def peer_span(peers: list[float]) -> str:
+    return f"{min(peers):,.4g}-{max(peers):,.4g}" if len(peers) > 1 else f"{max(peers):,.4g}"
+
+
+def peer_verdicts(figures: Iterable[Measurement], stage: str, tolerance: float = PEER_TOLERANCE) -> Iterator[Verdict]:
+    """A WARN for each GPU figure more than `tolerance` below the best of its peers; one PASS per stage
+    saying what was compared. Nothing at all with fewer than two GPUs of a model."""
+    compared = 0
+    slow: list[Verdict] = []
+    for (model, name), per_device in peer_groups((m.device, m) for m in figures).items():
+        if len(per_device) < 2:
+            continue
+        compared += 1
+        for device, peers, below in below_best({d: m.value for d, m in per_device.items()}, tolerance):
+            m = per_device[device]
+            slow.append(
+                Verdict(
+                    stage,
+                    f"peers {name}",
+                    Status.WARN,
+                    f"{device} {name} {m.value:,.4g} {m.unit}, {below:.0%} below its peers ({peer_span(peers)}); "
+                    f"{cause_of(m)}",
+                    {"device": device, "value": m.value, "peers": peers, "below": below, "model": model},
+                    tolerance=tolerance,
+                    device=device,
+                )
+            )
+    if not compared:
+        return
+    yield from slow
+    if not slow:
+        yield Verdict(
+            stage,
+            "peers",
+            Status.PASS,
+            f"{compared} figure(s) compared across GPUs of the same model: none more than {tolerance:.0%} "
+            "below the best of its peers (compared where the GPU was the bottleneck)",
+            {"compared": compared},
+            tolerance=tolerance,
+        )
+
+
+def gpu_over_cpu(figures: Iterable[Measurement], stage: str) -> Iterator[Verdict]:
+    """Training's speed-up of each GPU over the CPU, for the same network, batch and precision."""
+    by_key: dict[str, dict[str, float]] = defaultdict(dict)
+    for m in figures:
+        if not m.params.get("broken") and m.name.startswith("train "):
+            by_key[m.name.removeprefix("train ")][m.device] = m.value
+    for device in sorted({d for rates in by_key.values() for d in rates if d.startswith("cuda")}):
+        table = {k: round(r[device] / r["cpu"], 1) for k, r in by_key.items() if device in r and r.get("cpu")}
+        if table:
+            text = ", ".join(f"{k}: {v}x" for k, v in table.items())
+            yield Verdict(
+                stage, "speedup", Status.PASS, f"{device} over the CPU: {text}", {"speedup": table}, device=device
+            )

@@ -1,0 +1,41 @@
+"""The real `rigcheck` binary in tmux at 80x24: a stage started by key, its verdict on screen, a quick quit."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from tmux_screen import wait_for
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+def test_probe_by_key_then_quit_fast(tmp_path: Path, rigcheck_binary: str) -> None:
+    session = f"rigcheck-test-{os.getpid()}"
+    rigcheck = rigcheck_binary
+    # The exit status lands through a rename: the shell's `>` creates the file before echo fills it.
+    command = (
+        f"RIGCHECK_STORE={tmp_path / 's.db'} RIGCHECK_CONFIG={tmp_path / 'settings.json'} "
+        f"TEXTUAL_ANIMATIONS=none {rigcheck} --profile quick --device cpu; "
+        f"echo EXITED $? > {tmp_path / 'exit.tmp'}; mv {tmp_path / 'exit.tmp'} {tmp_path / 'exit'}"
+    )
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command], check=True)
+    try:
+        wait_for(session, lambda text: "Stages" in text and "probe" in text, 30)
+        subprocess.run(["tmux", "send-keys", "-t", session, "1"], check=True)
+        text = wait_for(session, lambda text: any("probe" in line and "PASS" in line for line in text.splitlines()), 90)
+        assert "done" in text
+        started = time.monotonic()
+        subprocess.run(["tmux", "send-keys", "-t", session, "C-q"], check=True)
+        while not (tmp_path / "exit").exists():
+            assert time.monotonic() - started < 5, "the app did not quit"
+            time.sleep(0.02)
+        elapsed = time.monotonic() - started
+        assert (tmp_path / "exit").read_text().split() == ["EXITED", "0"]
+        assert elapsed < 2.0, f"quit took {elapsed:.2f} s"
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)

@@ -1,0 +1,103 @@
+"""`rigcheck run` as a user sees it: streams, exit codes, --strict, --junit and stages named twice, on fake stages."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from rigcheck.engine.store import Store
+from stage_infos import TESTS_DIR
+
+LONG_SENTENCE = "it worked, but [only just]: 3 of 4 tries gave the same answer, and a run on a quiet host is needed"
+
+
+def run_cli(*args: str, store: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """The real command in a subprocess, with the fake stages registered (tests/cli_driver.py)."""
+    env = dict(os.environ, RIGCHECK_STORE=str(store), COLUMNS="80")
+    command = [sys.executable, str(TESTS_DIR / "cli_driver.py"), "run", *args, "--no-telemetry"]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout, check=False, cwd=TESTS_DIR)
+
+
+def test_summary_alone_on_stdout_unwrapped_and_each_verdict_once(tmp_path: Path) -> None:
+    done = run_cli("ok", "warns", store=tmp_path / "s.db")
+    assert done.returncode == 0, done.stderr
+    # stdout: the summary tables only; a long sentence stays on one line although COLUMNS=80
+    assert "rigcheck run 1" in done.stdout and "measurements" in done.stdout
+    assert [line for line in done.stdout.splitlines() if LONG_SENTENCE in line]
+    assert done.stdout.count("it worked, but") == 1 and done.stdout.count("it worked ") == 1
+    assert "> ok" not in done.stdout and "stored in" not in done.stdout
+    # stderr: progress, one line per stage start and end, and where the run is stored; no verdict sentence
+    assert "> ok on cpu" in done.stderr and "< ok: PASS (1 PASS)" in done.stderr
+    assert "< warns: WARN (1 WARN)" in done.stderr and "stored in" in done.stderr
+    assert "it worked" not in done.stderr
+
+
+def test_exit_codes_follow_the_worst_verdict(tmp_path: Path) -> None:
+    assert run_cli("ok", "skips", store=tmp_path / "s.db").returncode == 0
+    assert run_cli("ok", "fails", store=tmp_path / "s.db").returncode == 1
+    assert run_cli("fails", "segfault", store=tmp_path / "s.db").returncode == 3
+
+
+def test_strict_makes_a_warn_fail_the_run(tmp_path: Path) -> None:
+    assert run_cli("ok", "warns", store=tmp_path / "s.db").returncode == 0
+    strict = run_cli("ok", "warns", "--strict", store=tmp_path / "s.db")
+    assert strict.returncode == 1 and "--strict: 1 WARN" in strict.stderr
+    assert run_cli("ok", "--strict", store=tmp_path / "s.db").returncode == 0  # nothing to fail on
+
+
+def test_a_stage_named_twice_runs_once_in_order_of_first_mention(tmp_path: Path) -> None:
+    done = run_cli("skips", "ok", "skips", "ok", store=tmp_path / "s.db")
+    assert done.returncode == 0, done.stderr
+    started = [line.split()[1] for line in done.stderr.splitlines() if line.startswith("> ")]
+    assert started == ["skips", "ok"]
+    assert [s["name"] for s in Store(tmp_path / "s.db").report(1)["stages"]] == ["skips", "ok"]
+
+
+def test_a_timeout_streams_plain_text_without_markup_tags(tmp_path: Path) -> None:
+    done = run_cli("hang", store=tmp_path / "s.db")
+    assert done.returncode == 3
+    assert "TIMEOUT: ran past its 1 s limit" in done.stderr
+    assert "[red]" not in done.stderr and "[/]" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_junit_has_one_case_per_verdict_with_failures_errors_and_skips(tmp_path: Path) -> None:
+    out = tmp_path / "junit.xml"
+    done = run_cli("ok", "warns", "fails", "skips", "segfault", "hang", "--junit", str(out), store=tmp_path / "s.db")
+    assert done.returncode == 3 and done.stdout
+    root = ET.parse(out).getroot()
+    assert root.tag == "testsuites"
+    assert {k: root.get(k) for k in ("tests", "failures", "errors", "skipped")} == {
+        "tests": "6",
+        "failures": "1",
+        "errors": "2",
+        "skipped": "1",
+    }
+    cases = {case.get("classname"): case for case in root.iter("testcase")}
+    assert set(cases) == {f"rigcheck.{s}" for s in ("ok", "warns", "fails", "skips", "segfault", "hang")}
+    assert [child.tag for child in cases["rigcheck.ok"]] == ["system-out"]
+    assert [child.tag for child in cases["rigcheck.warns"]] == ["system-out"]  # WARN passes without --strict
+    assert cases["rigcheck.fails"].find("failure").get("type") == "FAIL"
+    assert cases["rigcheck.segfault"].find("error").get("type") == "CRASH"
+    assert "SIGSEGV" in cases["rigcheck.segfault"].find("error").text
+    assert cases["rigcheck.hang"].find("error").get("type") == "TIMEOUT"
+    assert cases["rigcheck.skips"].find("skipped") is not None
+
+
+def test_junit_under_strict_counts_a_warn_as_a_failure(tmp_path: Path) -> None:
+    out = tmp_path / "junit.xml"
+    assert run_cli("warns", "--strict", "--junit", str(out), store=tmp_path / "s.db").returncode == 1
+    case = ET.parse(out).getroot().find("testsuite/testcase")
+    assert case is not None and case.find("failure").get("type") == "WARN"
+
+
+def test_two_stores_in_one_folder_keep_their_own_logs(tmp_path: Path) -> None:
+    for name in ("a.db", "b.db"):
+        assert run_cli("ok", store=tmp_path / name).returncode == 0
+    assert (tmp_path / "a.logs" / "run-1" / "ok.log").is_file()
+    assert (tmp_path / "b.logs" / "run-1" / "ok.log").is_file()
+    assert not (tmp_path / "logs").exists()
+    stage = Store(tmp_path / "b.db").report(1)["stages"][0]
+    assert stage["log_path"] == str(tmp_path / "b.logs" / "run-1" / "ok.log")

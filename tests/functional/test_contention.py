@@ -1,0 +1,101 @@
+"""A figure taken while other processes burn the CPUs is SUSPECT, with the reason; on a quiet host TRUSTED."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import psutil
+import pytest
+from rigcheck.engine.run.runner import RunPlan
+from rigcheck.engine.run.session import RunSession, start_sampler
+from rigcheck.engine.store import Store
+from rigcheck.engine.trust.conditions import DEFAULT_POLICY
+from stage_infos import fake
+
+BURN = "import os; open(os.environ['PIDFILE'], 'a').write(f'{os.getpid()}\\n')\nwhile True: pass"
+
+
+def start_burners(count: int, pidfile: Path) -> list[int]:
+    """CPU burners that are not rigcheck's descendants (their launcher exits at once): other users' jobs."""
+    launcher = " ; ".join(f'({sys.executable} -c "{BURN}" &)' for _ in range(count))
+    subprocess.run(["sh", "-c", launcher], env=dict(os.environ, PIDFILE=str(pidfile)), check=True)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        pids = [int(p) for p in pidfile.read_text().split()] if pidfile.exists() else []
+        if len(pids) == count:
+            return pids
+        time.sleep(0.05)
+    raise AssertionError("burners did not start")
+
+
+def measure(tmp_path: Path, name: str) -> tuple[dict, list[dict]]:
+    store = Store(tmp_path / f"{name}.db")
+    info = replace(fake("timed"), throughput=True)
+    run_id = store.begin_run([info.name], "cpu", "quick", sys.executable, [])
+    sampler = start_sampler(0.1)
+    try:
+        time.sleep(1.0)  # let the quiet check see a full second
+        session = RunSession(store, RunPlan(run_id, [info], log_dir=tmp_path / name), sampler=sampler)
+        session.start()
+        assert session.wait(60)
+    finally:
+        sampler.stop()
+    report = store.report(run_id)
+    return report["measurements"][0]["conditions"], report["verdicts"]
+
+
+def test_quiet_host_gives_trusted(tmp_path: Path) -> None:
+    cpus = psutil.cpu_count() or 1
+    busy = psutil.cpu_percent(interval=1.0) / 100 * cpus  # this test sleeps meanwhile: the rest is other work
+    if DEFAULT_POLICY.interferes(busy, 1, cpus):
+        pytest.skip(f"the host is not quiet ({busy:.1f} of {cpus} CPUs busy elsewhere): no clean case to see")
+    conditions, verdicts = measure(tmp_path, "quiet")
+    assert conditions["trust"] == "TRUSTED", conditions
+    assert not [v for v in verdicts if v["check_name"] == "quiet-check"]
+
+
+def test_cpu_burners_make_the_figure_suspect_with_the_reason(tmp_path: Path) -> None:
+    cpus = psutil.cpu_count() or 2
+    pids = start_burners(cpus, tmp_path / "pids")
+    try:
+        conditions, verdicts = measure(tmp_path, "busy")
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+    assert conditions["trust"] == "SUSPECT", conditions
+    assert any(r.startswith("other processes kept") for r in conditions["trust_reasons"])
+    assert conditions["host_others_cpus"] > 0.5 * cpus
+    quiet_check = [v for v in verdicts if v["check_name"] == "quiet-check"]
+    assert quiet_check and quiet_check[0]["status"] == "WARN"
+
+
+@pytest.mark.parametrize("bad", [["--interval", "0"], ["--count", "0"]])
+def test_monitor_bad_arguments(bad: list[str]) -> None:
+    done = subprocess.run([sys.executable, "-m", "rigcheck.tui.cli", "monitor", *bad], capture_output=True, text=True)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_monitor_prints_twenty_json_samples_in_about_two_seconds() -> None:
+    import json
+
+    start = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "rigcheck.tui.cli", "monitor", "--json", "--count", "20", "--interval", "0.1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    elapsed = time.monotonic() - start
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(lines) == 20
+    assert all(set(line) == {"t", "host", "gpus"} for line in lines)
+    spacing = (lines[-1]["t"] - lines[0]["t"]) / 19
+    assert abs(spacing - 0.1) < 0.02
+    assert elapsed < 10

@@ -1,0 +1,55 @@
+"""The engine stays headless and the parent stays free of torch; the child entry needs only the stdlib."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+PARENT_MODULES = [
+    "rigcheck.engine.run.session",
+    "rigcheck.engine.trust.conditions",
+    "rigcheck.engine.telemetry.sampler",
+    "rigcheck.engine.run.runner",
+    "rigcheck.engine.store",
+    "rigcheck.engine.registry",
+    "rigcheck.engine.report.export",
+    "rigcheck.engine.run.childpath",
+    "rigcheck.engine.run.owner",
+    "rigcheck.engine.run.engine_main",
+    "rigcheck.engine.run.detach",
+    "rigcheck.engine.run.follow",
+    "rigcheck.engine.run.control",
+    "rigcheck.engine.report.rows",
+    "rigcheck.engine.report.compare",
+    "rigcheck.engine.report.junit",
+]
+
+
+def loaded_after(code: str) -> set[str]:
+    probe = code + "\nimport sys, json; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_engine_imports_neither_textual_nor_rich_nor_torch() -> None:
+    modules = loaded_after("\n".join(f"import {m}" for m in PARENT_MODULES))
+    assert not {"textual", "rich", "torch"} & modules
+
+
+def test_the_cli_front_end_never_imports_torch() -> None:
+    modules = loaded_after("from rigcheck.tui import cli, cli_display\ncli.build_parser().parse_args(['run', 'probe'])")
+    assert not {"torch", "textual"} & modules
+
+
+def test_the_app_process_never_imports_torch() -> None:
+    modules = loaded_after("import rigcheck.tui.app, rigcheck.engine.run.session, rigcheck.engine.telemetry.sampler")
+    assert "torch" not in modules and "textual" in modules
+
+
+def test_child_side_modules_need_only_the_standard_library() -> None:
+    modules = loaded_after(
+        "import rigcheck.engine.run.child, rigcheck.engine.stages.probe, rigcheck.engine.facts.fingerprint"
+    )
+    third_party = {m.split(".")[0] for m in modules} & {"psutil", "rich", "textual", "numpy", "torch"}
+    assert not third_party

@@ -1,0 +1,113 @@
+"""Conditions and trust: reasons in words for each kind of contention, TRUSTED when there is none."""
+
+from __future__ import annotations
+
+import time
+
+from fakes import FakeNvml
+from rigcheck.engine.events import Measurement
+from rigcheck.engine.telemetry.nvml import NvmlSource
+from rigcheck.engine.telemetry.sample import HostSample, Sample
+from rigcheck.engine.telemetry.sampler import Sampler
+from rigcheck.engine.trust.conditions import ConditionsAnnotator, Judgement, judge, nvml_index, summarise
+from rigcheck.engine.trust.contention import contention_report
+
+
+def samples(others: float = 0.0, sm_clock: int = 1980, reasons: int = 0, pids=(), n: int = 5) -> list[Sample]:  # type: ignore[no-untyped-def]
+    gpu = NvmlSource(FakeNvml(sm_clock=sm_clock, reasons=reasons, pids=pids)).read()
+    host = HostSample(cpus=32, load1=1.0, busy_cpus=others + 1.0, own_cpus=1.0, own_pids=(1,))
+    return [Sample(1000.0 + i * 0.1, host, tuple(gpu)) for i in range(n)]
+
+
+def figure(value: float = 700.0, spread: float = 3.0, **params) -> Measurement:  # type: ignore[no-untyped-def]
+    return Measurement("matmul", "bf16 4096", value, "TFLOP/s", spread, 10, "cuda:0", params)
+
+
+def test_quiet_and_full_clock_is_trusted() -> None:
+    conditions = summarise(samples(), 0)
+    assert conditions["clock_ratio"] == 1.0 and conditions["host_others_cpus"] == 0.0
+    assert judge(conditions, figure()) == Judgement("TRUSTED", [], [])
+
+
+def test_host_contention_that_took_the_figures_cpus_is_named() -> None:
+    judged = judge(summarise(samples(others=31.5), 0), figure())
+    assert judged.trust == "SUSPECT"
+    assert judged.reasons == ["other processes kept 31.5 of 32 CPUs busy while this figure needed 1"]
+
+
+def test_low_clock_without_a_cause_in_the_load_is_suspect() -> None:
+    judged = judge(summarise(samples(sm_clock=1208), 0), figure())
+    assert judged.trust == "SUSPECT" and judged.reasons == ["SM clock at 61% of max: no reason reported"]
+
+
+def test_thermal_throttle_other_gpu_processes_and_noise() -> None:
+    conditions = summarise(samples(reasons=0x40, pids=(1, 777)), 0)
+    assert conditions["other_gpu_pids"] == [777]  # pid 1 is rigcheck's own
+    judged = judge(conditions, figure(100.0, 12.0))
+    assert judged.trust == "SUSPECT"
+    assert judged.reasons == [
+        "1 other process(es) on the GPU: ? (pid 777, 0 MiB)",
+        "clocks held back by hardware thermal slowdown",
+    ]
+    assert judged.notes == ["timing spread 12% of the median"]
+
+
+def test_idle_gpu_low_clock_is_not_blamed() -> None:
+    assert judge(summarise(samples(sm_clock=345, reasons=0x1), 0), figure(1.0, 0.0)).trust == "TRUSTED"
+
+
+def test_nvml_index_follows_visible_devices() -> None:
+    assert nvml_index("cpu") is None
+    assert nvml_index("cuda:1", {"CUDA_VISIBLE_DEVICES": "3,5"}) == 5
+    assert nvml_index("cuda:0", {}) == 0
+
+
+class FakeHostSource:
+    def __init__(self, others: float) -> None:
+        self.others = others
+
+    def read(self) -> HostSample:
+        return HostSample(cpus=4, load1=None, busy_cpus=self.others, own_cpus=0.0)
+
+
+def test_annotator_attaches_conditions_from_the_window() -> None:
+    sampler = Sampler(interval=0.05, host=FakeHostSource(3.5), gpus=[]).start()
+    try:
+        start = time.time()
+        time.sleep(0.4)
+        measurement = Measurement("matmul", "bf16 4096", 700.0, "TFLOP/s", 1.0, 10, "cpu", t_start=start)
+        annotated = ConditionsAnnotator(sampler)(measurement)
+    finally:
+        sampler.stop()
+    conditions = annotated.conditions
+    assert 6 <= conditions["samples"] <= 10
+    assert conditions["trust"] == "SUSPECT"
+    assert conditions["trust_reasons"] == ["other processes kept 3.5 of 4 CPUs busy while this figure needed 1"]
+
+
+def test_sampler_runs_without_drift() -> None:
+    sampler = Sampler(interval=0.05, host=FakeHostSource(0.0), gpus=[]).start()
+    time.sleep(1.0)
+    sampler.stop()
+    times = [s.t for s in sampler.buffer]
+    assert 17 <= len(times) <= 22
+    assert abs((times[-1] - times[0]) / (len(times) - 1) - 0.05) < 0.005
+
+
+def test_sampler_window_gives_the_samples_inside_or_the_nearest_on_each_side() -> None:
+    sampler = Sampler(interval=0.1, host=FakeHostSource(0.0), gpus=[])
+    sampler.buffer.extend(Sample(float(t), None, ()) for t in range(10))  # type: ignore[arg-type]
+    assert [s.t for s in sampler.window(3.0, 5.0)] == [3.0, 4.0, 5.0]
+    assert [s.t for s in sampler.window(4.2, 4.8)] == [4.0, 5.0]
+    assert [s.t for s in sampler.window(-5.0, -1.0)] == [0.0]
+    assert [s.t for s in sampler.window(20.0, 30.0)] == [9.0]
+
+
+def test_contention_report_bands_clock_by_host_load() -> None:
+    quiet = [s.to_dict() for s in samples(others=1.0, sm_clock=2084)]
+    busy = [s.to_dict() for s in samples(others=20.0, sm_clock=1059)]
+    report = contention_report(quiet + busy, [])
+    bands = {row["others_share"]: row for row in report["clock_by_host_load"]}
+    assert bands["0%-10%"]["sm_clock_mean_mhz"] == 2084 and bands["0%-10%"]["samples"] == 5
+    assert bands["50%-100%"]["sm_clock_mean_mhz"] == 1059
+    assert bands["10%-25%"]["samples"] == 0
