@@ -27,6 +27,9 @@ class StageInfo:
         return max(limit, float(duration) + TIMED_SETUP_S) if isinstance(duration, int | float) else limit
 
 
+FLEET_HOSTS_STAGE = "fleet"  # the fleet run's host-against-host comparison, a stage row of its own
+FLEET_LINKS_STAGE = "fleet-links"  # the fleet run's pairwise links between hosts
+
 TIMED_SETUP_S = 180.0  # beyond --duration: start-up, warm-up and the verdicts
 
 

@@ -15,9 +15,10 @@ from typing import Any
 
 from rigcheck.engine.events import Measurement, Status, Verdict
 from rigcheck.engine.facts.fingerprint import digest
+from rigcheck.engine.registry import FLEET_HOSTS_STAGE
 from rigcheck.engine.trust.peers import NO_CAUSE, PEER_TOLERANCE, below_best, cause_of, peer_groups, peer_span, sound
 
-STAGE = "fleet"
+STAGE = FLEET_HOSTS_STAGE
 HOST_OWN_KEYS = ("host",)  # fingerprint basis keys that differ between any two hosts by construction
 
 Hosted = tuple[str, Verdict]

@@ -6,9 +6,10 @@ import statistics
 from collections.abc import Iterable
 
 from rigcheck.engine.events import Measurement, Status, Verdict
+from rigcheck.engine.registry import FLEET_LINKS_STAGE
 from rigcheck.engine.trust.peers import NO_CAUSE, cause_of, sound
 
-STAGE = "fleet-links"
+STAGE = FLEET_LINKS_STAGE
 
 
 def pair_schedule(n: int) -> list[list[tuple[int, int]]]:

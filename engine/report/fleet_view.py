@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rigcheck.engine.events import Status
-from rigcheck.engine.fleet.compare_hosts import STAGE as HOSTS_STAGE
-from rigcheck.engine.fleet.pairs import STAGE as LINKS_STAGE
+from rigcheck.engine.registry import FLEET_HOSTS_STAGE as HOSTS_STAGE
+from rigcheck.engine.registry import FLEET_LINKS_STAGE as LINKS_STAGE
 from rigcheck.engine.report.rows import Row, meaning, report_rows, trust_of
 
 KEY_DTYPE = {"gpu": "bf16", "cpu": "fp32"}

@@ -32,10 +32,11 @@ from rigcheck.engine.events import (
     Verdict,
     worst,
 )
+from rigcheck.engine.measure.speedup import gpu_over_cpu
 from rigcheck.engine.registry import StageInfo
 from rigcheck.engine.run.childpath import shim_dir
 from rigcheck.engine.stage import StageSpec
-from rigcheck.engine.trust.peers import PEER_TOLERANCE, gpu_over_cpu, peer_verdicts
+from rigcheck.engine.trust.peers import PEER_TOLERANCE, peer_verdicts
 
 Listener = Callable[[Event], None]
 Annotator = Callable[[Measurement], Measurement]

@@ -9,13 +9,13 @@ from typing import Any
 
 import torch
 from rigcheck.engine.events import Event, Measurement, Progress, Status, Verdict
+from rigcheck.engine.measure.speedup import gpu_over_cpu
 from rigcheck.engine.measure.stats import clocks_disagree
 from rigcheck.engine.models.board_net import BoardNet, BoardNetConfig, loss_fn, parameter_count, random_batch
 from rigcheck.engine.stage import StageContext
 from rigcheck.engine.stages.common.devices import resolve_devices
 from rigcheck.engine.stages.common.figures import checked, device_identity
 from rigcheck.engine.stages.common.timing import BENCHMARK_VERSION, on_device, raw_clock, synchronize
-from rigcheck.engine.trust.peers import gpu_over_cpu
 
 STAGE = "training"
 BLOCKS = 6

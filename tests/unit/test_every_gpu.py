@@ -9,8 +9,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from rigcheck.engine.events import Event, Measurement, StageFinished, Status, Verdict
+from rigcheck.engine.measure.speedup import gpu_over_cpu
 from rigcheck.engine.run.runner import Run, RunPlan, stage_batches
-from rigcheck.engine.trust.peers import gpu_over_cpu, peer_verdicts
+from rigcheck.engine.trust.peers import peer_verdicts
 from stage_infos import fake
 
 GPUS = ("cuda:0", "cuda:1", "cuda:2")
