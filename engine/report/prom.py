@@ -1,84 +1,83 @@
 """A stored run as Prometheus text (exposition format 0.0.4), its GPUs labelled as dcgm-exporter labels them.
 
-Figures carry no run number: a figure keeps one series from run to run, and `rigcheck_run_info` says
-which run the file holds. Empty label values are left out (Prometheus treats both alike), and so is
-any figure without a value: a missing reading is never written as 0.
+The families are prometheus_client's, gathered by a collector in a registry of their own (never the
+process-wide one) and written by its `generate_latest`. Figures carry no run number: a figure keeps one
+series from run to run, and `rigcheck_run_info` says which run the file holds. Empty label values are left
+out (Prometheus treats both alike), and so is any figure without a value: a missing reading is never
+written as 0, and a family with no samples is not written at all.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
 from typing import Any
 
+from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
+from prometheus_client.exposition import generate_latest
+from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.samples import Sample
 from rigcheck.engine.report.fleet_view import gpu_index
 from rigcheck.engine.report.rows import Row, report_rows, trust_of
 
 Labels = dict[str, str]
 
+# prometheus_client accepts any UTF-8 name and rewrites what the 0.0.4 format cannot hold to underscores;
+# a name of ours outside the classic character set is a mistake to stop at, not to write changed
 _METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 _BARE_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 
 
-def escape_label_value(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+def _checked_name(name: str) -> str:
+    if not _METRIC_NAME.match(name):
+        raise ValueError(f"not a Prometheus metric name: {name!r}")
+    return name
 
 
-def escape_help(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\n", "\\n")
+def kept_labels(labels: dict[str, Any]) -> Labels:
+    """The labels with a value, as text; a name Prometheus would not take is an error."""
+    kept = {name: str(text) for name, text in labels.items() if text is not None and text != ""}
+    for name in kept:
+        if not _LABEL_NAME.match(name) or name.startswith("__"):
+            raise ValueError(f"not a Prometheus label name: {name!r}")
+    return kept
 
 
-def format_value(value: float) -> str:
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    if float(value).is_integer() and abs(value) < 2**53:
-        return str(int(value))
-    return repr(float(value))
+class Gauge(GaugeMetricFamily):
+    """A gauge family whose samples may carry different label names (an empty label is left out, as
+    dcgm-exporter does), which `add_metric`, with one list of label names for the family, cannot hold."""
 
-
-@dataclass
-class Family:
-    """One metric family: its name, help, type and samples."""
-
-    name: str
-    help: str
-    kind: str = "gauge"
-    samples: list[tuple[Labels, float]] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if not _METRIC_NAME.match(self.name):
-            raise ValueError(f"not a Prometheus metric name: {self.name!r}")
+    def __init__(self, name: str, documentation: str) -> None:
+        super().__init__(_checked_name(name), documentation)
 
     def add(self, labels: dict[str, Any], value: float | int | bool | None) -> None:
         """One sample; a value of None (not available) is left out, never written as 0."""
-        if value is None:
-            return
-        kept = {name: str(text) for name, text in labels.items() if text is not None and text != ""}
-        for name in kept:
-            if not _LABEL_NAME.match(name) or name.startswith("__"):
-                raise ValueError(f"not a Prometheus label name: {name!r}")
-        self.samples.append((kept, float(value)))
+        if value is not None:
+            self.samples.append(Sample(self.name, kept_labels(labels), float(value)))
 
 
-def render(families: list[Family]) -> str:
-    """The exposition text: # HELP and # TYPE before each family's samples; families without samples left out."""
-    lines: list[str] = []
-    for family in families:
-        if not family.samples:
-            continue
-        lines.append(f"# HELP {family.name} {escape_help(family.help)}")
-        lines.append(f"# TYPE {family.name} {family.kind}")
-        for labels, value in family.samples:
-            inner = ",".join(f'{name}="{escape_label_value(text)}"' for name, text in labels.items())
-            lines.append(
-                f"{family.name}{{{inner}}} {format_value(value)}" if inner else f"{family.name} {format_value(value)}"
-            )
-    return "\n".join(lines) + "\n" if lines else ""
+class Info(InfoMetricFamily):
+    """An info family: always 1, its facts in the labels. Named without `_info`, which the library adds."""
+
+    def __init__(self, name: str, documentation: str) -> None:
+        super().__init__(_checked_name(name), documentation)
+
+    def add(self, labels: dict[str, Any]) -> None:
+        self.add_metric([], kept_labels(labels))
+
+
+def with_samples(families: Iterable[Metric]) -> Iterator[Metric]:
+    """The families that have samples: the library would write # HELP and # TYPE for an empty one too."""
+    return (family for family in families if family.samples)
+
+
+def render(collector: Collector) -> str:
+    """The exposition text of one collector, through a registry made for this call alone."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    return generate_latest(registry).decode("utf-8")
 
 
 def dcgm_uuid(uuid: str | None, vendor: str | None) -> str | None:
@@ -131,10 +130,10 @@ def _figure_labels(row: Row, report: dict[str, Any]) -> Labels:
     }
 
 
-def _run_families(report: dict[str, Any]) -> list[Family]:
+def _run_families(report: dict[str, Any]) -> list[Metric]:
     run = report["run"]
     fleet = report.get("fleet") or {}
-    info = Family("rigcheck_run_info", "The run this file describes: always 1, its facts in the labels.")
+    info = Info("rigcheck_run", "The run this file describes: always 1, its facts in the labels.")
     info.add(
         {
             "Hostname": run.get("host") or "",
@@ -144,38 +143,34 @@ def _run_families(report: dict[str, Any]) -> list[Family]:
             "device": run.get("device") or "",
             "fingerprint": run.get("fingerprint") or "",
             "fleet": fleet.get("id") or "",
-        },
-        1,
+        }
     )
-    started = Family("rigcheck_run_started_timestamp_seconds", "When the run started, in Unix seconds.")
+    started = Gauge("rigcheck_run_started_timestamp_seconds", "When the run started, in Unix seconds.")
     started.add({}, run.get("started"))
-    finished = Family(
+    finished = Gauge(
         "rigcheck_run_finished_timestamp_seconds", "When the run ended, in Unix seconds (absent while it runs)."
     )
     finished.add({}, run.get("finished"))
-    exit_code = Family(
+    exit_code = Gauge(
         "rigcheck_run_exit_code",
         "The run's exit code: 0 every verdict PASS, WARN or SKIP; 1 a FAIL; 3 a CRASH or TIMEOUT; "
         "4 the store could not be written; 130 stopped.",
     )
     exit_code.add({}, run.get("exit_code"))
-    hosts = Family(
-        "rigcheck_fleet_host_info", "Each host of a fleet run: always 1, its rank and last state in the labels."
-    )
+    hosts = Info("rigcheck_fleet_host", "Each host of a fleet run: always 1, its rank and last state in the labels.")
     for rank, host in enumerate(fleet.get("hosts") or []):
-        hosts.add({"Hostname": host, "rank": rank, "state": (fleet.get("states") or {}).get(host, "")}, 1)
+        hosts.add({"Hostname": host, "rank": rank, "state": (fleet.get("states") or {}).get(host, "")})
     return [info, started, finished, exit_code, hosts]
 
 
-def report_to_prom(report: dict[str, Any]) -> str:
-    """Every figure and verdict of a stored report (Store.report) as Prometheus text."""
-    figure = Family(
+def _figure_families(report: dict[str, Any]) -> list[Metric]:
+    figure = Gauge(
         "rigcheck_figure",
         "A figure rigcheck measured, in the unit its unit label names; trust says what, if anything, was wrong "
         "outside the measurement. A figure measured more than once in a run has a repeat label from the second on.",
     )
-    trusted = Family("rigcheck_figure_trusted", "1 where the figure is TRUSTED, else 0 (SUSPECT, NOISY, BROKEN, ...).")
-    verdict = Family(
+    trusted = Gauge("rigcheck_figure_trusted", "1 where the figure is TRUSTED, else 0 (SUSPECT, NOISY, BROKEN, ...).")
+    verdict = Gauge(
         "rigcheck_verdict",
         "The run's verdicts: 1 for each, its status (PASS, WARN, FAIL, CRASH, TIMEOUT, SKIP) in a label; "
         "where one check gave the same status on the same device more than once, how many times.",
@@ -198,4 +193,19 @@ def report_to_prom(report: dict[str, Any]) -> str:
         trusted.add(labels, trust_of(row) == "TRUSTED")
     for key, count in verdicts.items():
         verdict.add(dict(key), count)
-    return render([*_run_families(report), figure, trusted, verdict])
+    return [figure, trusted, verdict]
+
+
+class RunCollector(Collector):
+    """Every figure and verdict of a stored report (Store.report), read when the registry is collected."""
+
+    def __init__(self, report: dict[str, Any]) -> None:
+        self.report = report
+
+    def collect(self) -> Iterator[Metric]:
+        return with_samples([*_run_families(self.report), *_figure_families(self.report)])
+
+
+def report_to_prom(report: dict[str, Any]) -> str:
+    """Every figure and verdict of a stored report (Store.report) as Prometheus text."""
+    return render(RunCollector(report))

@@ -1,12 +1,17 @@
 """One telemetry sample as Prometheus text, for `monitor --prom-textfile`: dcgm-exporter's GPU labels, base units.
 
+A collector of prometheus_client gauge families, written by the library (engine.report.prom.render).
 Units follow Prometheus' rule (hertz, celsius, watts, bytes, a 0-1 ratio), not the sample's MHz and %.
 A reading the sensor did not give is left out, never written as 0.
 """
 
 from __future__ import annotations
 
-from rigcheck.engine.report.prom import Family, Labels, render
+from collections.abc import Iterator
+
+from prometheus_client.core import Metric
+from prometheus_client.registry import Collector
+from rigcheck.engine.report.prom import Gauge, Labels, render, with_samples
 from rigcheck.engine.telemetry.sample import GpuSample, Sample
 
 # (metric, help, GpuSample attribute, factor to the metric's unit)
@@ -36,16 +41,14 @@ def gpu_labels(gpu: GpuSample, hostname: str) -> Labels:
     }
 
 
-def sample_to_prom(sample: Sample, hostname: str, cpu_model: str = "") -> str:
-    """Every GPU's and the host's readings in one sample as Prometheus text."""
-    families = []
+def _families(sample: Sample, hostname: str, cpu_model: str) -> Iterator[Metric]:
     for metric, words, attribute, factor in GPU_GAUGES:
-        family = Family(metric, words)
+        family = Gauge(metric, words)
         for gpu in sample.gpus:
             value = getattr(gpu, attribute)
             family.add(gpu_labels(gpu, hostname), None if value is None else value * factor)
-        families.append(family)
-    reasons = Family(
+        yield family
+    reasons = Gauge(
         "rigcheck_gpu_clock_event_reason",
         "1 for each reason the driver gives now for holding the GPU's clocks down (NVML's clock event "
         "reasons: power cap, thermal slowdown, idle, ...); a reason not active is absent.",
@@ -53,7 +56,7 @@ def sample_to_prom(sample: Sample, hostname: str, cpu_model: str = "") -> str:
     for gpu in sample.gpus:
         for reason in gpu.throttle:
             reasons.add(gpu_labels(gpu, hostname) | {"reason": reason}, 1)
-    families.append(reasons)
+    yield reasons
     host = sample.host
     labels = {"Hostname": hostname, "modelName": cpu_model}
     for metric, words, value in (
@@ -67,12 +70,27 @@ def sample_to_prom(sample: Sample, hostname: str, cpu_model: str = "") -> str:
         ("rigcheck_host_cpu_temperature_celsius", "The CPU's temperature.", host.temperature_c),
         ("rigcheck_host_package_power_watts", "CPU package power (RAPL), all packages.", host.package_power_w),
     ):
-        family = Family(metric, words)
+        family = Gauge(metric, words)
         family.add(labels, value)
-        families.append(family)
-    stamp = Family("rigcheck_monitor_sample_timestamp_seconds", "When this sample was read, in Unix seconds.")
+        yield family
+    stamp = Gauge("rigcheck_monitor_sample_timestamp_seconds", "When this sample was read, in Unix seconds.")
     stamp.add({"Hostname": hostname}, sample.t)
-    return render([*families, stamp])
+    yield stamp
+
+
+class SampleCollector(Collector):
+    """Every GPU's and the host's readings in one sample, read when the registry is collected."""
+
+    def __init__(self, sample: Sample, hostname: str, cpu_model: str = "") -> None:
+        self.sample, self.hostname, self.cpu_model = sample, hostname, cpu_model
+
+    def collect(self) -> Iterator[Metric]:
+        return with_samples(_families(self.sample, self.hostname, self.cpu_model))
+
+
+def sample_to_prom(sample: Sample, hostname: str, cpu_model: str = "") -> str:
+    """Every GPU's and the host's readings in one sample as Prometheus text."""
+    return render(SampleCollector(sample, hostname, cpu_model))
 
 
 def _hertz(mhz: float | None) -> float | None:

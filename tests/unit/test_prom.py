@@ -9,14 +9,17 @@ from typing import Any
 
 import pytest
 from fakes import FakeNvml, StartingSampler
+from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.registry import REGISTRY, CollectorRegistry
 from rigcheck.engine.events import Facts, Measurement, Status, Verdict
 from rigcheck.engine.report.atomic_write import write_atomic
-from rigcheck.engine.report.prom import report_to_prom
+from rigcheck.engine.report.prom import RunCollector, report_to_prom
+from rigcheck.engine.report.prom_telemetry import SampleCollector, sample_to_prom
 from rigcheck.engine.report.rows import report_rows
 from rigcheck.engine.store import Store
 from rigcheck.engine.telemetry.nvml import NvmlSource
-from rigcheck.engine.telemetry.sample import HostSample, Sample
+from rigcheck.engine.telemetry.sample import GpuSample, HostSample, Sample
 from rigcheck.tui.cli import main
 from rigcheck.tui.monitor import EXIT_WRITE, monitor
 
@@ -118,6 +121,47 @@ def test_a_label_with_quotes_backslashes_and_newlines_round_trips(tmp_path: Path
     assert ODD in names
 
 
+def test_the_library_writes_both_files_from_collectors_that_fit_any_registry(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    report = store.report(local_run(store))
+    assert report is not None
+    (sample,) = gpu_samples(1)
+    global_names = {family.name for family in REGISTRY.collect()}
+    texts = {"run": report_to_prom(report), "sample": sample_to_prom(sample, "node-a", "AMD EPYC 9654")}
+    assert {family.name for family in REGISTRY.collect()} == global_names  # a registry of its own each time
+    registry = CollectorRegistry()
+    registry.register(RunCollector(report))
+    assert generate_latest(registry).decode() == texts["run"]
+    registry = CollectorRegistry()
+    registry.register(SampleCollector(sample, "node-a", "AMD EPYC 9654"))
+    assert generate_latest(registry).decode() == texts["sample"]
+    for text in texts.values():
+        families = list(text_string_to_metric_families(text))
+        assert families and all(family.type == "gauge" and family.samples for family in families)
+        assert text.count("# TYPE ") == len(families)  # an empty family is left out, HELP and TYPE too
+    assert "# TYPE rigcheck_run_info gauge\n" in texts["run"]  # the info family keeps the name it always had
+
+
+def test_a_gpu_and_host_label_with_quotes_backslashes_and_newlines_round_trips() -> None:
+    gpu = GpuSample(0, ODD, "NVIDIA", "nvml", sm_clock_mhz=1980.0, uuid="GPU-0", pci_bus_id="0000:1b:00.0")
+    sample = Sample(1_000_000.5, HostSample(cpus=4, load1=None, busy_cpus=1.0, own_cpus=0.5), (gpu,))
+    text = sample_to_prom(sample, 'host "a"\\b', ODD)
+    assert ODD not in text  # escaped, not written raw
+    families = parsed(text)
+    (clock,) = families["rigcheck_gpu_sm_clock_hertz"]
+    assert clock.labels == {
+        "gpu": "0",
+        "UUID": "GPU-0",
+        "pci_bus_id": "0000:1b:00.0",
+        "modelName": ODD,
+        "Hostname": 'host "a"\\b',
+    }
+    assert clock.value == 1.98e9
+    assert families["rigcheck_host_cpus"][0].labels == {"Hostname": 'host "a"\\b', "modelName": ODD}
+    assert families["rigcheck_monitor_sample_timestamp_seconds"][0].value == 1_000_000.5
+    assert "rigcheck_host_load1" not in families
+
+
 def test_a_fleet_run_labels_each_host_s_figures_with_its_name(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
     fleet = {"id": "f1", "hosts": ["node-a", "node-b"], "states": {"node-a": "done", "node-b": "lost"}}
@@ -209,6 +253,27 @@ def test_monitor_keeps_a_textfile_that_parses_and_leaves_missing_readings_out(tm
     assert families["rigcheck_host_others_cpus"][0].value == samples[2].host.others_cpus
     assert "rigcheck_host_package_power_watts" not in families
     assert os.listdir(tmp_path) == ["rigcheck.prom"]
+
+
+def test_monitor_replaces_its_textfile_whole_each_sample_through_a_rename(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    samples = gpu_samples(4)
+    target = tmp_path / "rigcheck.prom"
+    renames: list[tuple[Path, Path, str]] = []
+    real_replace = os.replace
+
+    def replace(source: str, destination: str) -> None:
+        renames.append((Path(source), Path(destination), Path(source).read_text()))
+        real_replace(source, destination)
+
+    monkeypatch.setattr(os, "replace", replace)
+    assert monitor(0.1, 3, False, sampler=StartingSampler(samples), prom_file=target) == 0
+    assert [destination for _, destination, _ in renames] == [target] * 3  # once a sample, the priming one not
+    for (temp, _, text), sample in zip(renames, samples[1:], strict=True):
+        assert temp.parent == target.parent and not temp.name.endswith(".prom")  # the textfile collector skips it
+        assert parsed(text)["rigcheck_monitor_sample_timestamp_seconds"][0].value == sample.t  # whole, and parses
+    assert target.read_text() == renames[-1][2] and os.listdir(tmp_path) == ["rigcheck.prom"]
 
 
 def test_monitor_whose_folder_goes_away_says_so_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
