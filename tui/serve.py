@@ -9,18 +9,17 @@ every tab learns too. textual-serve has no authentication: whoever reaches the p
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
+from rigcheck.tui.loopback import is_loopback
 from rigcheck.tui.preflight import UsageError, inspect_python, open_store
 
 DEFAULT_PORT = 8000
 OPEN_FLAG = "--i-know-anyone-can-connect"
 INSTALL_HINT = "rigcheck serve needs textual-serve, which this environment lacks: pip install textual-serve"
-LOOPBACK_NAMES = ("localhost",)
 
 
 def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -38,16 +37,6 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     serve.add_argument("--profile", default="standard", help="the app's profile")
     serve.add_argument("--python", help="run the stages under this interpreter (it needs torch)")
     serve.add_argument("--ascii", action="store_true", help="plain ASCII bars")
-
-
-def is_loopback(host: str) -> bool:
-    """True for `localhost` and loopback addresses (127.0.0.0/8, ::1); a name or other address is not."""
-    if host.lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def app_command(args: argparse.Namespace, python: str = sys.executable) -> str:
