@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rigcheck.engine.run.preflight import UsageError, inspect_python, open_store
+from rigcheck.engine.stage import PROFILES, parse_device
 from rigcheck.tui.loopback import is_loopback
-from rigcheck.tui.preflight import UsageError, inspect_python, open_store
 
 DEFAULT_PORT = 8000
 OPEN_FLAG = "--i-know-anyone-can-connect"
@@ -56,8 +57,6 @@ def app_command(args: argparse.Namespace, python: str = sys.executable) -> str:
 
 def check(args: argparse.Namespace) -> None:
     """Refuse, before listening, what would make every tab fail: a bad port, host, profile, device or store."""
-    from rigcheck.engine.stage import PROFILES, parse_device
-
     if not 0 < args.port < 65536:
         raise UsageError(f"bad --port {args.port}: use 1-65535")
     if not is_loopback(args.host) and not args.open_host:

@@ -46,7 +46,9 @@ def imported_names(path: Path, name: str) -> set[str]:
 
 def import_graph() -> dict[str, set[str]]:
     modules = module_files()
-    return {name: {n for n in imported_names(path, name) if n in modules and n != name} for name, path in modules.items()}
+    return {
+        name: {n for n in imported_names(path, name) if n in modules and n != name} for name, path in modules.items()
+    }
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
