@@ -4,6 +4,6 @@ RIGCHECK_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 RIGCHECK_SHIM="$(mktemp -d)"
 mkdir -p "$RIGCHECK_SHIM/rigcheck"
 for part in engine tui themes; do ln -s "$RIGCHECK_ROOT/$part" "$RIGCHECK_SHIM/rigcheck/$part"; done
-ln -s "$RIGCHECK_ROOT/tui/fleet" "$RIGCHECK_SHIM/rigcheck/fleet"  # `python3 -m rigcheck.fleet`, as the wheel maps it
+ln -s "$RIGCHECK_ROOT/engine/fleet/entry" "$RIGCHECK_SHIM/rigcheck/fleet"  # `python3 -m rigcheck.fleet`, as the wheel maps it
 export PYTHONPATH="$RIGCHECK_SHIM${PYTHONPATH:+:$PYTHONPATH}"
 rigcheck() { python3 -m rigcheck.tui.cli "$@"; }

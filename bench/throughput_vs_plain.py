@@ -12,8 +12,9 @@ import time
 import torch
 from rigcheck.engine.models.board_net import BoardNet, BoardNetConfig, loss_fn, random_batch
 from rigcheck.engine.stage import StageContext, StageSpec
+from rigcheck.engine.stages.matmul.calls import matmul_call
 from rigcheck.engine.stages.matmul.search import max_find
-from rigcheck.engine.stages.matmul.stage import matmul_call, measure_point, set_tf32
+from rigcheck.engine.stages.matmul.stage import measure_point, set_tf32
 from rigcheck.engine.stages.training import train_rate
 
 

@@ -9,7 +9,7 @@ import statistics
 import time
 
 import torch
-from rigcheck.engine.stages.matmul.stage import matmul_call
+from rigcheck.engine.stages.matmul.calls import matmul_call
 
 DEVICE = torch.device("cuda:0")
 

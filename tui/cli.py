@@ -9,12 +9,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import NoReturn
 
-from rigcheck.tui.cli_fleet import add_fleet_parser
-from rigcheck.tui.cli_follow import command_cancel, command_follow
-from rigcheck.tui.cli_run import EXIT_INTERRUPTED, EXIT_USAGE, command_run
-from rigcheck.tui.preflight import (
+from rigcheck.engine.registry import STAGES
+from rigcheck.engine.report.atomic_write import write_atomic
+from rigcheck.engine.report.export import FORMATS, render
+from rigcheck.engine.run.preflight import (
     UsageError,
     check_folder_takes_files,
     check_output_file,
@@ -23,119 +22,17 @@ from rigcheck.tui.preflight import (
     resolve_run_id,
     run_devices,
 )
-from rigcheck.tui.serve import add_parser as add_serve_parser
+from rigcheck.engine.stage import PROFILES, parse_device
+from rigcheck.tui.cli_fleet import command_fleet
+from rigcheck.tui.cli_follow import command_cancel, command_follow
+from rigcheck.tui.cli_parser import build_parser
+from rigcheck.tui.cli_run import EXIT_INTERRUPTED, EXIT_USAGE, command_run
 from rigcheck.tui.serve import command_serve
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_USAGE", "UsageError", "build_parser", "main"]
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return f"rigcheck {version('rigcheck')}"
-    except PackageNotFoundError:
-        return "rigcheck (not installed: version unknown)"
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-
-def add_run_options(parser: argparse.ArgumentParser) -> None:
-    """The options of `rigcheck run`, which a fleet agent takes too."""
-    from rigcheck.engine.stage import PROFILES
-
-    parser.add_argument("stages", nargs="*", metavar="STAGE", help="stages to run (default: all)")
-    parser.add_argument(
-        "--device", help="cpu, cuda:N, a list like cuda:0,cuda:3, or all (default: every GPU torch sees, else cpu)"
-    )
-    parser.add_argument(
-        "--serial", action="store_true", help="on several GPUs, measure one after another, not all at once"
-    )
-    parser.add_argument(
-        "--peer-tolerance",
-        type=float,
-        metavar="PERCENT",
-        help="name a GPU more than this far below the best of its peers (default 10)",
-    )
-    parser.add_argument("--profile", default="standard", help=f"one of {', '.join(PROFILES)}")
-    parser.add_argument("--python", help="run the stages under this interpreter (it needs torch)")
-    parser.add_argument("--json", metavar="FILE", help="also write the run's report as JSON here")
-    parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML here: one test case per verdict, for CI")
-    parser.add_argument("--strict", action="store_true", help="a WARN verdict fails the run (exit 1), for CI")
-    parser.add_argument("--timeout", type=float, help="time limit per stage in seconds")
-    parser.add_argument(
-        "--wait-quiet",
-        type=float,
-        metavar="SECONDS",
-        help="before each throughput stage, wait for a quiet host",
-    )
-    parser.add_argument("--no-telemetry", action="store_true", help="do not sample clocks and host load")
-    parser.add_argument(
-        "--detach", action="store_true", help="run in a background engine: the terminal can close; see `follow`"
-    )
-    parser.add_argument("--force", action="store_true", help="run even on a device another live run is using")
-    parser.add_argument("--max-find", action="store_true", help="matmul: also search shapes for the peak bf16 rate")
-    parser.add_argument("--compile", action="store_true", help="training: also measure torch.compile + channels_last")
-    parser.add_argument("--duration", type=float, metavar="SECONDS", help="burn: how long to run (default 30/60/300 s)")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    from rigcheck.engine.stage import PROFILES
-
-    parser = _Parser(prog="rigcheck", description="Probe, verify and measure a GPU machine.")
-    store_help = "results database (default: $RIGCHECK_STORE, else a per-user data folder)"
-    parser.add_argument("--store", help=store_help)
-    parser.add_argument("--version", action="version", version=_version())
-    common = _Parser(add_help=False)
-    common.add_argument("--store", default=argparse.SUPPRESS, help=store_help)
-    commands = parser.add_subparsers(dest="command", parser_class=_Parser)
-
-    run = commands.add_parser("run", help="run stages headless", parents=[common])
-    add_run_options(run)
-
-    monitor = commands.add_parser("monitor", help="live telemetry for every GPU and the host")
-    monitor.add_argument("--json", action="store_true", help="one JSON object per line")
-    monitor.add_argument("--interval", type=float, default=1.0, help="seconds between samples")
-    monitor.add_argument("--count", type=int, help="stop after this many samples")
-    monitor.add_argument(
-        "--prom-textfile", metavar="DIR", help="keep DIR/rigcheck.prom, for node_exporter's textfile collector"
-    )
-
-    app = commands.add_parser("app", help="open the live app (the default with no command)", parents=[common])
-    app.add_argument("--device", help="cpu, cuda:N, a list like cuda:0,cuda:3, or all (default: every GPU torch sees)")
-    app.add_argument("--profile", default="standard", help=f"one of {', '.join(PROFILES)}")
-    app.add_argument("--python", help="run the stages under this interpreter (it needs torch)")
-    app.add_argument("--ascii", action="store_true", help="plain ASCII bars, for terminals without Unicode")
-    add_serve_parser(commands, common)
-    add_fleet_parser(commands)
-
-    commands.add_parser("stages", help="list the stages")
-    for name in ("history", "runs"):
-        history = commands.add_parser(name, help="list past runs, marking the live ones", parents=[common])
-        history.add_argument("--limit", type=int, default=30)
-    follow = commands.add_parser("follow", help="follow a run live (default: the newest live one)", parents=[common])
-    follow.add_argument("run", nargs="?", metavar="RUN", help="a run number or 'last'")
-    cancel = commands.add_parser("cancel", help="stop a live run (or only its running stage)", parents=[common])
-    cancel.add_argument("run", metavar="RUN", help="a run number or 'last'")
-    cancel.add_argument("--stage", action="store_true", help="stop only the running stage; the next one runs")
-    show = commands.add_parser("show", help="show one run (a number or 'last')", parents=[common])
-    show.add_argument("run")
-    export = commands.add_parser("export", help="export one run", parents=[common])
-    export.add_argument("run")
-    export.add_argument("--format", default="json", help="json, csv, md, junit or prom (Prometheus text)")
-    export.add_argument("--output", "-o", help="file to write, replaced in one step (default: standard output)")
-    compare = commands.add_parser("compare", help="compare two runs figure by figure", parents=[common])
-    compare.add_argument("first", metavar="RUN", help="a run number or 'last'")
-    compare.add_argument("second", metavar="RUN", help="another run number or 'last'")
-    return parser
-
-
 def command_export(args: argparse.Namespace) -> int:
-    from rigcheck.engine.report.atomic_write import write_atomic
-    from rigcheck.engine.report.export import FORMATS, render
 
     if args.format not in FORMATS:
         raise UsageError(f"bad format {args.format!r}: use one of {', '.join(FORMATS)}")
@@ -225,7 +122,6 @@ def command_monitor(args: argparse.Namespace) -> int:
 
 def command_app(args: argparse.Namespace) -> int:
     from rigcheck.engine.run.session import start_sampler
-    from rigcheck.engine.stage import PROFILES, parse_device
 
     served = os.environ.get("TEXTUAL_DRIVER", "").startswith("textual.drivers.web_driver")  # a `serve` tab
     if not served and not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -257,7 +153,6 @@ def command_app(args: argparse.Namespace) -> int:
 
 
 def command_stages(args: argparse.Namespace) -> int:
-    from rigcheck.engine.registry import STAGES
 
     for info in STAGES.values():
         print(f"{info.name:<12} {info.summary}")
@@ -286,8 +181,6 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["app", *argv]  # `rigcheck` and `rigcheck --device cuda:0` open the app
     try:
         if argv[0] == "fleet":  # everything it does not know goes to the agents
-            from rigcheck.tui.cli_fleet import command_fleet
-
             args, rest = build_parser().parse_known_args(argv)
             return command_fleet(args, rest)
         args = build_parser().parse_args(argv)

@@ -27,6 +27,7 @@ from rigcheck.engine.report.fleet_view import KEY_RULE, fleet_cells, fleet_label
 from rigcheck.engine.report.rows import (
     STATUS_CLASS,
     has_hosts,
+    meaning,
     measurement_row,
     report_rows,
     trust_of,
@@ -52,11 +53,6 @@ def styled(status: str) -> str:
 
 def status_text(status: str) -> Text:
     return Text(status, style=STATUS_STYLE.get(status, "white"))
-
-
-def first_line(text: str | None) -> str:
-    lines = (text or "").splitlines()
-    return lines[0] if lines else ""
 
 
 def fitted_console(stderr: bool = False) -> Console:
@@ -146,7 +142,7 @@ def summary_table(report: dict[str, Any]) -> Table:
             row["name"],
             row["device"],
             status_text(row["status"]),
-            Text(first_line(row["explanation"]).removesuffix("; last log lines:")),
+            Text(meaning(row).removesuffix("; last log lines:")),
         )
     return table
 

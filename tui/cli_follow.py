@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from rigcheck.tui.preflight import UsageError, open_store, resolve_run_id
+from rigcheck.engine.run.preflight import UsageError, open_store, resolve_run_id
 
 POLL_S = 0.1
 EXIT_INTERRUPTED = 130

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import argparse
 import signal
-import sys
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rigcheck.tui.preflight import UsageError, check_output_file, inspect_python, open_store, run_devices
+from rigcheck.engine.run.options import request_from_args, write_reports
+from rigcheck.engine.run.preflight import UsageError
 
 EXIT_USAGE = 2
 EXIT_FAIL = 1
@@ -32,22 +31,6 @@ def _print_summary(report: dict[str, Any]) -> None:
     for table in (measurements_table(report), contention_table(report)):
         if table is not None:
             out.print(table)
-
-
-def write_reports(args: argparse.Namespace, report: dict[str, Any], err: Console) -> bool:
-    from rigcheck.engine.report.export import to_json
-    from rigcheck.engine.report.junit import to_junit
-
-    ok = True
-    for path, render in ((args.json, lambda: to_json(report)), (args.junit, lambda: to_junit(report, args.strict))):
-        if not path:
-            continue
-        try:
-            Path(path).expanduser().write_text(render())
-        except OSError as error:  # checked before the run, so only a disk that filled up since
-            err.print(f"rigcheck: could not write {path}: {error.strerror or error}", markup=False)
-            ok = False
-    return ok
 
 
 def _detach(store: Any, request: Any) -> int:
@@ -72,57 +55,6 @@ def summarise(report: dict[str, Any], code: int, strict: bool, err: Console) -> 
         err.print(f"--strict: {warned} WARN verdict(s) fail the run", style="yellow")
         code = EXIT_FAIL
     return code
-
-
-def request_from_args(args: argparse.Namespace) -> tuple[Any, Any]:
-    """Check `run`'s options and turn them into a RunRequest and the store it goes to (UsageError if bad)."""
-    from rigcheck.engine.registry import UnknownStage, default_stages, resolve
-    from rigcheck.engine.run.request import RunRequest
-    from rigcheck.engine.stage import PROFILES, parse_device
-
-    try:
-        infos = resolve(args.stages or list(default_stages(args.profile)))
-        device = parse_device(args.device) if args.device else None
-    except (UnknownStage, ValueError) as error:
-        raise UsageError(str(error)) from None
-    if args.profile not in PROFILES:
-        raise UsageError(f"bad profile {args.profile!r}: use one of {', '.join(PROFILES)}")
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageError("--timeout must be a positive number of seconds")
-    if args.wait_quiet is not None and args.wait_quiet < 0:
-        raise UsageError("--wait-quiet must be zero or more seconds")
-    for flag in ("json", "junit"):
-        if getattr(args, flag):
-            check_output_file(f"--{flag}", getattr(args, flag))
-    if args.duration is not None and not 0 < args.duration < 7 * 86400:
-        raise UsageError("--duration must be a positive number of seconds (under a week)")
-    if args.peer_tolerance is not None and not 0 < args.peer_tolerance < 100:
-        raise UsageError("--peer-tolerance must be a percentage between 0 and 100")
-    python = args.python or sys.executable
-    gpus: tuple[str, ...] = ()
-    if args.python or device != "cpu":
-        device, gpus = run_devices(device, inspect_python(python))
-    device = device or "cpu"
-    store = open_store(args.store)
-    options: dict[str, object] = {name: True for name in ("max_find", "compile") if getattr(args, name)}
-    if args.duration is not None:
-        options["duration"] = args.duration
-    request = RunRequest(
-        tuple(infos),
-        device,
-        args.profile,
-        python,
-        gpus,
-        options,
-        args.timeout,
-        args.serial,
-        None if args.peer_tolerance is None else args.peer_tolerance / 100.0,
-        args.wait_quiet,
-        not args.no_telemetry,
-        tuple(sys.argv[1:]),
-        args.force,
-    )
-    return request, store
 
 
 def command_run(args: argparse.Namespace) -> int:
@@ -150,6 +82,6 @@ def command_run(args: argparse.Namespace) -> int:
     assert report is not None
     code = summarise(report, code, args.strict, err)
     err.print(f"run {run_id} stored in {store.path}; logs in {log_dir}", markup=False, highlight=False)
-    if not write_reports(args, report, err):
+    if not write_reports(args, report, lambda text: err.print(text, markup=False)):
         return code or EXIT_USAGE
     return code

@@ -12,9 +12,9 @@ from pathlib import Path
 from rigcheck.engine.facts.host import cpu_facts
 from rigcheck.engine.report.atomic_write import write_atomic
 from rigcheck.engine.report.prom_telemetry import sample_to_prom
+from rigcheck.engine.run.preflight import check_folder_takes_files
 from rigcheck.engine.telemetry.sample import Sample, na
 from rigcheck.engine.telemetry.sampler import Sampler
-from rigcheck.tui.preflight import check_folder_takes_files
 
 EXIT_INTERRUPTED = 130
 # the file could not be written mid-way: engine.owner's EXIT_ERROR, as for a store (not imported: owner pulls in

@@ -9,18 +9,18 @@ every tab learns too. textual-serve has no authentication: whoever reaches the p
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
-from rigcheck.tui.preflight import UsageError, inspect_python, open_store
+from rigcheck.engine.run.preflight import UsageError, inspect_python, open_store
+from rigcheck.engine.stage import PROFILES, parse_device
+from rigcheck.tui.loopback import is_loopback
 
 DEFAULT_PORT = 8000
 OPEN_FLAG = "--i-know-anyone-can-connect"
 INSTALL_HINT = "rigcheck serve needs textual-serve, which this environment lacks: pip install textual-serve"
-LOOPBACK_NAMES = ("localhost",)
 
 
 def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -40,16 +40,6 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     serve.add_argument("--ascii", action="store_true", help="plain ASCII bars")
 
 
-def is_loopback(host: str) -> bool:
-    """True for `localhost` and loopback addresses (127.0.0.0/8, ::1); a name or other address is not."""
-    if host.lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def app_command(args: argparse.Namespace, python: str = sys.executable) -> str:
     """The shell command each browser tab runs: this interpreter's `rigcheck app` with the options given."""
     words = [python, "-m", "rigcheck.tui.cli", "app", "--profile", args.profile]
@@ -67,8 +57,6 @@ def app_command(args: argparse.Namespace, python: str = sys.executable) -> str:
 
 def check(args: argparse.Namespace) -> None:
     """Refuse, before listening, what would make every tab fail: a bad port, host, profile, device or store."""
-    from rigcheck.engine.stage import PROFILES, parse_device
-
     if not 0 < args.port < 65536:
         raise UsageError(f"bad --port {args.port}: use 1-65535")
     if not is_loopback(args.host) and not args.open_host:

@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from aiohttp import web
-from rigcheck.tui.serve import is_loopback
+from rigcheck.tui.loopback import is_loopback
 from textual_serve.server import Server
 
 

@@ -7,7 +7,6 @@ only at import time; the stage itself imports numpy and torch.
 
 from __future__ import annotations
 
-import ctypes
 import faulthandler
 import importlib
 import json
@@ -19,17 +18,7 @@ from multiprocessing.connection import Connection
 
 from rigcheck.engine.events import Fingerprint, StageFinished, StageStarted, Status, Verdict, worst
 from rigcheck.engine.stage import StageContext, StageFunction, StageSpec
-
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this child when the thread that started it goes away."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
+from rigcheck.engine.stages.common.parent_death import die_with_parent
 
 
 def load_stage(target: str) -> StageFunction:
@@ -88,7 +77,7 @@ def run_stage(conn: Connection, spec: StageSpec, target: str, fingerprint: bool)
 def main(argv: list[str]) -> int:
     faulthandler.enable()
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # the runner asks for stacks on timeout
-    _die_with_parent()
+    die_with_parent()
     fd, spec_json, target = int(argv[0]), argv[1], argv[2]
     raw = json.loads(spec_json)
     spec = StageSpec(raw["stage"], raw["device"], raw["profile"], tuple(tuple(p) for p in raw["options"]))

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from rigcheck.tui.serve import INSTALL_HINT, OPEN_FLAG, app_command, is_loopback
+from rigcheck.tui.loopback import is_loopback
+from rigcheck.tui.serve import INSTALL_HINT, OPEN_FLAG, app_command
 
 RIGCHECK = str(Path(sys.executable).with_name("rigcheck"))
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from cli_calls import RIGCHECK, assert_one_line_error, rigcheck
-from rigcheck.tui.preflight import Interpreter, UsageError, check_device, inspect_python
+from rigcheck.engine.run.preflight import Interpreter, UsageError, check_device, inspect_python
 
 
 def unwritable_folder(tmp_path: Path) -> Path:
@@ -135,13 +135,13 @@ def test_the_app_without_a_terminal_says_so_and_points_to_run(tmp_path: Path) ->
     ],
 )
 def test_the_run_uses_every_gpu_torch_sees_unless_told(asked, gpus, device, listed) -> None:  # type: ignore[no-untyped-def]
-    from rigcheck.tui.preflight import run_devices
+    from rigcheck.engine.run.preflight import run_devices
 
     assert run_devices(asked, Interpreter("/x/python", "3.12", "2.13.0", "CUDA 13.0", gpus)) == (device, listed)
 
 
 def test_a_list_naming_a_missing_gpu_is_refused() -> None:
-    from rigcheck.tui.preflight import run_devices
+    from rigcheck.engine.run.preflight import run_devices
 
     with pytest.raises(UsageError, match="cuda:3"):
         run_devices("cuda:0,cuda:3", Interpreter("/x/python", "3.12", "2.13.0", "CUDA 13.0", 2))

@@ -141,8 +141,9 @@ def test_the_environment_of_torchrun_and_of_srun() -> None:
 def test_rigcheck_fleet_builds_the_torchrun_command_and_refuses_a_bad_endpoint(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from rigcheck.tui.cli import build_parser, main
+    from rigcheck.tui.cli import main
     from rigcheck.tui.cli_fleet import launch_argv
+    from rigcheck.tui.cli_parser import build_parser
 
     args, rest = build_parser().parse_known_args(
         ["fleet", "--nnodes", "4", "--endpoint", "node0:29400", "--id", "b7", "--rendezvous-client", "probe", "-v"]
@@ -227,8 +228,8 @@ def test_a_heartbeat_rides_out_a_slow_answer_and_stops_when_the_store_is_gone() 
 def test_bad_waits_are_refused_with_one_line() -> None:
     import argparse
 
-    from rigcheck.tui.cli_fleet import fleet_options
-    from rigcheck.tui.preflight import UsageError
+    from rigcheck.engine.fleet.main import fleet_options
+    from rigcheck.engine.run.preflight import UsageError
 
     good = {"join_timeout": 300.0, "lost_after": 30.0, "phase_timeout": 60.0, "collective_timeout": 60.0}
     assert fleet_options(argparse.Namespace(**good, no_links=False)).lost_after == 30.0

@@ -23,6 +23,10 @@ PARENT_MODULES = [
     "rigcheck.engine.report.rows",
     "rigcheck.engine.report.compare",
     "rigcheck.engine.report.junit",
+    "rigcheck.engine.report.fleet_summary",
+    "rigcheck.engine.run.preflight",
+    "rigcheck.engine.run.options",
+    "rigcheck.engine.fleet.main",
 ]
 
 

@@ -22,7 +22,7 @@ from datetime import timedelta
 from typing import Any, TextIO
 
 from rigcheck.engine.measure.busbw import size_label
-from rigcheck.engine.run.child import _die_with_parent
+from rigcheck.engine.stages.common.parent_death import die_with_parent
 
 SPREAD = 7  # elements cycle through 0..6, so sums stay small integers
 RANK_STRIDE = 16  # all_gather/all_to_all inputs carry their rank: 16 * rank + (i % 7)
@@ -264,7 +264,7 @@ def run_steps(torch: Any, dist: Any, cfg: dict[str, Any], device: Any, rep: Repo
 
 
 def main(argv: list[str]) -> int:
-    _die_with_parent()
+    die_with_parent()
     out = os.fdopen(int(argv[0]), "w", buffering=1)
     cfg = json.loads(argv[1])
     rep = Reporter(out, cfg["rank"])

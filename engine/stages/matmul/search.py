@@ -20,6 +20,7 @@ from rigcheck.engine.stages.common.figures import checked, device_identity, usab
 from rigcheck.engine.stages.common.limits import gpu_matmul_limit
 from rigcheck.engine.stages.common.peaks import matmul_peak
 from rigcheck.engine.stages.common.timing import BENCHMARK_VERSION, time_grouped
+from rigcheck.engine.stages.matmul.calls import matmul_call, rotating_calls
 
 STAGE = "matmul"
 M_VALUES = (1024, 2048, 4096, 8192)
@@ -36,8 +37,6 @@ def burst(
     dtype: str, shape: tuple[int, int, int], device: torch.device, groups: int
 ) -> tuple[list[float], TimingStats]:
     """TFLOP/s of each of `groups` timed groups of calls, timed as the sweep times them, and the timings."""
-    from rigcheck.engine.stages.matmul.stage import matmul_call, rotating_calls
-
     m, n, k = shape
     calls = rotating_calls(dtype, m, n, k, device, matmul_call(dtype, m, n, k, device))
     stats = time_grouped(calls, device, groups=groups)

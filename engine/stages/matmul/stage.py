@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -13,17 +12,16 @@ from rigcheck.engine.events import Event, LogLine, Measurement, Progress, Status
 from rigcheck.engine.stage import StageContext
 from rigcheck.engine.stages.common.devices import has_tf32, resolve_devices
 from rigcheck.engine.stages.common.figures import checked, device_identity, usable
-from rigcheck.engine.stages.common.fp8 import find_fp8
 from rigcheck.engine.stages.common.limits import cpu_limit, gpu_matmul_limit
 from rigcheck.engine.stages.common.peaks import matmul_peak
 from rigcheck.engine.stages.common.timing import BENCHMARK_VERSION, on_device, time_calls, time_grouped
+from rigcheck.engine.stages.matmul.calls import fp8_dtype, matmul_call, rotating_calls
 from rigcheck.engine.stages.matmul.search import max_find
 
 STAGE = "matmul"
 GPU_SIZES = {"quick": [4096], "standard": [1024, 4096, 8192], "full": [1024, 2048, 4096, 8192, 16384]}
 CPU_SIZES = {"quick": [256, 512], "standard": [512, 1024, 2048], "full": [512, 1024, 2048, 4096]}
 COOL_DOWN_S = 0.3
-TORCH_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
 def gpu_dtypes(device: torch.device) -> list[str]:
@@ -33,41 +31,6 @@ def gpu_dtypes(device: torch.device) -> list[str]:
     if fp8_dtype(device) is not None:
         names.append("fp8")
     return names
-
-
-@functools.cache
-def _fp8_for(device: str) -> torch.dtype | None:
-    return find_fp8(torch, torch.device(device))[0]
-
-
-def fp8_dtype(device: torch.device) -> torch.dtype | None:
-    """Probed once per device: every fp8 input set of the sweep and of max-find asks again."""
-    return _fp8_for(str(device))
-
-
-def matmul_call(dtype: str, m: int, n: int, k: int, device: torch.device) -> Callable[[], Any]:
-    """A zero-argument call that multiplies fresh random inputs into a preallocated output, rewritten each time."""
-    if dtype == "fp8":
-        f8 = fp8_dtype(device)
-        a = torch.randn(m, k, device=device).to(f8)
-        b = torch.randn(n, k, device=device).to(f8).t()  # column-major, as _scaled_mm wants
-        one = torch.tensor(1.0, device=device)
-        return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
-    torch_dtype = TORCH_DTYPES[dtype]
-    a = torch.randn(m, k, device=device, dtype=torch_dtype)
-    b = torch.randn(k, n, device=device, dtype=torch_dtype)
-    out = torch.empty(m, n, device=device, dtype=torch_dtype)
-    return lambda: torch.matmul(a, b, out=out)
-
-
-def rotating_calls(
-    dtype: str, m: int, n: int, k: int, device: torch.device, first: Callable[[], Any]
-) -> list[Callable[[], Any]]:
-    """Enough independent input sets that together they exceed twice the L2 (at most eight)."""
-    l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 * 2**20
-    per_set = (m * k + k * n) * (1 if dtype == "fp8" else TORCH_DTYPES[dtype].itemsize)
-    count = max(1, min(8, -(-2 * l2 // per_set)))
-    return [first, *(matmul_call(dtype, m, n, k, device) for _ in range(count - 1))]
 
 
 def set_tf32(enabled: bool) -> None:

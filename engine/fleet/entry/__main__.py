@@ -2,6 +2,6 @@
 
 import sys
 
-from rigcheck.tui.cli_fleet import agent_main
+from rigcheck.engine.fleet.main import agent_main
 
 sys.exit(agent_main())

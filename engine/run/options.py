@@ -1,0 +1,123 @@
+"""The options of a headless run, which `rigcheck run` and a fleet agent both take: the argparse table, the
+request they make, and the report files they ask for."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+from rigcheck.engine.registry import UnknownStage, default_stages, resolve
+from rigcheck.engine.report.export import to_json
+from rigcheck.engine.report.junit import to_junit
+from rigcheck.engine.run.preflight import UsageError, check_output_file, inspect_python, open_store, run_devices
+from rigcheck.engine.run.request import RunRequest
+from rigcheck.engine.stage import PROFILES, parse_device
+from rigcheck.engine.store import Store
+
+
+class UsageParser(argparse.ArgumentParser):
+    """An argument parser whose complaint is a UsageError: one line and exit 2, like any other bad input."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options of `rigcheck run`, which a fleet agent takes too."""
+    parser.add_argument("stages", nargs="*", metavar="STAGE", help="stages to run (default: all)")
+    parser.add_argument(
+        "--device", help="cpu, cuda:N, a list like cuda:0,cuda:3, or all (default: every GPU torch sees, else cpu)"
+    )
+    parser.add_argument(
+        "--serial", action="store_true", help="on several GPUs, measure one after another, not all at once"
+    )
+    parser.add_argument(
+        "--peer-tolerance",
+        type=float,
+        metavar="PERCENT",
+        help="name a GPU more than this far below the best of its peers (default 10)",
+    )
+    parser.add_argument("--profile", default="standard", help=f"one of {', '.join(PROFILES)}")
+    parser.add_argument("--python", help="run the stages under this interpreter (it needs torch)")
+    parser.add_argument("--json", metavar="FILE", help="also write the run's report as JSON here")
+    parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML here: one test case per verdict, for CI")
+    parser.add_argument("--strict", action="store_true", help="a WARN verdict fails the run (exit 1), for CI")
+    parser.add_argument("--timeout", type=float, help="time limit per stage in seconds")
+    parser.add_argument(
+        "--wait-quiet",
+        type=float,
+        metavar="SECONDS",
+        help="before each throughput stage, wait for a quiet host",
+    )
+    parser.add_argument("--no-telemetry", action="store_true", help="do not sample clocks and host load")
+    parser.add_argument(
+        "--detach", action="store_true", help="run in a background engine: the terminal can close; see `follow`"
+    )
+    parser.add_argument("--force", action="store_true", help="run even on a device another live run is using")
+    parser.add_argument("--max-find", action="store_true", help="matmul: also search shapes for the peak bf16 rate")
+    parser.add_argument("--compile", action="store_true", help="training: also measure torch.compile + channels_last")
+    parser.add_argument("--duration", type=float, metavar="SECONDS", help="burn: how long to run (default 30/60/300 s)")
+
+
+def request_from_args(args: argparse.Namespace) -> tuple[RunRequest, Store]:
+    """Check `run`'s options and turn them into a RunRequest and the store it goes to (UsageError if bad)."""
+    try:
+        infos = resolve(args.stages or list(default_stages(args.profile)))
+        device = parse_device(args.device) if args.device else None
+    except (UnknownStage, ValueError) as error:
+        raise UsageError(str(error)) from None
+    if args.profile not in PROFILES:
+        raise UsageError(f"bad profile {args.profile!r}: use one of {', '.join(PROFILES)}")
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError("--timeout must be a positive number of seconds")
+    if args.wait_quiet is not None and args.wait_quiet < 0:
+        raise UsageError("--wait-quiet must be zero or more seconds")
+    for flag in ("json", "junit"):
+        if getattr(args, flag):
+            check_output_file(f"--{flag}", getattr(args, flag))
+    if args.duration is not None and not 0 < args.duration < 7 * 86400:
+        raise UsageError("--duration must be a positive number of seconds (under a week)")
+    if args.peer_tolerance is not None and not 0 < args.peer_tolerance < 100:
+        raise UsageError("--peer-tolerance must be a percentage between 0 and 100")
+    python = args.python or sys.executable
+    gpus: tuple[str, ...] = ()
+    if args.python or device != "cpu":
+        device, gpus = run_devices(device, inspect_python(python))
+    device = device or "cpu"
+    store = open_store(args.store)
+    options: dict[str, object] = {name: True for name in ("max_find", "compile") if getattr(args, name)}
+    if args.duration is not None:
+        options["duration"] = args.duration
+    request = RunRequest(
+        tuple(infos),
+        device,
+        args.profile,
+        python,
+        gpus,
+        options,
+        args.timeout,
+        args.serial,
+        None if args.peer_tolerance is None else args.peer_tolerance / 100.0,
+        args.wait_quiet,
+        not args.no_telemetry,
+        tuple(sys.argv[1:]),
+        args.force,
+    )
+    return request, store
+
+
+def write_reports(args: argparse.Namespace, report: dict[str, Any], say: Callable[[str], None]) -> bool:
+    """Write the --json and --junit files; False, having said why, when one could not be written."""
+    ok = True
+    for path, render in ((args.json, lambda: to_json(report)), (args.junit, lambda: to_junit(report, args.strict))):
+        if not path:
+            continue
+        try:
+            Path(path).expanduser().write_text(render())
+        except OSError as error:  # checked before the run, so only a disk that filled up since
+            say(f"rigcheck: could not write {path}: {error.strerror or error}")
+            ok = False
+    return ok

@@ -1,0 +1,67 @@
+"""The `rigcheck` command's arguments: every subcommand and its options, in one argparse tree."""
+
+from __future__ import annotations
+
+import argparse
+from importlib.metadata import PackageNotFoundError, version
+
+from rigcheck.engine.run.options import UsageParser, add_run_options
+from rigcheck.engine.stage import PROFILES
+from rigcheck.tui.cli_fleet import add_fleet_parser
+from rigcheck.tui.serve import add_parser as add_serve_parser
+
+
+def _version() -> str:
+    try:
+        return f"rigcheck {version('rigcheck')}"
+    except PackageNotFoundError:
+        return "rigcheck (not installed: version unknown)"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = UsageParser(prog="rigcheck", description="Probe, verify and measure a GPU machine.")
+    store_help = "results database (default: $RIGCHECK_STORE, else a per-user data folder)"
+    parser.add_argument("--store", help=store_help)
+    parser.add_argument("--version", action="version", version=_version())
+    common = UsageParser(add_help=False)
+    common.add_argument("--store", default=argparse.SUPPRESS, help=store_help)
+    commands = parser.add_subparsers(dest="command", parser_class=UsageParser)
+
+    run = commands.add_parser("run", help="run stages headless", parents=[common])
+    add_run_options(run)
+
+    monitor = commands.add_parser("monitor", help="live telemetry for every GPU and the host")
+    monitor.add_argument("--json", action="store_true", help="one JSON object per line")
+    monitor.add_argument("--interval", type=float, default=1.0, help="seconds between samples")
+    monitor.add_argument("--count", type=int, help="stop after this many samples")
+    monitor.add_argument(
+        "--prom-textfile", metavar="DIR", help="keep DIR/rigcheck.prom, for node_exporter's textfile collector"
+    )
+
+    app = commands.add_parser("app", help="open the live app (the default with no command)", parents=[common])
+    app.add_argument("--device", help="cpu, cuda:N, a list like cuda:0,cuda:3, or all (default: every GPU torch sees)")
+    app.add_argument("--profile", default="standard", help=f"one of {', '.join(PROFILES)}")
+    app.add_argument("--python", help="run the stages under this interpreter (it needs torch)")
+    app.add_argument("--ascii", action="store_true", help="plain ASCII bars, for terminals without Unicode")
+    add_serve_parser(commands, common)
+    add_fleet_parser(commands)
+
+    commands.add_parser("stages", help="list the stages")
+    for name in ("history", "runs"):
+        history = commands.add_parser(name, help="list past runs, marking the live ones", parents=[common])
+        history.add_argument("--limit", type=int, default=30)
+    follow = commands.add_parser("follow", help="follow a run live (default: the newest live one)", parents=[common])
+    follow.add_argument("run", nargs="?", metavar="RUN", help="a run number or 'last'")
+    cancel = commands.add_parser("cancel", help="stop a live run (or only its running stage)", parents=[common])
+    cancel.add_argument("run", metavar="RUN", help="a run number or 'last'")
+    cancel.add_argument("--stage", action="store_true", help="stop only the running stage; the next one runs")
+    show = commands.add_parser("show", help="show one run (a number or 'last')", parents=[common])
+    show.add_argument("run")
+    export = commands.add_parser("export", help="export one run", parents=[common])
+    export.add_argument("run")
+    export.add_argument("--format", default="json", help="json, csv, md, junit or prom (Prometheus text)")
+    export.add_argument("--output", "-o", help="file to write, replaced in one step (default: standard output)")
+    compare = commands.add_parser("compare", help="compare two runs figure by figure", parents=[common])
+    compare.add_argument("first", metavar="RUN", help="a run number or 'last'")
+    compare.add_argument("second", metavar="RUN", help="another run number or 'last'")
+    return parser
