@@ -1,4 +1,4 @@
-"""Hardware look-alikes: a fake NVML (hw.nvml's calls) and a build of the C one, a fake pyamdgpuinfo, a fake amdgpu sysfs tree, a fake psutil."""
+"""Hardware look-alikes: NVML (hw.nvml's calls, and the C stand-in built), pyamdgpuinfo, amdgpu sysfs, psutil."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from rigcheck.engine.hw.nvml import (
     Utilization,
 )
 from rigcheck.engine.telemetry.sample import Sample
-
 
 NOT_FOUND = 6
 
