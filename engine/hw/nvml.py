@@ -412,9 +412,3 @@ class Nvml:
 
 def _pci(info: _Pci) -> PciInfo:
     return PciInfo(info.busId.decode(errors="replace"), info.domain, info.bus, info.device)
-
-
-def each_handle(nvml: Nvml) -> list[Handle | NvmlFailure]:
-    """A handle (or why not) for every GPU the driver counts; none where it cannot count them."""
-    count = nvml.count()
-    return [] if isinstance(count, NvmlFailure) else [nvml.handle(index) for index in range(count)]
