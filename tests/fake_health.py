@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from fakes import FakeNvml
-from rigcheck.engine.facts.nvml_ctypes import NOT_SUPPORTED, NvmlError
+from rigcheck.engine.hw.nvml import NOT_SUPPORTED, FabricInfo, NvmlFailure, PciInfo, Utilization
 
 H200_CLEAN: dict[str, Any] = {
     "ecc_mode": 1,
@@ -28,7 +27,7 @@ H200_CLEAN: dict[str, Any] = {
 
 
 class FakeHealthNvml(FakeNvml):
-    """One H200 whose counters are H200_CLEAN overridden by keyword; `missing` calls raise Not Supported.
+    """One H200 whose counters are H200_CLEAN overridden by keyword; `missing` calls answer Not Supported.
 
     `link_when_loaded` is the PCIe link reported once `loaded` is set (an idle GPU lowers its link).
     """
@@ -39,85 +38,71 @@ class FakeHealthNvml(FakeNvml):
         self.link_when_loaded = link_when_loaded
         self.loaded = False
 
-    def _has(self, name: str) -> None:
-        if name in self.state["missing"]:
-            raise NvmlError(NOT_SUPPORTED, "Not Supported")
+    def _has(self, name: str, value: Any) -> Any:
+        return NvmlFailure(NOT_SUPPORTED, "Not Supported") if name in self.state["missing"] else value
 
-    def nvmlDeviceGetPciInfo(self, handle: str) -> SimpleNamespace:
-        return SimpleNamespace(busId="00000000:18:00.0")
+    def pci_info(self, handle: str) -> PciInfo:
+        return PciInfo("00000000:18:00.0", 0, 0x18, 0)
 
-    def nvmlDeviceGetEccMode(self, handle: str) -> list[int]:
-        self._has("nvmlDeviceGetEccMode")
-        return [self.state["ecc_mode"], self.state["ecc_mode"]]
+    def ecc_mode(self, handle: str) -> Any:
+        return self._has("nvmlDeviceGetEccMode", (self.state["ecc_mode"], self.state["ecc_mode"]))
 
-    def nvmlDeviceGetTotalEccErrors(self, handle: str, error_type: int, counter: int) -> int:
-        self._has("nvmlDeviceGetTotalEccErrors")
-        return self.state["ecc"][(error_type, counter)]
+    def total_ecc_errors(self, handle: str, error_type: int, counter: int) -> Any:
+        return self._has("nvmlDeviceGetTotalEccErrors", self.state["ecc"][(error_type, counter)])
 
-    def nvmlDeviceGetRetiredPages(self, handle: str, cause: int) -> list[int]:
-        self._has("nvmlDeviceGetRetiredPages")
-        return [0] * self.state.get("retired", 0)
+    def retired_page_count(self, handle: str, cause: int) -> Any:
+        return self._has("nvmlDeviceGetRetiredPages", self.state.get("retired", 0))
 
-    def nvmlDeviceGetRetiredPagesPendingStatus(self, handle: str) -> int:
-        self._has("nvmlDeviceGetRetiredPages")
-        return self.state.get("retired_pending", 0)
+    def retired_pages_pending(self, handle: str) -> Any:
+        return self._has("nvmlDeviceGetRetiredPages", self.state.get("retired_pending", 0))
 
-    def nvmlDeviceGetRemappedRows(self, handle: str) -> tuple[int, int, int, int]:
-        self._has("nvmlDeviceGetRemappedRows")
-        return self.state["remap"]
+    def remapped_rows(self, handle: str) -> Any:
+        return self._has("nvmlDeviceGetRemappedRows", self.state["remap"])
 
     def _link(self) -> tuple[int, int]:
-        self._has("pcie")
         return self.link_when_loaded if self.loaded and self.link_when_loaded else self.state["link"]
 
-    def nvmlDeviceGetCurrPcieLinkGeneration(self, handle: str) -> int:
-        return self._link()[0]
+    def pcie_generation(self, handle: str) -> Any:
+        return self._has("pcie", self._link()[0])
 
-    def nvmlDeviceGetCurrPcieLinkWidth(self, handle: str) -> int:
-        return self._link()[1]
+    def pcie_width(self, handle: str) -> Any:
+        return self._has("pcie", self._link()[1])
 
-    def nvmlDeviceGetMaxPcieLinkGeneration(self, handle: str) -> int:
-        self._has("pcie")
-        return self.state["max_link"][0]
+    def pcie_max_generation(self, handle: str) -> Any:
+        return self._has("pcie", self.state["max_link"][0])
 
-    def nvmlDeviceGetMaxPcieLinkWidth(self, handle: str) -> int:
-        self._has("pcie")
-        return self.state["max_link"][1]
+    def pcie_max_width(self, handle: str) -> Any:
+        return self._has("pcie", self.state["max_link"][1])
 
-    def nvmlDeviceGetGpuMaxPcieLinkGeneration(self, handle: str) -> int:
+    def pcie_gpu_max_generation(self, handle: str) -> int:
         return self.state["gpu_max_gen"]
 
-    def nvmlDeviceGetPersistenceMode(self, handle: str) -> int:
-        self._has("nvmlDeviceGetPersistenceMode")
-        return self.state["persistence"]
+    def persistence_mode(self, handle: str) -> Any:
+        return self._has("nvmlDeviceGetPersistenceMode", self.state["persistence"])
 
-    def nvmlDeviceGetPowerManagementLimit(self, handle: str) -> int:
-        self._has("power")
-        return self.state["power_mw"][0]
+    def power_limit(self, handle: str) -> Any:
+        return self._has("power", self.state["power_mw"][0])
 
-    def nvmlDeviceGetPowerManagementDefaultLimit(self, handle: str) -> int:
-        self._has("nvmlDeviceGetPowerManagementDefaultLimit")
-        return self.state["power_mw"][1]
+    def default_power_limit(self, handle: str) -> Any:
+        return self._has("nvmlDeviceGetPowerManagementDefaultLimit", self.state["power_mw"][1])
 
-    def nvmlDeviceGetPowerManagementLimitConstraints(self, handle: str) -> list[int]:
-        return list(self.state["power_mw"][2:])
+    def power_limit_range(self, handle: str) -> tuple[int, int]:
+        return tuple(self.state["power_mw"][2:])  # type: ignore[return-value]
 
-    def nvmlDeviceGetEnforcedPowerLimit(self, handle: str) -> int:
+    def enforced_power_limit(self, handle: str) -> int:
         return self.state["enforced_mw"]
 
-    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: str) -> int:
-        self._has("nvmlDeviceGetCurrentClocksEventReasons")
-        return self.state["reasons"]
+    def clock_event_reasons(self, handle: str) -> Any:
+        return self._has("nvmlDeviceGetCurrentClocksEventReasons", self.state["reasons"])
 
-    def nvmlDeviceGetUtilizationRates(self, handle: str) -> SimpleNamespace:
-        return SimpleNamespace(gpu=self.state["utilization"], memory=0)
+    def utilization(self, handle: str) -> Utilization:
+        return Utilization(gpu=self.state["utilization"], memory=0)
 
-    def nvmlDeviceGetMigMode(self, handle: str) -> list[int]:
-        self._has("nvmlDeviceGetMigMode")
-        return list(self.state["mig"])
+    def mig_mode(self, handle: str) -> Any:
+        return self._has("nvmlDeviceGetMigMode", tuple(self.state["mig"]))
 
-    def nvmlDeviceGetGpuFabricInfo(self, handle: str) -> SimpleNamespace:
-        return SimpleNamespace(state=self.state["fabric_state"], status=0)
+    def fabric(self, handle: str) -> FabricInfo:
+        return FabricInfo(state=self.state["fabric_state"], status=0)
 
 
 def amd_health_tree(root: Path, ras: dict[str, str] | None = None, **files: str) -> Path:

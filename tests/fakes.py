@@ -1,16 +1,27 @@
-"""Hardware look-alikes: a fake NVML module, a fake pyamdgpuinfo, a fake amdgpu sysfs tree, a fake psutil."""
+"""Hardware look-alikes: NVML (hw.nvml's calls, and the C stand-in built), pyamdgpuinfo, amdgpu sysfs, psutil."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+from rigcheck.engine.hw.nvml import (
+    FUNCTION_NOT_FOUND,
+    NOT_SUPPORTED,
+    GpuProcess,
+    Memory,
+    NvmlFailure,
+    PciInfo,
+    ProcessSample,
+    Utilization,
+)
 from rigcheck.engine.telemetry.sample import Sample
 
-
-class NVMLError(Exception):
-    pass
+NOT_FOUND = 6
 
 
 @dataclass(frozen=True)
@@ -24,8 +35,8 @@ class FakeGpuProcess:
 
 
 class FakeNvml:
-    """Answers like pynvml for H200-like GPUs, one per bus id; `broken` names calls that raise
-    (missing sensors); `processes` maps a device index to the compute processes on it."""
+    """Answers like an opened hw.nvml.Nvml for H200-like GPUs, one per bus id; `broken` names calls that
+    fail with Not Supported (missing sensors); `processes` maps a device index to the compute processes on it."""
 
     def __init__(  # type: ignore[no-untyped-def]
         self,
@@ -42,9 +53,8 @@ class FakeNvml:
         self.util_calls: list[int] = []
         self.shut = False
 
-    def _check(self, name: str) -> None:
-        if name in self.broken:
-            raise NVMLError(f"{name}: Not Supported")
+    def _fails(self, name: str) -> NvmlFailure | None:
+        return NvmlFailure(NOT_SUPPORTED, f"{name}: Not Supported") if name in self.broken else None
 
     def _index(self, handle: str) -> int:
         return int(handle.removeprefix("handle"))
@@ -54,70 +64,80 @@ class FakeNvml:
         found = [p.name for procs in self.processes.values() for p in procs if p.pid == pid]
         return found[0] if found else "?"
 
-    def nvmlInit(self) -> None: ...
-    def nvmlShutdown(self) -> None:
+    def close(self) -> None:
         self.shut = True
 
-    def nvmlDeviceGetCount(self) -> int:
+    def count(self) -> int:
         return len(self.bus_ids)
 
-    def nvmlDeviceGetHandleByIndex(self, index: int) -> str:
+    def handle(self, index: int) -> str:
         return f"handle{index}"
 
-    def nvmlDeviceGetName(self, handle: str) -> str:
+    def name(self, handle: str) -> str:
         return "NVIDIA H200"
 
-    def nvmlDeviceGetPciInfo(self, handle: str) -> SimpleNamespace:
-        self._check("pci")
-        return SimpleNamespace(busId=self.bus_ids[self._index(handle)], domain=0)
+    def pci_info(self, handle: str) -> PciInfo | NvmlFailure:
+        bus_id = self.bus_ids[self._index(handle)]
+        text = bus_id.decode() if isinstance(bus_id, bytes) else bus_id
+        return self._fails("pci") or PciInfo(text, 0, int(text.split(":")[1], 16), 0)
 
-    def nvmlDeviceGetUUID(self, handle: str) -> str:
-        self._check("uuid")
-        return f"GPU-00000000-0000-0000-0000-00000000000{self._index(handle)}"
+    def uuid(self, handle: str) -> str | NvmlFailure:
+        return self._fails("uuid") or f"GPU-00000000-0000-0000-0000-00000000000{self._index(handle)}"
 
-    def nvmlDeviceGetMaxClockInfo(self, handle: str, kind: int) -> int:
+    def max_clock(self, handle: str, kind: int) -> int:
         return 1980 if kind == 1 else 3201
 
-    def nvmlDeviceGetEnforcedPowerLimit(self, handle: str) -> int:
+    def enforced_power_limit(self, handle: str) -> int:
         return 700_000  # mW
 
-    def nvmlDeviceGetClockInfo(self, handle: str, kind: int) -> int:
-        self._check("clock")
-        return self.sm_clock if kind == 1 else 3201
+    def clock(self, handle: str, kind: int) -> int | NvmlFailure:
+        return self._fails("clock") or (self.sm_clock if kind == 1 else 3201)
 
-    def nvmlDeviceGetTemperature(self, handle: str, kind: int) -> int:
-        self._check("temperature")
-        return 39
+    def temperature(self, handle: str, sensor: int = 0) -> int | NvmlFailure:
+        return self._fails("temperature") or 39
 
-    def nvmlDeviceGetPowerUsage(self, handle: str) -> int:
-        self._check("power")
-        return 126_370  # mW
+    def power_usage(self, handle: str) -> int | NvmlFailure:
+        return self._fails("power") or 126_370  # mW
 
-    def nvmlDeviceGetUtilizationRates(self, handle: str) -> SimpleNamespace:
-        return SimpleNamespace(gpu=97, memory=40)
+    def utilization(self, handle: str) -> Utilization:
+        return Utilization(gpu=97, memory=40)
 
-    def nvmlDeviceGetMemoryInfo(self, handle: str) -> SimpleNamespace:
-        return SimpleNamespace(total=150_754_820_096, used=648_347_648, free=0)
+    def memory(self, handle: str) -> Memory:
+        return Memory(total=150_754_820_096, free=0, used=648_347_648)
 
-    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: str) -> int:
+    def memory_v2(self, handle: str) -> NvmlFailure:
+        return NvmlFailure(FUNCTION_NOT_FOUND, "nvmlDeviceGetMemoryInfo_v2 is not in this driver's NVML")
+
+    def clock_event_reasons(self, handle: str) -> int:
         return self.reasons
 
-    def nvmlDeviceGetComputeRunningProcesses(self, handle: str) -> list[SimpleNamespace]:
-        listed = [SimpleNamespace(pid=p, usedGpuMemory=1) for p in self.pids if self._index(handle) == 0]
-        listed += [
-            SimpleNamespace(pid=p.pid, usedGpuMemory=p.memory) for p in self.processes.get(self._index(handle), [])
-        ]
+    def compute_processes(self, handle: str) -> list[GpuProcess]:
+        listed = [GpuProcess(p, 1) for p in self.pids if self._index(handle) == 0]
+        listed += [GpuProcess(p.pid, p.memory) for p in self.processes.get(self._index(handle), [])]
         return listed
 
-    def nvmlDeviceGetProcessUtilization(self, handle: str, since_us: int) -> list[SimpleNamespace]:
+    def process_utilization(self, handle: str, since_us: int) -> list[ProcessSample] | NvmlFailure:
         """Like the driver: NotFound when it holds no sample newer than `since_us`."""
-        self._check("process utilization")
+        failed = self._fails("process utilization")
+        if failed:
+            return failed
         self.util_calls.append(since_us)
         procs = [p for p in self.processes.get(self._index(handle), []) if p.sm is not None]
         if not procs:
-            raise NVMLError("Not Found")
+            return NvmlFailure(NOT_FOUND, "Not Found")
         stamp = since_us + 1000
-        return [SimpleNamespace(pid=p.pid, timeStamp=stamp, smUtil=p.sm, memUtil=0) for p in procs]
+        return [ProcessSample(p.pid, stamp, p.sm) for p in procs]  # type: ignore[arg-type]
+
+
+def build_fake_nvml(folder: Path) -> Path:
+    """tests/fake_nvml_lib.c compiled into `folder`: a real shared library for hw.nvml's ctypes calls."""
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if gcc is None:
+        pytest.skip("no C compiler to build the stand-in NVML library")
+    library = folder / "libfakenvml.so"
+    source = Path(__file__).resolve().parent / "fake_nvml_lib.c"
+    subprocess.run([gcc, "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    return library
 
 
 class FakeAmdGpu:

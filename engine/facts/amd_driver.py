@@ -9,41 +9,26 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-AMD_VENDOR = "0x1002"
+from rigcheck.engine.hw.amdgpu import DRM_ROOT, amdgpu_cards
+from rigcheck.engine.hw.sysfs import read_int, read_text
+
 APU_CARVEOUT_MAX = 8 * 1024**3
+ROCM_VERSION = Path("/opt/rocm/.info/version")
 
 
-def _read_int(path: Path) -> int | None:
-    try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def amd_cards(drm_root: Path = Path("/sys/class/drm")) -> list[dict[str, Any]]:
+def amd_cards(drm_root: Path = DRM_ROOT) -> list[dict[str, Any]]:
     """Each amdgpu card's PCI address and memory pools, as the driver reports them."""
-    cards = []
-    for card in sorted(drm_root.glob("card[0-9]*")):
-        if "-" in card.name:
-            continue  # connectors such as card0-DP-1
-        device = card / "device"
-        try:
-            vendor = (device / "vendor").read_text().strip()
-        except OSError:
-            continue
-        if vendor != AMD_VENDOR:
-            continue
-        cards.append(
-            {
-                "card": card.name,
-                "pci": device.resolve().name,
-                "vram_total": _read_int(device / "mem_info_vram_total"),
-                "gtt_total": _read_int(device / "mem_info_gtt_total"),
-                "vram_used": _read_int(device / "mem_info_vram_used"),
-                "gtt_used": _read_int(device / "mem_info_gtt_used"),
-            }
-        )
-    return cards
+    return [
+        {
+            "card": card.card,
+            "pci": card.pci,
+            "vram_total": read_int(card.device / "mem_info_vram_total"),
+            "gtt_total": read_int(card.device / "mem_info_gtt_total"),
+            "vram_used": read_int(card.device / "mem_info_vram_used"),
+            "gtt_used": read_int(card.device / "mem_info_gtt_used"),
+        }
+        for card in amdgpu_cards(drm_root)
+    ]
 
 
 def memory_pool(card: dict[str, Any], integrated: bool | None) -> dict[str, Any]:
@@ -59,15 +44,5 @@ def memory_pool(card: dict[str, Any], integrated: bool | None) -> dict[str, Any]
     return {"pool_bytes": vram, "pool_source": "VRAM", "note": ""}
 
 
-def amdgpu_module_version(path: Path = Path("/sys/module/amdgpu/version")) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
-
-
-def rocm_version(path: Path = Path("/opt/rocm/.info/version")) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
+def rocm_version(path: Path = ROCM_VERSION) -> str | None:
+    return read_text(path)

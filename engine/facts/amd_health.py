@@ -8,38 +8,25 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rigcheck.engine.facts.amd_driver import AMD_VENDOR
-from rigcheck.engine.facts.health_model import GpuHealth, Missing, bus_id_from_text
+from rigcheck.engine.facts.health_model import GpuHealth, Missing
+from rigcheck.engine.hw.amdgpu import DRM_ROOT, amdgpu_cards
+from rigcheck.engine.hw.pci import link_speed_gt_s, normalise_bus_id
+from rigcheck.engine.hw.sysfs import read_int, read_text
 
 GT_PER_GEN = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 
 
-def _text(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
-
-
-def _int(path: Path) -> int | None:
-    text = _text(path)
-    try:
-        return int(text) if text is not None else None
-    except ValueError:
-        return None
-
-
 def link_gen(text: str | None) -> int | None:
     """'16.0 GT/s PCIe' -> 4; None for 'Unknown' or an absent file."""
-    match = re.match(r"\s*([\d.]+)\s*GT/s", text or "")
-    return GT_PER_GEN.get(float(match.group(1))) if match else None
+    speed = link_speed_gt_s(text)
+    return GT_PER_GEN.get(speed) if speed is not None else None
 
 
 def ras_counts(ras: Path) -> dict[str, dict[str, int]]:
     """{block: {"ue": n, "ce": n}} from ras/*_err_count ("ue: 0\\nce: 0")."""
     blocks = {}
     for path in sorted(ras.glob("*_err_count")):
-        pairs = dict(re.findall(r"(ue|ce):\s*(\d+)", _text(path) or ""))
+        pairs = dict(re.findall(r"(ue|ce):\s*(\d+)", read_text(path) or ""))
         if pairs:
             blocks[path.name.removesuffix("_err_count")] = {k: int(v) for k, v in pairs.items()}
     return blocks
@@ -54,11 +41,8 @@ def bad_pages(text: str) -> dict[str, int]:
 class AmdHealthReader:
     vendor = "AMD"
 
-    def __init__(self, drm_root: Path = Path("/sys/class/drm")) -> None:
-        self.cards: list[Path] = []
-        for card in sorted(drm_root.glob("card[0-9]*")):
-            if "-" not in card.name and _text(card / "device" / "vendor") == AMD_VENDOR:
-                self.cards.append(card / "device")
+    def __init__(self, drm_root: Path = DRM_ROOT) -> None:
+        self.cards: list[Path] = [card.device for card in amdgpu_cards(drm_root)]
         if not self.cards:
             raise RuntimeError(f"no amdgpu card under {drm_root}")
 
@@ -71,9 +55,9 @@ class AmdHealthReader:
         no_ras = Missing("this card has no RAS (consumer cards have none), so the driver counts no memory errors")
         return GpuHealth(
             index=index,
-            name=_text(device / "product_name") or f"AMD GPU ({device.resolve().name})",
+            name=read_text(device / "product_name") or f"AMD GPU ({device.resolve().name})",
             vendor=self.vendor,
-            bus_id=bus_id_from_text(device.resolve().name),
+            bus_id=normalise_bus_id(device.resolve().name),
             ecc_enabled=True if has_ras else no_ras,
             ecc=self._ecc(ras) if has_ras else no_ras,
             retired_pages=self._pages(ras) if has_ras else no_ras,
@@ -98,22 +82,25 @@ class AmdHealthReader:
         }
 
     def _pages(self, ras: Path) -> dict[str, int] | Missing:
-        text = _text(ras / "gpu_vram_bad_pages")
+        text = read_text(ras / "gpu_vram_bad_pages")
         if text is None:
             return Missing("the driver does not list bad pages (no ras/gpu_vram_bad_pages)")
         return bad_pages(text)
 
     def pcie(self, index: int) -> dict[str, int] | Missing:
         device = self.cards[index]
-        gen, max_gen = link_gen(_text(device / "current_link_speed")), link_gen(_text(device / "max_link_speed"))
-        width, max_width = _int(device / "current_link_width"), _int(device / "max_link_width")
+        gen, max_gen = (
+            link_gen(read_text(device / "current_link_speed")),
+            link_gen(read_text(device / "max_link_speed")),
+        )
+        width, max_width = read_int(device / "current_link_width"), read_int(device / "max_link_width")
         if None in (gen, max_gen, width, max_width):
             return Missing("the driver does not report this GPU's PCIe link (an integrated GPU has none)")
         return {"gen": gen, "max_gen": max_gen, "width": width, "max_width": max_width}  # type: ignore[dict-item]
 
     def _power(self, device: Path) -> dict[str, float] | Missing:
         hwmon = next(iter(sorted(device.glob("hwmon/hwmon*"))), None)
-        cap = _int(hwmon / "power1_cap") if hwmon else None
+        cap = read_int(hwmon / "power1_cap") if hwmon else None
         if hwmon is None or cap is None:
             return Missing("the driver offers no power cap for this GPU (no hwmon power1_cap)")
         out = {"limit_w": cap / 1e6}
@@ -122,13 +109,13 @@ class AmdHealthReader:
             ("max_w", "power1_cap_max"),
             ("min_w", "power1_cap_min"),
         ):
-            value = _int(hwmon / name)
+            value = read_int(hwmon / name)
             if value is not None:
                 out[key] = value / 1e6
         return out
 
     def _partition(self, device: Path) -> dict[str, str] | Missing:
-        current = _text(device / "current_compute_partition")
+        current = read_text(device / "current_compute_partition")
         if current is None:
             return Missing("this GPU has no compute partitions")
         return {"kind": "compute partition", "current": current, "whole": "SPX"}

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rigcheck.engine.facts.amd_driver import amdgpu_module_version, rocm_version
+from rigcheck.engine.facts.amd_driver import rocm_version
 from rigcheck.engine.facts.nvidia_driver import nvidia_driver, proc_driver_version
+from rigcheck.engine.hw.amdgpu import amdgpu_module_version
 
 
 def driver_facts(torch: Any) -> dict[str, Any]:

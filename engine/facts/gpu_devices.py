@@ -8,15 +8,8 @@ from typing import Any
 
 from rigcheck.engine.facts.amd_driver import amd_cards, memory_pool
 from rigcheck.engine.facts.dtypes import amd_matrix_dtypes, nvidia_matrix_dtypes
-from rigcheck.engine.telemetry.sample import bus_id_from_parts
-
-
-def pci_address(props: Any) -> str | None:
-    """torch's device properties as a PCI address in telemetry's form ("0000:1b:00.0"), or None."""
-    bus = getattr(props, "pci_bus_id", None)
-    if bus is None:
-        return None
-    return bus_id_from_parts(getattr(props, "pci_domain_id", 0), bus, getattr(props, "pci_device_id", 0))
+from rigcheck.engine.hw.amdgpu import DRM_ROOT
+from rigcheck.engine.hw.pci import torch_bus_id
 
 
 def torch_device(torch: Any, index: int) -> dict[str, Any]:
@@ -39,7 +32,7 @@ def torch_device(torch: Any, index: int) -> dict[str, Any]:
         "memory_runtime_free": free,
         "memory_runtime_total": total,
         "uuid": str(uuid) if uuid is not None else None,
-        "pci": pci_address(props),
+        "pci": torch_bus_id(props),
         "matrix_dtypes": amd_matrix_dtypes(arch or "") if hip else nvidia_matrix_dtypes(props.major, props.minor),
     }
 
@@ -62,7 +55,7 @@ def join_nvidia(device: dict[str, Any], driver: dict[str, Any]) -> dict[str, Any
     return device
 
 
-def join_amd(device: dict[str, Any], drm_root: Path = Path("/sys/class/drm")) -> dict[str, Any]:
+def join_amd(device: dict[str, Any], drm_root: Path = DRM_ROOT) -> dict[str, Any]:
     """Attach sysfs VRAM/GTT totals, matched by PCI address, else by position; pick the real pool."""
     cards = amd_cards(drm_root)
     match = next((c for c in cards if device["pci"] and c["pci"] == device["pci"]), None)

@@ -45,17 +45,3 @@ class HealthReader(Protocol):
     def pcie(self, index: int) -> dict[str, int] | Missing: ...
 
     def close(self) -> None: ...
-
-
-def normal_bus_id(domain: int, bus: int, device: int, function: int = 0) -> str:
-    return f"{domain:04x}:{bus:02x}:{device:02x}.{function:x}"
-
-
-def bus_id_from_text(text: str) -> str | None:
-    """ "00000000:18:00.0" (NVML) or "0000:c5:00.0" (sysfs) to one spelling, or None."""
-    try:
-        domain, bus, rest = text.strip().lower().split(":")
-        device, _, function = rest.partition(".")
-        return normal_bus_id(int(domain, 16), int(bus, 16), int(device, 16), int(function or "0", 16))
-    except ValueError:
-        return None

@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from rigcheck.engine.hw.sysfs import read_text
+
 RESULT_CHANGING_VARS = (
     "LD_PRELOAD",
     "LD_LIBRARY_PATH",
@@ -68,16 +70,9 @@ def result_changing_env(environ: dict[str, str] | None = None) -> dict[str, str]
     }
 
 
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
-
-
 def cpu_facts(cpuinfo: Path = Path("/proc/cpuinfo"), sysfs: Path = Path("/sys/devices/system/cpu")) -> dict[str, Any]:
     """Model, logical/physical/usable cores, governor and frequency, and the SIMD flags that matter."""
-    text = _read(cpuinfo) or ""
+    text = read_text(cpuinfo) or ""
     model = next(iter(re.findall(r"^model name\s*:\s*(.+)$", text, re.M)), platform.processor())
     cores = set()
     for block in text.split("\n\n"):
@@ -91,15 +86,15 @@ def cpu_facts(cpuinfo: Path = Path("/proc/cpuinfo"), sysfs: Path = Path("/sys/de
     except AttributeError:
         usable = os.cpu_count() or 0
     cpufreq = sysfs / "cpu0" / "cpufreq"
-    max_khz = _read(cpufreq / "cpuinfo_max_freq")
-    cur_khz = _read(cpufreq / "scaling_cur_freq")
+    max_khz = read_text(cpufreq / "cpuinfo_max_freq")
+    cur_khz = read_text(cpufreq / "scaling_cur_freq")
     return {
         "model": model or "unknown",
         "machine": platform.machine(),
         "logical_cpus": os.cpu_count(),
         "physical_cores": len(cores) or None,
         "usable_cpus": usable,
-        "governor": _read(cpufreq / "scaling_governor") or "not exposed",
+        "governor": read_text(cpufreq / "scaling_governor") or "not exposed",
         "max_mhz": int(max_khz) / 1000 if max_khz else None,
         "current_mhz": int(cur_khz) / 1000 if cur_khz else None,
         "flags": [flag for flag in CPU_FLAGS_OF_INTEREST if flag in flags],

@@ -1,20 +1,26 @@
 """NVIDIA GPU health through NVML: ECC, retired pages or remapped rows, XIDs, PCIe link, power, idle clocks, MIG.
 
-`nvml` is anything with pynvml's call shapes: the ctypes binding by default (no nvidia-ml-py needed
-in the stage child), or a fake in tests.
+`nvml` is an opened hw.nvml.Nvml (opened here by default), or a fake with its calls in tests.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from rigcheck.engine.facts.health_model import GpuHealth, Missing, bus_id_from_text
-from rigcheck.engine.facts.nvml_ctypes import FUNCTION_NOT_FOUND, NO_PERMISSION, NOT_SUPPORTED, CtypesNvml
+from rigcheck.engine.facts.health_model import GpuHealth, Missing
 from rigcheck.engine.facts.xid import read_kmsg, xids_by_bus
-from rigcheck.engine.telemetry.nvml import decode_reasons
+from rigcheck.engine.hw.nvml import (
+    FUNCTION_NOT_FOUND,
+    NO_PERMISSION,
+    NOT_SUPPORTED,
+    NvmlFailure,
+    NvmlUnavailable,
+    decode_reasons,
+    open_nvml,
+)
+from rigcheck.engine.hw.pci import normalise_bus_id
 
 CORRECTED, UNCORRECTED = 0, 1
 VOLATILE, AGGREGATE = 0, 1
@@ -22,8 +28,12 @@ MULTIPLE_SBE, DOUBLE_BIT = 0, 1
 FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "completed"}
 
 
-def missing_because(what: str, error: Exception) -> Missing:
-    code = getattr(error, "value", None)
+class NvmlBroken(Exception):
+    """The library is there but NVML fails to start or to count its GPUs (e.g. a driver upgraded without a reboot)."""
+
+
+def missing_because(what: str, error: NvmlFailure) -> Missing:
+    code = error.code
     if code == NOT_SUPPORTED:
         return Missing(f"the driver does not offer {what} on this GPU (NVML: not supported)")
     if code == NO_PERMISSION:
@@ -37,21 +47,23 @@ class NvidiaHealthReader:
     vendor = "NVIDIA"
 
     def __init__(self, nvml: Any = None, kernel_log: Callable[[], list[str] | Missing] = read_kmsg) -> None:
-        self.nvml = nvml if nvml is not None else CtypesNvml()
-        self.nvml.nvmlInit()
-        self.handles: list[Any] = []
-        for index in range(self.nvml.nvmlDeviceGetCount()):
-            try:
-                self.handles.append(self.nvml.nvmlDeviceGetHandleByIndex(index))
-            except Exception as error:  # a GPU the driver lists but cannot reach (fallen off the bus)
-                self.handles.append(error)
+        """Raises OSError where there is no NVML library, NvmlBroken where it is there and fails."""
+        if nvml is None:
+            opened = open_nvml()
+            if isinstance(opened, NvmlUnavailable):
+                raise NvmlBroken(opened.text) if opened.loaded else OSError(opened.text)
+            nvml = opened
+        self.nvml = nvml
+        count = nvml.count()
+        if isinstance(count, NvmlFailure):
+            nvml.close()
+            raise NvmlBroken(count.text)
+        # a GPU the driver lists but cannot reach (fallen off the bus) keeps its place as an NvmlFailure
+        self.handles: list[Any] = [nvml.handle(index) for index in range(count)]
         self.kernel_log = kernel_log
 
-    def _get(self, what: str, call: Callable[..., Any], *args: Any) -> Any:
-        try:
-            return call(*args)
-        except Exception as error:
-            return missing_because(what, error)
+    def _get(self, what: str, answer: Any) -> Any:
+        return missing_because(what, answer) if isinstance(answer, NvmlFailure) else answer
 
     def devices(self) -> list[GpuHealth]:
         log = self.kernel_log()
@@ -59,13 +71,13 @@ class NvidiaHealthReader:
         return [self._read(index, handle, xids) for index, handle in enumerate(self.handles)]
 
     def _read(self, index: int, handle: Any, xids: dict[str, Counter[int]] | Missing) -> GpuHealth:
-        if isinstance(handle, Exception):
+        if isinstance(handle, NvmlFailure):
             return GpuHealth(index, "NVIDIA GPU", self.vendor, None, extra={"unreachable": str(handle)})
         nv = self.nvml
-        name = self._get("the name", nv.nvmlDeviceGetName, handle)
-        pci = self._get("the PCI address", nv.nvmlDeviceGetPciInfo, handle)
-        bus = None if isinstance(pci, Missing) else bus_id_from_text(str(pci.busId))
-        mode = self._get("ECC mode", nv.nvmlDeviceGetEccMode, handle)
+        name = self._get("the name", nv.name(handle))
+        pci = self._get("the PCI address", nv.pci_info(handle))
+        bus = None if isinstance(pci, Missing) else normalise_bus_id(pci.bus_id)
+        mode = self._get("ECC mode", nv.ecc_mode(handle))
         ecc_enabled = mode if isinstance(mode, Missing) else bool(mode[0])
         return GpuHealth(
             index=index,
@@ -78,7 +90,7 @@ class NvidiaHealthReader:
             row_remap=self._remap(handle),
             xid=_xid_for(bus, xids),
             pcie=self.pcie(index),
-            persistence=_map(self._get("persistence mode", nv.nvmlDeviceGetPersistenceMode, handle), bool),
+            persistence=_map(self._get("persistence mode", nv.persistence_mode(handle)), bool),
             power=self._power(handle),
             idle_clocks=self._idle(handle),
             partition=self._mig(handle),
@@ -93,7 +105,7 @@ class NvidiaHealthReader:
         for counter, counter_name in ((VOLATILE, "volatile"), (AGGREGATE, "aggregate")):
             for kind, kind_name in ((CORRECTED, "corrected"), (UNCORRECTED, "uncorrected")):
                 what = f"{counter_name} {kind_name} ECC errors"
-                value = self._get(what, self.nvml.nvmlDeviceGetTotalEccErrors, handle, kind, counter)
+                value = self._get(what, self.nvml.total_ecc_errors(handle, kind, counter))
                 if isinstance(value, Missing):
                     reasons.append(value.why)
                 else:
@@ -102,19 +114,19 @@ class NvidiaHealthReader:
 
     def _retired(self, handle: Any) -> dict[str, int] | Missing:
         nv = self.nvml
-        sbe = self._get("retired pages", nv.nvmlDeviceGetRetiredPages, handle, MULTIPLE_SBE)
+        sbe = self._get("retired pages", nv.retired_page_count(handle, MULTIPLE_SBE))
         if isinstance(sbe, Missing):
             return sbe
-        dbe = self._get("retired pages", nv.nvmlDeviceGetRetiredPages, handle, DOUBLE_BIT)
-        pending = self._get("pending page retirement", nv.nvmlDeviceGetRetiredPagesPendingStatus, handle)
+        dbe = self._get("retired pages", nv.retired_page_count(handle, DOUBLE_BIT))
+        pending = self._get("pending page retirement", nv.retired_pages_pending(handle))
         return {
-            "retired_sbe": len(sbe),
-            "retired_dbe": 0 if isinstance(dbe, Missing) else len(dbe),
+            "retired_sbe": int(sbe),
+            "retired_dbe": 0 if isinstance(dbe, Missing) else int(dbe),
             "pending": 0 if isinstance(pending, Missing) else int(bool(pending)),
         }
 
     def _remap(self, handle: Any) -> dict[str, int] | Missing:
-        rows = self._get("row remapping", self.nvml.nvmlDeviceGetRemappedRows, handle)
+        rows = self._get("row remapping", self.nvml.remapped_rows(handle))
         if isinstance(rows, Missing):
             return rows
         correctable, uncorrectable, pending, failure = rows
@@ -127,33 +139,33 @@ class NvidiaHealthReader:
 
     def pcie(self, index: int) -> dict[str, int] | Missing:
         nv, handle = self.nvml, self.handles[index]
-        if isinstance(handle, Exception):
+        if isinstance(handle, NvmlFailure):
             return Missing(f"the driver cannot reach this GPU: {handle}")
         values = {}
         for key, call in (
-            ("gen", nv.nvmlDeviceGetCurrPcieLinkGeneration),
-            ("max_gen", nv.nvmlDeviceGetMaxPcieLinkGeneration),
-            ("width", nv.nvmlDeviceGetCurrPcieLinkWidth),
-            ("max_width", nv.nvmlDeviceGetMaxPcieLinkWidth),
+            ("gen", nv.pcie_generation),
+            ("max_gen", nv.pcie_max_generation),
+            ("width", nv.pcie_width),
+            ("max_width", nv.pcie_max_width),
         ):
-            value = self._get("the PCIe link state", call, handle)
+            value = self._get("the PCIe link state", call(handle))
             if isinstance(value, Missing):
                 return value
             values[key] = int(value)
-        gpu_max = self._get("the GPU's own PCIe generation", nv.nvmlDeviceGetGpuMaxPcieLinkGeneration, handle)
+        gpu_max = self._get("the GPU's own PCIe generation", nv.pcie_gpu_max_generation(handle))
         if not isinstance(gpu_max, Missing):
             values["gpu_max_gen"] = int(gpu_max)
         return values
 
     def _power(self, handle: Any) -> dict[str, float] | Missing:
         nv = self.nvml
-        limit = self._get("the power limit", nv.nvmlDeviceGetPowerManagementLimit, handle)
+        limit = self._get("the power limit", nv.power_limit(handle))
         if isinstance(limit, Missing):
             return limit
         out = {"limit_w": limit / 1000}
-        default = self._get("the default power limit", nv.nvmlDeviceGetPowerManagementDefaultLimit, handle)
-        bounds = self._get("the power limit range", nv.nvmlDeviceGetPowerManagementLimitConstraints, handle)
-        enforced = self._get("the enforced power limit", nv.nvmlDeviceGetEnforcedPowerLimit, handle)
+        default = self._get("the default power limit", nv.default_power_limit(handle))
+        bounds = self._get("the power limit range", nv.power_limit_range(handle))
+        enforced = self._get("the enforced power limit", nv.enforced_power_limit(handle))
         if not isinstance(default, Missing):
             out["default_w"] = default / 1000
         if not isinstance(bounds, Missing):
@@ -164,10 +176,10 @@ class NvidiaHealthReader:
 
     def _idle(self, handle: Any) -> dict[str, Any] | Missing:
         nv = self.nvml
-        mask = self._get("clock event reasons", nv.nvmlDeviceGetCurrentClocksEventReasons, handle)
+        mask = self._get("clock event reasons", nv.clock_event_reasons(handle))
         if isinstance(mask, Missing):
             return mask
-        util = self._get("utilization", nv.nvmlDeviceGetUtilizationRates, handle)
+        util = self._get("utilization", nv.utilization(handle))
         return {
             "reasons": list(decode_reasons(int(mask))),
             "mask": int(mask),
@@ -175,7 +187,7 @@ class NvidiaHealthReader:
         }
 
     def _mig(self, handle: Any) -> dict[str, Any] | Missing:
-        mode = self._get("MIG mode", self.nvml.nvmlDeviceGetMigMode, handle)
+        mode = self._get("MIG mode", self.nvml.mig_mode(handle))
         if isinstance(mode, Missing):
             return Missing(mode.why.replace("does not offer MIG mode", "has no MIG"))
         return {
@@ -185,7 +197,7 @@ class NvidiaHealthReader:
         }
 
     def _fabric(self, handle: Any) -> dict[str, Any] | Missing:
-        info = self._get("NVSwitch fabric state", self.nvml.nvmlDeviceGetGpuFabricInfo, handle)
+        info = self._get("NVSwitch fabric state", self.nvml.fabric(handle))
         if isinstance(info, Missing):
             return info
         if info.state == 0:
@@ -193,8 +205,7 @@ class NvidiaHealthReader:
         return {"state": FABRIC_STATES.get(info.state, str(info.state)), "status": int(info.status)}
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.nvml.nvmlShutdown()
+        self.nvml.close()
 
 
 def _map(value: Any, kind: Callable[[Any], Any]) -> Any:

@@ -8,7 +8,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from rigcheck.engine.facts.health_model import Missing, bus_id_from_text
+from rigcheck.engine.facts.health_model import Missing
+from rigcheck.engine.hw.pci import normalise_bus_id
 
 XID_LINE = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F]+:[0-9a-fA-F]+:[0-9a-fA-F]+)(?:\.\d)?\): (\d+)")
 
@@ -59,6 +60,6 @@ def xids_by_bus(lines: list[str]) -> dict[str, Counter[int]]:
     for line in lines:
         match = XID_LINE.search(line)
         if match:
-            bus = bus_id_from_text(match.group(1) + ".0") or match.group(1)
+            bus = normalise_bus_id(match.group(1) + ".0") or match.group(1)
             found.setdefault(bus, Counter())[int(match.group(2))] += 1
     return found

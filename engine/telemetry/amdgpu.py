@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from rigcheck.engine.hw.pci import normalise_bus_id
 from rigcheck.engine.telemetry.safe import safe
-from rigcheck.engine.telemetry.sample import GpuSample, normalise_bus_id
+from rigcheck.engine.telemetry.sample import GpuSample
 
 
 class AmdGpuInfoSource:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from rigcheck.engine.hw.sysfs import read_int
 from rigcheck.engine.telemetry.others import BusiestOthers, Scan, descendants, scan_procfs, scan_psutil
 from rigcheck.engine.telemetry.procfs import CpuBusy, ProcessTicks
 from rigcheck.engine.telemetry.rapl import POWERCAP, RaplPower
@@ -158,7 +159,5 @@ def cpu_max_mhz(ps: Any, cpu_root: Path = CPU_SYSFS) -> float | None:
     top = getattr(freq, "max", None)
     if top:
         return float(top)
-    try:
-        return int((cpu_root / "cpu0" / "cpufreq" / "cpuinfo_max_freq").read_text()) / 1000.0
-    except (OSError, ValueError):
-        return None
+    khz = read_int(cpu_root / "cpu0" / "cpufreq" / "cpuinfo_max_freq")
+    return khz / 1000.0 if khz is not None else None

@@ -1,4 +1,4 @@
-"""NVIDIA readings through nvidia-ml-py (NVML creates no CUDA context, so the parent may use it)."""
+"""NVIDIA readings through hw.nvml (NVML creates no CUDA context, so the parent may use it), in telemetry's units."""
 
 from __future__ import annotations
 
@@ -6,34 +6,31 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from rigcheck.engine.hw.nvml import (
+    CLOCK_MEM,
+    CLOCK_SM,
+    TEMPERATURE_GPU,
+    NvmlFailure,
+    NvmlUnavailable,
+    decode_reasons,
+    ok,
+    open_nvml,
+)
+from rigcheck.engine.hw.pci import normalise_bus_id
 from rigcheck.engine.telemetry.procnames import process_name
-from rigcheck.engine.telemetry.safe import safe
-from rigcheck.engine.telemetry.sample import GpuSample, ProcessUse, normalise_bus_id
+from rigcheck.engine.telemetry.sample import GpuSample, ProcessUse
 
-# nvmlDeviceGetCurrentClocksEventReasons bits, in words.
-CLOCK_EVENT_REASONS = {
-    0x1: "idle",
-    0x2: "application clock setting",
-    0x4: "power cap",
-    0x8: "hardware slowdown",
-    0x10: "sync boost",
-    0x20: "software thermal slowdown",
-    0x40: "hardware thermal slowdown",
-    0x80: "power brake",
-    0x100: "display clock setting",
-}
-NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 1, 2, 0
 UTIL_EVERY_S = 1.0  # per-process SM use is read once a second, over the second before
 
 
-def decode_reasons(mask: int | None) -> tuple[str, ...]:
-    if not mask:
-        return ()
-    return tuple(word for bit, word in CLOCK_EVENT_REASONS.items() if mask & bit)
+def _watts(milliwatts: int | NvmlFailure) -> float | None:
+    value = ok(milliwatts)
+    return None if value is None else value * 1e-3
 
 
 class NvmlSource:
-    """Reads every NVIDIA GPU; `nvml` is the pynvml module, or a fake with the same functions."""
+    """Reads every NVIDIA GPU; `nvml` is an opened hw.nvml.Nvml (opened here when None), or a fake with
+    its calls. `processes=False` leaves out the process lists (a stage child needs only the sensors)."""
 
     vendor = "NVIDIA"
 
@@ -42,40 +39,48 @@ class NvmlSource:
         nvml: Any = None,
         name_of: Callable[[int], str] = process_name,
         clock: Callable[[], float] = time.time,
+        processes: bool = True,
     ) -> None:
         if nvml is None:
-            import pynvml as nvml
+            opened = open_nvml()
+            if isinstance(opened, NvmlUnavailable):
+                raise RuntimeError(f"NVML not usable: {opened.text}")
+            nvml = opened
         self.nvml = nvml
         self.name_of = name_of
         self.clock = clock
-        nvml.nvmlInit()
-        self.handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(nvml.nvmlDeviceGetCount())]
-        self.bus_ids = [
-            normalise_bus_id(_text(getattr(safe(nvml.nvmlDeviceGetPciInfo, h), "busId", None))) for h in self.handles
-        ]
-        self.uuids = [_text(safe(nvml.nvmlDeviceGetUUID, h)) for h in self.handles]
+        self.processes = processes
+        count = nvml.count()
+        handles = [nvml.handle(i) for i in range(count)] if not isinstance(count, NvmlFailure) else [count]
+        failed = next((h for h in handles if isinstance(h, NvmlFailure)), None)
+        if failed is not None:
+            nvml.close()
+            raise RuntimeError(f"NVML cannot list the GPUs: {failed}")
+        self.handles = handles
+        self.bus_ids = [normalise_bus_id(getattr(ok(nvml.pci_info(h)), "bus_id", None)) for h in handles]
+        self.uuids = [ok(nvml.uuid(h)) for h in handles]
         self._names: dict[int, str] = {}
-        self._sm_pct: list[dict[int, float]] = [{} for _ in self.handles]
+        self._sm_pct: list[dict[int, float]] = [{} for _ in handles]
         self._util_at = float("-inf")
-        self.names = [str(safe(nvml.nvmlDeviceGetName, h) or "NVIDIA GPU") for h in self.handles]
-        self.max_sm = [safe(nvml.nvmlDeviceGetMaxClockInfo, h, NVML_CLOCK_SM) for h in self.handles]
-        self.max_mem = [safe(nvml.nvmlDeviceGetMaxClockInfo, h, NVML_CLOCK_MEM) for h in self.handles]
-        self.limits = [safe(nvml.nvmlDeviceGetEnforcedPowerLimit, h, scale=1e-3) for h in self.handles]
-        reasons = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
-        self._reasons = reasons or getattr(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
+        self.names = [str(ok(nvml.name(h)) or "NVIDIA GPU") for h in handles]
+        self.max_sm = [ok(nvml.max_clock(h, CLOCK_SM)) for h in handles]
+        self.max_mem = [ok(nvml.max_clock(h, CLOCK_MEM)) for h in handles]
+        self.limits = [_watts(nvml.enforced_power_limit(h)) for h in handles]
 
     def read(self) -> list[GpuSample]:
         nvml = self.nvml
         now = self.clock()
-        if now - self._util_at >= UTIL_EVERY_S:
+        if self.processes and now - self._util_at >= UTIL_EVERY_S:
             self._util_at = now
             self._sm_pct = [self._process_sm(handle, now - UTIL_EVERY_S) for handle in self.handles]
         out = []
         seen: set[int] = set()
         for index, handle in enumerate(self.handles):
-            memory = self._memory(handle)
-            util = safe(nvml.nvmlDeviceGetUtilizationRates, handle)
-            procs = safe(nvml.nvmlDeviceGetComputeRunningProcesses, handle) or []
+            # v2 where the driver has it: v1's `used` counts the driver's reservation (about 615 MiB on an
+            # idle H200 that nvidia-smi shows as 0)
+            memory = ok(nvml.memory_v2(handle)) or ok(nvml.memory(handle))
+            util = ok(nvml.utilization(handle))
+            procs = (ok(nvml.compute_processes(handle)) or []) if self.processes else []
             uses = tuple(self._use(p, self._sm_pct[index]) for p in procs)
             seen.update(use.pid for use in uses)
             out.append(
@@ -84,17 +89,17 @@ class NvmlSource:
                     name=self.names[index],
                     vendor=self.vendor,
                     source="nvml",
-                    sm_clock_mhz=safe(nvml.nvmlDeviceGetClockInfo, handle, NVML_CLOCK_SM),
-                    mem_clock_mhz=safe(nvml.nvmlDeviceGetClockInfo, handle, NVML_CLOCK_MEM),
+                    sm_clock_mhz=ok(nvml.clock(handle, CLOCK_SM)),
+                    mem_clock_mhz=ok(nvml.clock(handle, CLOCK_MEM)),
                     max_sm_clock_mhz=self.max_sm[index],
                     max_mem_clock_mhz=self.max_mem[index],
-                    temperature_c=safe(nvml.nvmlDeviceGetTemperature, handle, NVML_TEMPERATURE_GPU),
-                    power_w=safe(nvml.nvmlDeviceGetPowerUsage, handle, scale=1e-3),
+                    temperature_c=ok(nvml.temperature(handle, TEMPERATURE_GPU)),
+                    power_w=_watts(nvml.power_usage(handle)),
                     power_limit_w=self.limits[index],
                     utilization_pct=getattr(util, "gpu", None),
                     memory_used=getattr(memory, "used", None),
                     memory_total=getattr(memory, "total", None),
-                    throttle=decode_reasons(safe(self._reasons, handle) if self._reasons else None),
+                    throttle=decode_reasons(ok(nvml.clock_event_reasons(handle))),
                     process_pids=tuple(use.pid for use in uses),
                     pci_bus_id=self.bus_ids[index],
                     uuid=self.uuids[index],
@@ -110,37 +115,18 @@ class NvmlSource:
         name = self._names.get(pid)
         if name is None:
             name = self._names[pid] = self.name_of(pid)
-        memory = getattr(proc, "usedGpuMemory", None)  # None where the driver cannot say (no permission, MIG)
+        memory = proc.used_gpu_memory  # None where the driver cannot say (no permission, MIG)
         return ProcessUse(pid, name, gpu_memory=int(memory) if memory is not None else None, sm_pct=sm_pct.get(pid))
 
     def _process_sm(self, handle: Any, since: float) -> dict[int, float]:
-        """SM use per pid, the newest sample of each in the last second; the driver raises NotFound
+        """SM use per pid, the newest sample of each in the last second; the driver answers NotFound
         when it holds no sample that recent, and some GPUs do not support it: both read as unknown."""
-        read = getattr(self.nvml, "nvmlDeviceGetProcessUtilization", None)
-        samples = safe(read, handle, int(since * 1e6)) if read is not None else None
         newest: dict[int, tuple[int, float]] = {}
-        for item in samples or []:
-            pid, stamp = int(item.pid), int(getattr(item, "timeStamp", 0))
+        for item in ok(self.nvml.process_utilization(handle, int(since * 1e6))) or []:
+            pid, stamp = int(item.pid), int(item.time_stamp)
             if pid not in newest or stamp >= newest[pid][0]:
-                newest[pid] = (stamp, float(item.smUtil))
+                newest[pid] = (stamp, float(item.sm_util))
         return {pid: value for pid, (_, value) in newest.items()}
 
-    def _memory(self, handle: Any) -> Any:
-        """Memory info v2 where the library has it: its `used` leaves out the driver's reservation,
-        as nvidia-smi does (v1 counted about 615 MiB on an idle H200 that nvidia-smi shows as 0)."""
-        version = getattr(self.nvml, "nvmlMemory_v2", None)
-        if version is not None:
-            memory = safe(lambda: self.nvml.nvmlDeviceGetMemoryInfo(handle, version=version))
-            if memory is not None:
-                return memory
-        return safe(self.nvml.nvmlDeviceGetMemoryInfo, handle)
-
     def close(self) -> None:
-        safe(self.nvml.nvmlShutdown)
-
-
-def _text(value: Any) -> str | None:
-    """NVML strings arrive as bytes in older bindings and as str in newer ones."""
-    if value is None:
-        return None
-    return value.decode("ascii", "replace") if isinstance(value, bytes) else str(value)
+        self.nvml.close()

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from rigcheck.engine.hw.sysfs import read_int, read_text
+
 POWERCAP = Path("/sys/class/powercap")
 
 
@@ -20,13 +22,6 @@ class _Zone:
     energy: Path
     wrap: int | None  # max_energy_range_uj: the counter goes back to 0 past this
     last: tuple[int, float] | None = None  # (energy uJ, clock s) at the previous reading
-
-
-def _read_int(path: Path) -> int | None:
-    try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
-        return None
 
 
 class RaplPower:
@@ -39,18 +34,15 @@ class RaplPower:
         for zone in sorted(root.glob("intel-rapl:*")):
             if zone.name.count(":") != 1:
                 continue  # a sub-zone (core, uncore, dram): already inside its package
-            try:
-                name = (zone / "name").read_text().strip()
-            except OSError:
-                continue
-            if name.startswith("package"):
-                self.zones.append(_Zone(zone / "energy_uj", _read_int(zone / "max_energy_range_uj")))
+            name = read_text(zone / "name")
+            if name is not None and name.startswith("package"):
+                self.zones.append(_Zone(zone / "energy_uj", read_int(zone / "max_energy_range_uj")))
 
     def read(self) -> float | None:
         now = self.clock()
         total, known = 0.0, 0
         for zone in self.zones:
-            energy = _read_int(zone.energy)
+            energy = read_int(zone.energy)
             if energy is None:
                 zone.last = None
                 continue

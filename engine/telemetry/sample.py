@@ -2,31 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# [domain:]bus:device.function; NVML writes an 8-digit domain, torch and sysfs 4, some tools none.
-_BUS_ID = re.compile(r"^(?:([0-9a-f]{1,8}):)?([0-9a-f]{1,2}):([0-9a-f]{1,2})\.([0-7])$")
-
-
-def normalise_bus_id(text: str | None) -> str | None:
-    """A PCI address as "0000:1b:00.0" (lower case, 4-digit domain), or None where it is not one."""
-    if text is None:
-        return None
-    if isinstance(text, bytes):
-        text = text.decode("ascii", "replace")
-    match = _BUS_ID.match(text.strip().strip("\x00").lower())
-    if match is None:
-        return None
-    domain, bus, device, function = match.groups()
-    return f"{int(domain or '0', 16):04x}:{int(bus, 16):02x}:{int(device, 16):02x}.{function}"
-
-
-def bus_id_from_parts(domain: int, bus: int, device: int, function: int = 0) -> str:
-    """torch's device properties give the address as numbers (pci_domain_id, pci_bus_id,
-    pci_device_id); CUDA has no function number, and a GPU is function 0."""
-    return f"{domain:04x}:{bus:02x}:{device:02x}.{function}"
+from rigcheck.engine.hw.pci import normalise_bus_id
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Protocol
 
 from rigcheck.engine.telemetry.sample import GpuSample
@@ -32,7 +31,7 @@ def _amdgpuinfo() -> GpuSource:
 def _sysfs() -> GpuSource:
     from rigcheck.engine.telemetry.sysfs import AmdSysfsSource
 
-    return AmdSysfsSource(Path("/sys/class/drm"))
+    return AmdSysfsSource()
 
 
 DEFAULT_FACTORIES: tuple[Callable[[], GpuSource], ...] = (_nvml, _amdgpuinfo, _sysfs)

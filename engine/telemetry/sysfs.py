@@ -5,15 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rigcheck.engine.facts.amd_driver import AMD_VENDOR
-from rigcheck.engine.telemetry.sample import GpuSample, normalise_bus_id
-
-
-def _num(path: Path) -> float | None:
-    try:
-        return float(path.read_text().strip())
-    except (OSError, ValueError):
-        return None
+from rigcheck.engine.hw.amdgpu import DRM_ROOT, amdgpu_cards
+from rigcheck.engine.hw.pci import normalise_bus_id
+from rigcheck.engine.hw.sysfs import read_float, read_text
+from rigcheck.engine.telemetry.sample import GpuSample
 
 
 def parse_dpm(text: str) -> tuple[float | None, float | None]:
@@ -28,36 +23,25 @@ def parse_dpm(text: str) -> tuple[float | None, float | None]:
 class AmdSysfsSource:
     vendor = "AMD"
 
-    def __init__(self, drm_root: Path = Path("/sys/class/drm")) -> None:
-        self.cards = []
-        for card in sorted(drm_root.glob("card[0-9]*")):
-            device = card / "device"
-            if "-" in card.name:
-                continue
-            try:
-                if (device / "vendor").read_text().strip() == AMD_VENDOR:
-                    self.cards.append(device)
-            except OSError:
-                continue
-        if not self.cards:
+    def __init__(self, drm_root: Path = DRM_ROOT) -> None:
+        found = amdgpu_cards(drm_root)
+        if not found:
             raise RuntimeError("no amdgpu card in sysfs")
-        self.addresses = [device.resolve().name for device in self.cards]  # cardN/device links to the PCI folder
+        self.cards = [card.device for card in found]
+        self.addresses = [card.pci for card in found]
 
     def read(self) -> list[GpuSample]:
         out = []
         for index, device in enumerate(self.cards):
             address = self.addresses[index]
             hwmon = next(iter(sorted(device.glob("hwmon/hwmon*"))), device)
-            try:
-                current, top = parse_dpm((device / "pp_dpm_sclk").read_text())
-            except OSError:
-                current, top = None, None
-            freq = _num(hwmon / "freq1_input")
-            power = _num(hwmon / "power1_average")
+            current, top = parse_dpm(read_text(device / "pp_dpm_sclk") or "")
+            freq = read_float(hwmon / "freq1_input")
+            power = read_float(hwmon / "power1_average")
             if power is None:
-                power = _num(hwmon / "power1_input")
-            temp = _num(hwmon / "temp1_input")
-            cap = _num(hwmon / "power1_cap")
+                power = read_float(hwmon / "power1_input")
+            temp = read_float(hwmon / "temp1_input")
+            cap = read_float(hwmon / "power1_cap")
             out.append(
                 GpuSample(
                     index=index,
@@ -69,11 +53,11 @@ class AmdSysfsSource:
                     temperature_c=temp / 1000 if temp is not None else None,
                     power_w=power / 1e6 if power is not None else None,
                     power_limit_w=cap / 1e6 if cap else None,
-                    utilization_pct=_num(device / "gpu_busy_percent"),
-                    memory_used=_int(_num(device / "mem_info_vram_used")),
-                    memory_total=_int(_num(device / "mem_info_vram_total")),
-                    gtt_used=_int(_num(device / "mem_info_gtt_used")),
-                    gtt_total=_int(_num(device / "mem_info_gtt_total")),
+                    utilization_pct=read_float(device / "gpu_busy_percent"),
+                    memory_used=_int(read_float(device / "mem_info_vram_used")),
+                    memory_total=_int(read_float(device / "mem_info_vram_total")),
+                    gtt_used=_int(read_float(device / "mem_info_gtt_used")),
+                    gtt_total=_int(read_float(device / "mem_info_gtt_total")),
                     pci_bus_id=normalise_bus_id(address),
                 )
             )

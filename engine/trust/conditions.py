@@ -13,7 +13,6 @@ Conditions that are normal for the load (a GPU at its power limit) are notes, no
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 from collections.abc import Callable, Iterable
@@ -21,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rigcheck.engine.events import Measurement
+from rigcheck.engine.hw.devices import nvml_index
 from rigcheck.engine.measure.plausibility import over_limit
 from rigcheck.engine.telemetry.sample import GpuSample, Sample, find_gpu
 
@@ -60,21 +60,6 @@ class TrustPolicy:
 
 
 DEFAULT_POLICY = TrustPolicy()
-
-
-def nvml_index(device: str, environ: dict[str, str] | None = None) -> int | None:
-    """The telemetry index of torch's cuda:N by position, following a numeric CUDA/HIP_VISIBLE_DEVICES:
-    the fallback when a figure carries no PCI bus id or UUID."""
-    if not device.startswith("cuda"):
-        return None
-    ordinal = int(device.split(":")[1]) if ":" in device else 0
-    env = os.environ if environ is None else environ
-    visible = env.get("CUDA_VISIBLE_DEVICES") or env.get("HIP_VISIBLE_DEVICES")
-    if visible:
-        ids = [part.strip() for part in visible.split(",")]
-        if ordinal < len(ids) and ids[ordinal].isdigit():
-            return int(ids[ordinal])
-    return ordinal
 
 
 def gpu_index_for(measurement: Measurement, samples: list[Sample]) -> int | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,17 +13,18 @@ from types import SimpleNamespace
 
 import pytest
 from fake_health import FakeHealthNvml, amd_health_tree
+from fakes import build_fake_nvml
 from rigcheck.engine.events import Facts, Status, Verdict
 from rigcheck.engine.facts.amd_health import AmdHealthReader, bad_pages, link_gen
-from rigcheck.engine.facts.health_model import Missing, bus_id_from_text
+from rigcheck.engine.facts.health_model import Missing
 from rigcheck.engine.facts.nvidia_health import NvidiaHealthReader
-from rigcheck.engine.facts.nvml_ctypes import CtypesNvml, NvmlError
 from rigcheck.engine.facts.xid import xids_by_bus
+from rigcheck.engine.hw.nvml import Nvml, NvmlFailure, open_nvml
+from rigcheck.engine.hw.pci import normalise_bus_id
 from rigcheck.engine.stages.health.checks import share_in_words
 from rigcheck.engine.stages.health.stage import check, label_for, open_readers, torch_labels
 
 LABELS = {"0000:18:00.0": "cuda:0", "0000:c1:00.0": "cuda:0"}
-TESTS = Path(__file__).resolve().parent.parent
 
 
 def no_load(device: str) -> contextlib.AbstractContextManager[bool]:
@@ -209,8 +209,8 @@ def test_small_parsers() -> None:
         "pending": 1,
         "failed": 0,
     }
-    assert bus_id_from_text("00000000:18:00.0") == "0000:18:00.0" == bus_id_from_text("0000:18:00.0")
-    assert bus_id_from_text("garbage") is None
+    assert normalise_bus_id("00000000:18:00.0") == "0000:18:00.0" == normalise_bus_id("0000:18:00.0")
+    assert normalise_bus_id("garbage") is None
     assert share_in_words(0.5) == "half" and share_in_words(0.25) == "a quarter" and share_in_words(0.6) == "60%"
 
 
@@ -223,12 +223,9 @@ def test_without_nvml_or_amdgpu_the_readers_say_why(tmp_path: Path) -> None:
 
 def test_the_ctypes_binding_reads_a_real_shared_library(tmp_path: Path) -> None:
     """Compiled from tests/fake_nvml_lib.c: real ctypes calls, out-parameters, error codes and a call it lacks."""
-    gcc = shutil.which("gcc") or shutil.which("cc")
-    if gcc is None:
-        pytest.skip("no C compiler to build the stand-in NVML library")
-    library = tmp_path / "libfakenvml.so"
-    subprocess.run([gcc, "-shared", "-fPIC", "-o", str(library), str(TESTS / "fake_nvml_lib.c")], check=True)
-    reader = NvidiaHealthReader(CtypesNvml(str(library)), kernel_log=list)
+    nvml = open_nvml(str(build_fake_nvml(tmp_path)))
+    assert isinstance(nvml, Nvml)
+    reader = NvidiaHealthReader(nvml, kernel_log=list)
     first, second = reader.devices()
     assert (first.name, first.bus_id, second.bus_id) == ("NVIDIA H200", "0000:18:00.0", "0000:3b:00.0")
     assert second.ecc == {"volatile_corrected": 0, "volatile_uncorrected": 12, "aggregate_corrected": 1,
@@ -290,13 +287,11 @@ def test_gpus_are_named_as_torch_names_them_by_pci_address_or_else_by_nvml_order
 
 def test_a_gpu_the_driver_lists_but_cannot_reach_fails_and_a_failing_driver_fails() -> None:
     class LostGpu(FakeHealthNvml):
-        def nvmlDeviceGetCount(self) -> int:
+        def count(self) -> int:
             return 2
 
-        def nvmlDeviceGetHandleByIndex(self, index: int) -> str:
-            if index == 1:
-                raise NvmlError(15, "GPU is lost")
-            return "handle0"
+        def handle(self, index: int) -> str | NvmlFailure:
+            return NvmlFailure(15, "GPU is lost") if index == 1 else "handle0"
 
     reader = NvidiaHealthReader(LostGpu(), kernel_log=list)
     found = [v for v in check([reader], [], LABELS, "all", no_load) if isinstance(v, Verdict)]

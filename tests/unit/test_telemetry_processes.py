@@ -6,17 +6,11 @@ from pathlib import Path
 
 import pytest
 from fakes import FAKE_CLOCK, FakeGpuProcess, FakeNvml, FakePsutil, amd_sysfs_tree, proc_tree
+from rigcheck.engine.hw.pci import bus_id_from_parts, normalise_bus_id
 from rigcheck.engine.telemetry.host import HostSource
 from rigcheck.engine.telemetry.nvml import NvmlSource
 from rigcheck.engine.telemetry.others import CLOCK_TICKS, BusiestOthers, descendants, scan_procfs
-from rigcheck.engine.telemetry.sample import (
-    HostSample,
-    ProcessUse,
-    Sample,
-    bus_id_from_parts,
-    find_gpu,
-    normalise_bus_id,
-)
+from rigcheck.engine.telemetry.sample import HostSample, ProcessUse, Sample, find_gpu
 from rigcheck.engine.telemetry.sysfs import AmdSysfsSource
 
 

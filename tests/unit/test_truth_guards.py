@@ -364,20 +364,11 @@ def test_children_on_other_gpus_take_turns_at_the_host_link(tmp_path, monkeypatc
 
 
 def test_the_host_link_limit_comes_from_nvml_through_the_shared_binding(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import shutil
-    import subprocess
-    from pathlib import Path
-
-    from rigcheck.engine.facts.nvml_ctypes import CtypesNvml
+    from fakes import build_fake_nvml
+    from rigcheck.engine.hw import nvml
     from rigcheck.engine.stages.common import limits
 
-    gcc = shutil.which("gcc") or shutil.which("cc")
-    if gcc is None:
-        pytest.skip("no C compiler to build the stand-in NVML library")
-    library = tmp_path / "libfakenvml.so"
-    source = Path(__file__).parent.parent / "fake_nvml_lib.c"
-    subprocess.run([gcc, "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
-    monkeypatch.setattr(limits, "CtypesNvml", lambda: CtypesNvml(str(library)))
+    monkeypatch.setattr(nvml, "LIBRARY", str(build_fake_nvml(tmp_path)))
     limits._nvml_link.cache_clear()
     found = limits._nvml_link("0000:3b:00.0")
     assert found is not None and found.value == pytest.approx(63.0, rel=0.01) and "Gen5 x16" in found.basis

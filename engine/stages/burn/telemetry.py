@@ -1,7 +1,7 @@
 """Clocks, heat, power and throttle reasons sampled inside the burn's child, so its verdict can name a cause.
 
 The parent also attaches telemetry to every measurement; this copy exists because the verdicts are
-made in the child. NVIDIA through the ctypes NVML binding, AMD through sysfs; none on the CPU.
+made in the child. NVIDIA through hw.nvml (sensors only, no process lists), AMD through sysfs; none on the CPU.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ import threading
 import time
 from typing import Any
 
-from rigcheck.engine.facts.gpu_devices import pci_address
-from rigcheck.engine.facts.health_model import bus_id_from_text
+from rigcheck.engine.hw.devices import nvml_index
+from rigcheck.engine.hw.pci import normalise_bus_id, torch_bus_id
+from rigcheck.engine.telemetry.nvml import NvmlSource
 from rigcheck.engine.telemetry.sample import GpuSample
-from rigcheck.engine.trust.conditions import nvml_index
+from rigcheck.engine.telemetry.sysfs import AmdSysfsSource
 
 INTERVAL_S = 0.5
 
@@ -23,19 +24,13 @@ INTERVAL_S = 0.5
 def _open_source() -> tuple[Any, list[str | None]] | None:
     """A telemetry source and each of its GPUs' bus ids, or None on a host without one."""
     try:
-        from rigcheck.engine.facts.nvml_ctypes import CtypesNvml
-        from rigcheck.engine.telemetry.nvml import NvmlSource
-
-        nvml = CtypesNvml()
-        source = NvmlSource(nvml)
-        return source, [bus_id_from_text(str(nvml.nvmlDeviceGetPciInfo(h).busId)) for h in source.handles]
+        source = NvmlSource(processes=False)
+        return source, list(source.bus_ids)
     except Exception:
         pass
     try:
-        from rigcheck.engine.telemetry.sysfs import AmdSysfsSource
-
         amd = AmdSysfsSource()
-        return amd, [bus_id_from_text(card.resolve().name) for card in amd.cards]
+        return amd, [normalise_bus_id(address) for address in amd.addresses]
     except Exception:
         return None
 
@@ -56,7 +51,7 @@ class ChildTelemetry:
         source, buses = found
         indexes = {}
         for device in gpus:
-            bus = pci_address(torch.cuda.get_device_properties(device))
+            bus = torch_bus_id(torch.cuda.get_device_properties(device))
             if bus is not None and bus in buses:
                 indexes[str(device)] = buses.index(bus)
             elif bus is None and source.vendor == "NVIDIA":  # a torch without PCI ids: NVML's own order

@@ -3,19 +3,17 @@ from the chip's units and clock; the host link from the driver or sysfs; the CPU
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import platform
 import re
 from pathlib import Path
 
 import torch
-from rigcheck.engine.facts.gpu_devices import pci_address
 from rigcheck.engine.facts.host import cpu_facts
-from rigcheck.engine.facts.nvml_ctypes import CtypesNvml, NvmlError
+from rigcheck.engine.hw.nvml import NvmlFailure, NvmlUnavailable, ok, open_nvml
+from rigcheck.engine.hw.pci import PCI_DEVICES, normalise_bus_id, sysfs_max_link, torch_bus_id
 from rigcheck.engine.measure.plausibility import Limit, cpu_matmul_limit, pcie_limit
 from rigcheck.engine.stages.common.peaks import bandwidth_peak, matmul_peak
-from rigcheck.engine.telemetry.sample import normalise_bus_id
 
 GENEROUS_CLOCK_GHZ = 2.6  # above every shipping GPU's boost clock, for bounds without a datasheet
 # Dense matrix FLOPs per clock per SM/CU, by architecture and dtype (from the vendors' whitepapers,
@@ -90,7 +88,7 @@ def device_copy_limit(device: torch.device) -> Limit | None:
 
 
 def bus_id(device: torch.device) -> str | None:
-    return pci_address(torch.cuda.get_device_properties(device))
+    return torch_bus_id(torch.cuda.get_device_properties(device))
 
 
 def host_link_limit(device: torch.device) -> Limit | None:
@@ -107,46 +105,28 @@ def host_link_limit(device: torch.device) -> Limit | None:
 
 @functools.cache
 def _nvml_link(address: str) -> Limit | None:
-    """The link's top generation and width as NVML reports them, through the binding health uses."""
-    try:
-        nvml = CtypesNvml()
-        nvml.nvmlInit()
-    except (OSError, NvmlError):
+    """The link's top generation and width as NVML reports them."""
+    nvml = open_nvml()
+    if isinstance(nvml, NvmlUnavailable):
         return None
     try:
-        for index in range(nvml.nvmlDeviceGetCount()):
-            handle = nvml.nvmlDeviceGetHandleByIndex(index)
-            if normalise_bus_id(nvml.nvmlDeviceGetPciInfo(handle).busId) != address:
+        for index in range(ok(nvml.count()) or 0):
+            handle = nvml.handle(index)
+            pci = nvml.pci_info(handle) if not isinstance(handle, NvmlFailure) else handle
+            if isinstance(pci, NvmlFailure):
+                return None  # a GPU NVML cannot place: no bound rather than another GPU's
+            if normalise_bus_id(pci.bus_id) != address:
                 continue
-            gens = [
-                _read(nvml, name, handle)
-                for name in ("nvmlDeviceGetMaxPcieLinkGeneration", "nvmlDeviceGetGpuMaxPcieLinkGeneration")
-            ]
-            width = _read(nvml, "nvmlDeviceGetMaxPcieLinkWidth", handle)
+            gens = [ok(nvml.pcie_max_generation(handle)) or None, ok(nvml.pcie_gpu_max_generation(handle)) or None]
+            width = ok(nvml.pcie_max_width(handle)) or None
             if not any(gens) or not width:
                 return None
             return pcie_limit(max(g for g in gens if g), None, width, "NVML's maximum link")
         return None
-    except NvmlError:
-        return None
     finally:
-        with contextlib.suppress(NvmlError):
-            nvml.nvmlShutdown()
+        nvml.close()
 
 
-def _read(nvml: CtypesNvml, name: str, handle: object) -> int | None:
-    try:
-        return getattr(nvml, name)(handle) or None
-    except NvmlError:
-        return None
-
-
-def _sysfs_link(address: str, root: Path = Path("/sys/bus/pci/devices")) -> Limit | None:
-    folder = root / address
-    try:
-        speed = (folder / "max_link_speed").read_text()
-        width = int((folder / "max_link_width").read_text().strip())
-    except (OSError, ValueError):
-        return None
-    match = re.match(r"\s*([\d.]+)\s*GT/s", speed)
-    return pcie_limit(None, float(match.group(1)), width, "sysfs max_link_speed") if match else None
+def _sysfs_link(address: str, root: Path = PCI_DEVICES) -> Limit | None:
+    found = sysfs_max_link(address, root)
+    return pcie_limit(None, found[0], found[1], "sysfs max_link_speed") if found else None

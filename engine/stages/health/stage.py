@@ -16,19 +16,19 @@ from typing import Any
 
 from rigcheck.engine.events import Event, Facts, Progress, Status, Verdict
 from rigcheck.engine.facts.amd_health import AmdHealthReader
-from rigcheck.engine.facts.gpu_devices import pci_address
 from rigcheck.engine.facts.health_model import GpuHealth, HealthReader, Missing
-from rigcheck.engine.facts.nvidia_health import NvidiaHealthReader
-from rigcheck.engine.facts.nvml_ctypes import NvmlError
+from rigcheck.engine.facts.nvidia_health import NvidiaHealthReader, NvmlBroken
+from rigcheck.engine.hw.amdgpu import DRM_ROOT
+from rigcheck.engine.hw.devices import nvml_index
+from rigcheck.engine.hw.pci import torch_bus_id
 from rigcheck.engine.stage import StageContext
 from rigcheck.engine.stages.health.checks import STAGE, gpu_verdicts
-from rigcheck.engine.trust.conditions import nvml_index
 
 Load = Callable[[str], contextlib.AbstractContextManager[bool]]
 WAKE_S = 0.3  # long enough for the link to train up to speed under a copy
 
 
-def open_readers(drm_root: Path = Path("/sys/class/drm")) -> tuple[list[HealthReader], list[str], list[str]]:
+def open_readers(drm_root: Path = DRM_ROOT) -> tuple[list[HealthReader], list[str], list[str]]:
     """Every vendor reader that finds GPUs; why the others found none; and drivers present but failing."""
     readers: list[HealthReader] = []
     absent, broken = [], []
@@ -36,7 +36,7 @@ def open_readers(drm_root: Path = Path("/sys/class/drm")) -> tuple[list[HealthRe
         readers.append(NvidiaHealthReader())
     except OSError as error:
         absent.append(f"NVML not usable ({error})")
-    except NvmlError as error:  # the library is there and fails: e.g. a driver upgraded without a reboot
+    except NvmlBroken as error:  # the library is there and fails: e.g. a driver upgraded without a reboot
         broken.append(f"the NVIDIA driver's NVML is installed but fails to start: {error}")
     try:
         readers.append(AmdHealthReader(drm_root))
@@ -55,7 +55,7 @@ def torch_labels(torch: Any) -> dict[str, str]:
         return {}
     labels = {}
     for index in range(torch.cuda.device_count()):
-        address = pci_address(torch.cuda.get_device_properties(index))
+        address = torch_bus_id(torch.cuda.get_device_properties(index))
         fallback = nvml_index(f"cuda:{index}") if torch.version.hip is None else None
         if address is not None:
             labels[address] = f"cuda:{index}"

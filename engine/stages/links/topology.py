@@ -1,4 +1,4 @@
-"""How the driver says the GPUs are joined: NVML (by ctypes) on NVIDIA, KFD's sysfs on AMD, drawn as words.
+"""How the driver says the GPUs are joined: NVML on NVIDIA, KFD's sysfs on AMD (both through hw/), drawn as words.
 
 Standard library only. The cells read like `nvidia-smi topo -m`: NV# (that many NVLinks), XGMI, and
 for PCIe the nearest common ancestor: PIX (one switch), PXB (several), PHB (host bridge), NODE
@@ -7,15 +7,17 @@ for PCIe the nearest common ancestor: PIX (one switch), PXB (several), PHB (host
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from rigcheck.engine.hw.amdgpu import KFD_NODES, kfd_topology
+from rigcheck.engine.hw.nvml import Handle, Nvml, NvmlFailure, NvmlUnavailable, PciInfo, ok, open_nvml
+from rigcheck.engine.hw.pci import bus_id_from_parts, normalise_bus_id
+
 NVML_LEVELS = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
 NVLINK_MAX_LINKS = 18
 NVLINK_REMOTE_UNKNOWN, NVLINK_REMOTE_GPU, NVLINK_REMOTE_SWITCH = -1, 0, 2
-KFD_NODES = Path("/sys/class/kfd/kfd/topology/nodes")
 KFD_IOLINK_PCIE, KFD_IOLINK_XGMI = 2, 11
 
 
@@ -29,98 +31,61 @@ class NvLink(Protocol):
     def pcie(self, index: int) -> dict[str, int | None]: ...
 
 
-class _PciInfo(ctypes.Structure):
-    _fields_ = [
-        ("busIdLegacy", ctypes.c_char * 16),
-        ("domain", ctypes.c_uint),
-        ("bus", ctypes.c_uint),
-        ("device", ctypes.c_uint),
-        ("pciDeviceId", ctypes.c_uint),
-        ("pciSubSystemId", ctypes.c_uint),
-        ("busId", ctypes.c_char * 32),
-    ]
+def _address(info: PciInfo | NvmlFailure) -> str | None:
+    return None if isinstance(info, NvmlFailure) else bus_id_from_parts(info.domain, info.bus, info.device)
 
 
-def _address(info: _PciInfo) -> str:
-    return f"{info.domain:04x}:{info.bus:02x}:{info.device:02x}.0"
+class NvmlLinks:
+    """The NvLink questions answered by hw.nvml; a GPU NVML cannot reach answers None to each."""
 
-
-def normal_bus_id(text: str | None) -> str | None:
-    """'00000000:18:00.0' and '0000:18:00.0' name one device: keep the last four hex digits of the domain."""
-    if not text:
-        return None
-    parts = text.strip().lower().split(":")
-    if len(parts) != 3:
-        return text.lower()
-    return f"{int(parts[0], 16):04x}:{parts[1]}:{parts[2]}"
-
-
-class CtypesNvml:
-    """NVML through ctypes (stage children avoid nvidia-ml-py); every call that fails answers None."""
-
-    def __init__(self, library: str = "libnvidia-ml.so.1") -> None:
-        self.lib = ctypes.CDLL(library)
-        if self.lib.nvmlInit_v2() != 0:
-            raise OSError("nvmlInit failed")
-        self.handles: list[ctypes.c_void_p] = []
-        count = ctypes.c_uint()
-        self.lib.nvmlDeviceGetCount_v2(ctypes.byref(count))
-        for index in range(count.value):
-            handle = ctypes.c_void_p()
-            self.lib.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(handle))
-            self.handles.append(handle)
+    def __init__(self, nvml: Nvml) -> None:
+        self.nvml = nvml
+        count = ok(nvml.count()) or 0
+        self.handles: list[Handle | None] = [ok(nvml.handle(index)) for index in range(count)]
 
     def close(self) -> None:
-        self.lib.nvmlShutdown()
+        self.nvml.close()
 
     def count(self) -> int:
         return len(self.handles)
 
     def bus_id(self, index: int) -> str | None:
-        info = _PciInfo()
-        return (
-            _address(info) if self.lib.nvmlDeviceGetPciInfo_v3(self.handles[index], ctypes.byref(info)) == 0 else None
-        )
+        handle = self.handles[index]
+        return _address(self.nvml.pci_info(handle)) if handle is not None else None
 
     def common_ancestor(self, a: int, b: int) -> int | None:
-        level = ctypes.c_int()
-        call = self.lib.nvmlDeviceGetTopologyCommonAncestor
-        return level.value if call(self.handles[a], self.handles[b], ctypes.byref(level)) == 0 else None
+        first, second = self.handles[a], self.handles[b]
+        return ok(self.nvml.common_ancestor(first, second)) if first is not None and second is not None else None
 
     def nvlinks(self, index: int) -> list[tuple[str | None, int]]:
+        handle = self.handles[index]
+        if handle is None:
+            return []
         links = []
         for link in range(NVLINK_MAX_LINKS):
-            active = ctypes.c_int()
-            if self.lib.nvmlDeviceGetNvLinkState(self.handles[index], link, ctypes.byref(active)) != 0:
+            if not ok(self.nvml.nvlink_active(handle, link)):
                 continue
-            if not active.value:
-                continue
-            info, kind = _PciInfo(), ctypes.c_int(NVLINK_REMOTE_UNKNOWN)
-            ok = self.lib.nvmlDeviceGetNvLinkRemotePciInfo_v2(self.handles[index], link, ctypes.byref(info)) == 0
-            call = getattr(self.lib, "nvmlDeviceGetNvLinkRemoteDeviceType", None)
-            if call is None or call(self.handles[index], link, ctypes.byref(kind)) != 0:
-                kind.value = NVLINK_REMOTE_UNKNOWN
-            links.append((_address(info) if ok else None, kind.value))
+            kind = ok(self.nvml.nvlink_remote_type(handle, link))
+            remote = _address(self.nvml.nvlink_remote_pci(handle, link))
+            links.append((remote, NVLINK_REMOTE_UNKNOWN if kind is None else kind))
         return links
 
     def pcie(self, index: int) -> dict[str, int | None]:
-        out: dict[str, int | None] = {}
-        for key, call in (
-            ("gen", "nvmlDeviceGetCurrPcieLinkGeneration"),
-            ("width", "nvmlDeviceGetCurrPcieLinkWidth"),
-            ("max_gen", "nvmlDeviceGetMaxPcieLinkGeneration"),
-            ("max_width", "nvmlDeviceGetMaxPcieLinkWidth"),
-        ):
-            value = ctypes.c_uint()
-            ok = hasattr(self.lib, call) and getattr(self.lib, call)(self.handles[index], ctypes.byref(value)) == 0
-            out[key] = value.value if ok else None
-        return out
+        handle = self.handles[index]
+        nv = self.nvml
+        calls = (
+            ("gen", nv.pcie_generation),
+            ("width", nv.pcie_width),
+            ("max_gen", nv.pcie_max_generation),
+            ("max_width", nv.pcie_max_width),
+        )
+        return {key: ok(call(handle)) if handle is not None else None for key, call in calls}
 
 
 def nvidia_topology(nvml: NvLink, bus_ids: Sequence[str | None]) -> dict[str, Any]:
     """The matrix for torch's GPUs in torch's order (matched to NVML's by PCI bus id), NVLinks counted per pair."""
-    nvml_bus = [normal_bus_id(nvml.bus_id(i)) for i in range(nvml.count())]
-    wanted = [normal_bus_id(b) for b in bus_ids]
+    nvml_bus = [normalise_bus_id(nvml.bus_id(i)) for i in range(nvml.count())]
+    wanted = [normalise_bus_id(b) for b in bus_ids]
     order = [nvml_bus.index(b) if b in nvml_bus else i for i, b in enumerate(wanted)]
     links = [nvml.nvlinks(n) for n in order]
     # Links into an NVSwitch fabric join every pair on it; where the driver does not say what is at the far
@@ -129,7 +94,7 @@ def nvidia_topology(nvml: NvLink, bus_ids: Sequence[str | None]) -> dict[str, An
         sum(
             1
             for bus, kind in lk
-            if kind == NVLINK_REMOTE_SWITCH or (kind == NVLINK_REMOTE_UNKNOWN and normal_bus_id(bus) not in nvml_bus)
+            if kind == NVLINK_REMOTE_SWITCH or (kind == NVLINK_REMOTE_UNKNOWN and normalise_bus_id(bus) not in nvml_bus)
         )
         for lk in links
     ]
@@ -140,7 +105,7 @@ def nvidia_topology(nvml: NvLink, bus_ids: Sequence[str | None]) -> dict[str, An
             if i == j:
                 row.append("X")
                 continue
-            direct = sum(1 for remote, _ in links[i] if normal_bus_id(remote) == wanted[j])
+            direct = sum(1 for remote, _ in links[i] if normalise_bus_id(remote) == wanted[j])
             nv = direct + min(to_switch[i], to_switch[j])
             level = nvml.common_ancestor(a, b)
             row.append(f"NV{nv}" if nv else NVML_LEVELS.get(level, "?") if level is not None else "?")
@@ -152,41 +117,15 @@ def nvidia_topology(nvml: NvLink, bus_ids: Sequence[str | None]) -> dict[str, An
     return {"source": "NVML", "cells": cells, "gpus": gpus}
 
 
-def _properties(path: Path) -> dict[str, int]:
-    out = {}
-    for line in path.read_text().splitlines():
-        key, _, value = line.partition(" ")
-        if value.strip().lstrip("-").isdigit():
-            out[key] = int(value)
-    return out
-
-
 def amd_topology(bus_ids: Sequence[str | None], root: Path = KFD_NODES) -> dict[str, Any] | None:
     """xGMI and PCIe links between GPUs from KFD's topology in sysfs, or None where there is none."""
-    try:
-        nodes = sorted((p for p in root.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
-    except OSError:
+    found = kfd_topology(root)
+    if found is None:
         return None
-    by_bus: dict[str, int] = {}
-    for node in nodes:
-        try:
-            props = _properties(node / "properties")
-        except OSError:
-            continue
-        if props.get("simd_count", 0) and "location_id" in props:
-            loc = props["location_id"]
-            by_bus[f"{props.get('domain', 0):04x}:{loc >> 8:02x}:{(loc & 0xFF) >> 3:02x}.0"] = int(node.name)
-    wanted = [normal_bus_id(b) for b in bus_ids]
+    by_bus, kinds = found.gpus, found.links
+    wanted = [normalise_bus_id(b) for b in bus_ids]
     if not all(b in by_bus for b in wanted):
         return None
-    kinds: dict[tuple[int, int], tuple[int, int]] = {}
-    for node in nodes:
-        for link in sorted((node / "io_links").glob("*/properties")):
-            props = _properties(link)
-            kinds[(props.get("node_from", int(node.name)), props.get("node_to", -1))] = (
-                props.get("type", 0),
-                props.get("weight", 0),
-            )
     cells = []
     for i, a in enumerate(wanted):
         row = []
@@ -214,11 +153,11 @@ def read_topology(bus_ids: Sequence[str | None], hip: bool) -> dict[str, Any]:
     if hip:
         found = amd_topology(bus_ids)
         return found or {"source": None, "reason": "no KFD topology in sysfs for these GPUs"}
+    nvml = open_nvml()
+    if isinstance(nvml, NvmlUnavailable):
+        return {"source": None, "reason": f"NVML not usable: {'nvmlInit failed' if nvml.loaded else nvml.text}"}
+    links = NvmlLinks(nvml)
     try:
-        nvml = CtypesNvml()
-    except (OSError, AttributeError) as error:
-        return {"source": None, "reason": f"NVML not usable: {error}"}
-    try:
-        return nvidia_topology(nvml, bus_ids)
+        return nvidia_topology(links, bus_ids)
     finally:
-        nvml.close()
+        links.close()

@@ -1,0 +1,414 @@
+"""The one module that loads the NVIDIA management library (NVML): every NVML call rigcheck makes, by ctypes.
+
+Why ctypes over libnvidia-ml.so.1 rather than nvidia-ml-py (pynvml): stage children may run under a
+`--python` interpreter that has torch but not pynvml, and the parent and the children must read the
+same calls the same way. Nothing here raises to its callers: `open_nvml` answers an `Nvml` or an
+`NvmlUnavailable` saying why (no library = unavailable), and each call answers its value or an
+`NvmlFailure` carrying NVML's return code and message, so a caller can say why a counter is missing.
+Values keep NVML's own units (MHz, degrees C, mW, bytes, %), as nvidia-ml-py returns them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+LIBRARY = "libnvidia-ml.so.1"  # looked up at each open, so tests can point it at a stand-in
+SUCCESS, NOT_SUPPORTED, NO_PERMISSION, INSUFFICIENT_SIZE, FUNCTION_NOT_FOUND = 0, 3, 4, 7, 13
+CLOCK_SM, CLOCK_MEM, TEMPERATURE_GPU = 1, 2, 0
+VALUE_NOT_AVAILABLE = 2**64 - 1  # an unsigned long long NVML could not fill (e.g. a process's memory under MIG)
+MEMORY_V2 = 0x02000028  # nvmlMemory_v2: sizeof(nvmlMemory_v2_t) | 2 << 24
+NAME_BUFFER = 96
+
+# nvmlDeviceGetCurrentClocksEventReasons bits, in words.
+CLOCK_EVENT_REASONS = {
+    0x1: "idle",
+    0x2: "application clock setting",
+    0x4: "power cap",
+    0x8: "hardware slowdown",
+    0x10: "sync boost",
+    0x20: "software thermal slowdown",
+    0x40: "hardware thermal slowdown",
+    0x80: "power brake",
+    0x100: "display clock setting",
+}
+
+T = TypeVar("T")
+_uint, _ull, _int = ctypes.c_uint, ctypes.c_ulonglong, ctypes.c_int
+
+
+def decode_reasons(mask: int | None) -> tuple[str, ...]:
+    if not mask:
+        return ()
+    return tuple(word for bit, word in CLOCK_EVENT_REASONS.items() if mask & bit)
+
+
+@dataclass(frozen=True)
+class NvmlFailure:
+    """A call that did not answer: NVML's return code and its message (FUNCTION_NOT_FOUND: this driver lacks it)."""
+
+    code: int
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class NvmlUnavailable:
+    """Why NVML cannot be used: `loaded` says the library is there but failed to start."""
+
+    text: str
+    loaded: bool
+
+
+def ok(answer: T | NvmlFailure) -> T | None:
+    """The value, or None where the call failed: for readers to whom a missing sensor is only a gap."""
+    return None if isinstance(answer, NvmlFailure) else answer
+
+
+@dataclass(frozen=True)
+class PciInfo:
+    bus_id: str  # as NVML writes it, "00000000:18:00.0"
+    domain: int
+    bus: int
+    device: int
+
+
+@dataclass(frozen=True)
+class Memory:
+    total: int
+    free: int
+    used: int
+
+
+@dataclass(frozen=True)
+class Utilization:
+    gpu: int
+    memory: int
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    pid: int
+    used_gpu_memory: int | None  # bytes; None where the driver cannot say
+
+
+@dataclass(frozen=True)
+class ProcessSample:
+    pid: int
+    time_stamp: int  # microseconds
+    sm_util: int  # %
+
+
+@dataclass(frozen=True)
+class FabricInfo:
+    state: int
+    status: int
+
+
+class _Pci(ctypes.Structure):
+    _fields_ = [
+        ("busIdLegacy", ctypes.c_char * 16),
+        ("domain", _uint),
+        ("bus", _uint),
+        ("device", _uint),
+        ("pciDeviceId", _uint),
+        ("pciSubSystemId", _uint),
+        ("busId", ctypes.c_char * 32),
+    ]
+
+
+class _Memory(ctypes.Structure):
+    _fields_ = [("total", _ull), ("free", _ull), ("used", _ull)]
+
+
+class _MemoryV2(ctypes.Structure):
+    _fields_ = [("version", _uint), ("total", _ull), ("reserved", _ull), ("free", _ull), ("used", _ull)]
+
+
+class _Utilization(ctypes.Structure):
+    _fields_ = [("gpu", _uint), ("memory", _uint)]
+
+
+class _ProcessInfo(ctypes.Structure):
+    _fields_ = [("pid", _uint), ("usedGpuMemory", _ull), ("gpuInstanceId", _uint), ("computeInstanceId", _uint)]
+
+
+class _ProcessSample(ctypes.Structure):
+    _fields_ = [
+        ("pid", _uint),
+        ("timeStamp", _ull),
+        ("smUtil", _uint),
+        ("memUtil", _uint),
+        ("encUtil", _uint),
+        ("decUtil", _uint),
+    ]
+
+
+class _Fabric(ctypes.Structure):
+    _fields_ = [("clusterUuid", ctypes.c_uint8 * 16), ("status", _int), ("cliqueId", _uint), ("state", _uint)]
+
+
+Handle = ctypes.c_void_p
+
+
+def open_nvml(library: str | None = None) -> Nvml | NvmlUnavailable:
+    """Load and start NVML (`library` defaults to LIBRARY); each open is matched by one `close`."""
+    try:
+        lib = ctypes.CDLL(library or LIBRARY)
+    except OSError as error:
+        return NvmlUnavailable(str(error), loaded=False)
+    start = getattr(lib, "nvmlInit_v2", None)
+    if start is None:
+        return NvmlUnavailable("this library has no nvmlInit_v2", loaded=False)
+    nvml = Nvml(lib)
+    code = start()
+    if code != SUCCESS:
+        return NvmlUnavailable(nvml.error_text(code), loaded=True)
+    return nvml
+
+
+class Nvml:
+    """A started NVML. Device calls take a handle from `handle(index)`; each answers a value or NvmlFailure."""
+
+    def __init__(self, lib: Any) -> None:
+        self.lib = lib
+        self._closed = False
+        self._lock = threading.Lock()
+        describe = getattr(lib, "nvmlErrorString", None)
+        if describe is not None:
+            describe.restype = ctypes.c_char_p
+        self._describe = describe
+
+    def error_text(self, code: int) -> str:
+        if self._describe is None:
+            return f"NVML error {code}"
+        text = self._describe(code)
+        return text.decode(errors="replace") if text else f"NVML error {code}"
+
+    def _call(self, name: str, *args: Any) -> NvmlFailure | None:
+        function = getattr(self.lib, name, None)
+        if function is None:
+            return NvmlFailure(FUNCTION_NOT_FOUND, f"{name} is not in this driver's NVML")
+        try:
+            code = function(*args)
+        except Exception as error:  # a ctypes argument error: a bug to report, never a crash of the reader
+            return NvmlFailure(-1, f"{name}: {error}")
+        return None if code == SUCCESS else NvmlFailure(code, self.error_text(code))
+
+    def _value(self, name: str, kind: type, *args: Any) -> Any:
+        out = kind()
+        failed = self._call(name, *args, ctypes.byref(out))
+        return failed or out.value
+
+    def _struct(self, name: str, out: ctypes.Structure, *args: Any) -> NvmlFailure | None:
+        return self._call(name, *args, ctypes.byref(out))
+
+    def _pair(self, name: str, handle: Handle, kind: type = _uint) -> tuple[int, int] | NvmlFailure:
+        first, second = kind(), kind()
+        failed = self._call(name, handle, ctypes.byref(first), ctypes.byref(second))
+        return failed or (int(first.value), int(second.value))
+
+    def _text(self, name: str, *args: Any) -> str | NvmlFailure:
+        buffer = ctypes.create_string_buffer(NAME_BUFFER)
+        failed = self._call(name, *args, buffer, _uint(NAME_BUFFER))
+        return failed or buffer.value.decode(errors="replace")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._call("nvmlShutdown")
+
+    # --- the system --------------------------------------------------------------------------------
+
+    def driver_version(self) -> str | NvmlFailure:
+        return self._text("nvmlSystemGetDriverVersion")
+
+    def cuda_driver_version(self) -> int | NvmlFailure:
+        """The CUDA driver API version as NVML encodes it: 12040 is 12.4."""
+        return self._value("nvmlSystemGetCudaDriverVersion_v2", _int)
+
+    def count(self) -> int | NvmlFailure:
+        return self._value("nvmlDeviceGetCount_v2", _uint)
+
+    def handle(self, index: int) -> Handle | NvmlFailure:
+        handle = Handle()
+        failed = self._call("nvmlDeviceGetHandleByIndex_v2", _uint(index), ctypes.byref(handle))
+        return failed or handle
+
+    # --- identity ----------------------------------------------------------------------------------
+
+    def name(self, handle: Handle) -> str | NvmlFailure:
+        return self._text("nvmlDeviceGetName", handle)
+
+    def uuid(self, handle: Handle) -> str | NvmlFailure:
+        return self._text("nvmlDeviceGetUUID", handle)
+
+    def pci_info(self, handle: Handle) -> PciInfo | NvmlFailure:
+        info = _Pci()
+        return self._struct("nvmlDeviceGetPciInfo_v3", info, handle) or _pci(info)
+
+    # --- readings ----------------------------------------------------------------------------------
+
+    def clock(self, handle: Handle, kind: int) -> int | NvmlFailure:
+        """MHz now; kind CLOCK_SM or CLOCK_MEM."""
+        return self._value("nvmlDeviceGetClockInfo", _uint, handle, _int(kind))
+
+    def max_clock(self, handle: Handle, kind: int) -> int | NvmlFailure:
+        return self._value("nvmlDeviceGetMaxClockInfo", _uint, handle, _int(kind))
+
+    def temperature(self, handle: Handle, sensor: int = TEMPERATURE_GPU) -> int | NvmlFailure:
+        return self._value("nvmlDeviceGetTemperature", _uint, handle, _int(sensor))
+
+    def power_usage(self, handle: Handle) -> int | NvmlFailure:
+        """mW."""
+        return self._value("nvmlDeviceGetPowerUsage", _uint, handle)
+
+    def utilization(self, handle: Handle) -> Utilization | NvmlFailure:
+        value = _Utilization()
+        return self._struct("nvmlDeviceGetUtilizationRates", value, handle) or Utilization(value.gpu, value.memory)
+
+    def memory(self, handle: Handle) -> Memory | NvmlFailure:
+        """Memory info v1: its `used` counts the driver's reservation."""
+        value = _Memory()
+        return self._struct("nvmlDeviceGetMemoryInfo", value, handle) or Memory(value.total, value.free, value.used)
+
+    def memory_v2(self, handle: Handle) -> Memory | NvmlFailure:
+        """Memory info v2: its `used` leaves out the driver's reservation, as nvidia-smi does."""
+        value = _MemoryV2(version=MEMORY_V2)
+        failed = self._struct("nvmlDeviceGetMemoryInfo_v2", value, handle)
+        return failed or Memory(value.total, value.free, value.used)
+
+    def clock_event_reasons(self, handle: Handle) -> int | NvmlFailure:
+        """The bit mask of CLOCK_EVENT_REASONS, through the older call's name on drivers before 535."""
+        found = self._value("nvmlDeviceGetCurrentClocksEventReasons", _ull, handle)
+        if isinstance(found, NvmlFailure) and found.code == FUNCTION_NOT_FOUND:
+            return self._value("nvmlDeviceGetCurrentClocksThrottleReasons", _ull, handle)
+        return found
+
+    def compute_processes(self, handle: Handle) -> list[GpuProcess] | NvmlFailure:
+        """The compute processes on this GPU (asked for their number first, then read with room to spare)."""
+        count = _uint(0)
+        failed = self._call("nvmlDeviceGetComputeRunningProcesses_v3", handle, ctypes.byref(count), None)
+        if failed is None:
+            return []
+        if failed.code != INSUFFICIENT_SIZE:
+            return failed
+        count.value = count.value * 2 + 5  # processes may start between the two calls
+        found = (_ProcessInfo * count.value)()
+        failed = self._call("nvmlDeviceGetComputeRunningProcesses_v3", handle, ctypes.byref(count), found)
+        if failed is not None:
+            return failed
+        return [
+            GpuProcess(int(p.pid), None if p.usedGpuMemory == VALUE_NOT_AVAILABLE else int(p.usedGpuMemory))
+            for p in found[: count.value]
+        ]
+
+    def process_utilization(self, handle: Handle, since_us: int) -> list[ProcessSample] | NvmlFailure:
+        """Per-process SM use sampled after `since_us`; NVML answers NOT_FOUND when it holds no such sample."""
+        count, since = _uint(0), _ull(since_us)
+        failed = self._call("nvmlDeviceGetProcessUtilization", handle, None, ctypes.byref(count), since)
+        if failed is None:
+            return []
+        if failed.code != INSUFFICIENT_SIZE:
+            return failed
+        found = (_ProcessSample * count.value)()
+        failed = self._call("nvmlDeviceGetProcessUtilization", handle, found, ctypes.byref(count), since)
+        if failed is not None:
+            return failed
+        return [ProcessSample(int(s.pid), int(s.timeStamp), int(s.smUtil)) for s in found[: count.value]]
+
+    # --- health ------------------------------------------------------------------------------------
+
+    def ecc_mode(self, handle: Handle) -> tuple[int, int] | NvmlFailure:
+        """(current, pending)."""
+        return self._pair("nvmlDeviceGetEccMode", handle, _int)
+
+    def total_ecc_errors(self, handle: Handle, error_type: int, counter_type: int) -> int | NvmlFailure:
+        return self._value("nvmlDeviceGetTotalEccErrors", _ull, handle, _int(error_type), _int(counter_type))
+
+    def retired_page_count(self, handle: Handle, cause: int) -> int | NvmlFailure:
+        """How many pages are retired for `cause`; asks only for the count, not the addresses."""
+        count = _uint(0)
+        failed = self._call("nvmlDeviceGetRetiredPages", handle, _int(cause), ctypes.byref(count), None)
+        if failed is not None and failed.code != INSUFFICIENT_SIZE:
+            return failed
+        return int(count.value)
+
+    def retired_pages_pending(self, handle: Handle) -> int | NvmlFailure:
+        return self._value("nvmlDeviceGetRetiredPagesPendingStatus", _int, handle)
+
+    def remapped_rows(self, handle: Handle) -> tuple[int, int, int, int] | NvmlFailure:
+        """(correctable, uncorrectable, pending, failure)."""
+        values = [_uint() for _ in range(4)]
+        failed = self._call("nvmlDeviceGetRemappedRows", handle, *(ctypes.byref(v) for v in values))
+        return failed or (values[0].value, values[1].value, values[2].value, values[3].value)
+
+    def pcie_generation(self, handle: Handle) -> int | NvmlFailure:
+        return self._value("nvmlDeviceGetCurrPcieLinkGeneration", _uint, handle)
+
+    def pcie_max_generation(self, handle: Handle) -> int | NvmlFailure:
+        """The most the link allows (the GPU and the slot together)."""
+        return self._value("nvmlDeviceGetMaxPcieLinkGeneration", _uint, handle)
+
+    def pcie_gpu_max_generation(self, handle: Handle) -> int | NvmlFailure:
+        """The most the GPU itself supports."""
+        return self._value("nvmlDeviceGetGpuMaxPcieLinkGeneration", _uint, handle)
+
+    def pcie_width(self, handle: Handle) -> int | NvmlFailure:
+        return self._value("nvmlDeviceGetCurrPcieLinkWidth", _uint, handle)
+
+    def pcie_max_width(self, handle: Handle) -> int | NvmlFailure:
+        return self._value("nvmlDeviceGetMaxPcieLinkWidth", _uint, handle)
+
+    def persistence_mode(self, handle: Handle) -> int | NvmlFailure:
+        return self._value("nvmlDeviceGetPersistenceMode", _uint, handle)
+
+    def power_limit(self, handle: Handle) -> int | NvmlFailure:
+        """mW, as set."""
+        return self._value("nvmlDeviceGetPowerManagementLimit", _uint, handle)
+
+    def default_power_limit(self, handle: Handle) -> int | NvmlFailure:
+        return self._value("nvmlDeviceGetPowerManagementDefaultLimit", _uint, handle)
+
+    def power_limit_range(self, handle: Handle) -> tuple[int, int] | NvmlFailure:
+        """(min, max) mW."""
+        return self._pair("nvmlDeviceGetPowerManagementLimitConstraints", handle)
+
+    def enforced_power_limit(self, handle: Handle) -> int | NvmlFailure:
+        """mW: the lowest of every limit in force."""
+        return self._value("nvmlDeviceGetEnforcedPowerLimit", _uint, handle)
+
+    def mig_mode(self, handle: Handle) -> tuple[int, int] | NvmlFailure:
+        """(current, pending)."""
+        return self._pair("nvmlDeviceGetMigMode", handle)
+
+    def fabric(self, handle: Handle) -> FabricInfo | NvmlFailure:
+        info = _Fabric()
+        return self._struct("nvmlDeviceGetGpuFabricInfo", info, handle) or FabricInfo(int(info.state), info.status)
+
+    # --- topology ----------------------------------------------------------------------------------
+
+    def common_ancestor(self, first: Handle, second: Handle) -> int | NvmlFailure:
+        """NVML's topology level: 0 same board, 10 one switch, 20 several, 30 host bridge, 40 node, 50 system."""
+        return self._value("nvmlDeviceGetTopologyCommonAncestor", _int, first, second)
+
+    def nvlink_active(self, handle: Handle, link: int) -> int | NvmlFailure:
+        return self._value("nvmlDeviceGetNvLinkState", _int, handle, _uint(link))
+
+    def nvlink_remote_pci(self, handle: Handle, link: int) -> PciInfo | NvmlFailure:
+        info = _Pci()
+        return self._struct("nvmlDeviceGetNvLinkRemotePciInfo_v2", info, handle, _uint(link)) or _pci(info)
+
+    def nvlink_remote_type(self, handle: Handle, link: int) -> int | NvmlFailure:
+        """0 a GPU, 1 an IBMNPU, 2 an NVSwitch."""
+        return self._value("nvmlDeviceGetNvLinkRemoteDeviceType", _int, handle, _uint(link))
+
+
+def _pci(info: _Pci) -> PciInfo:
+    return PciInfo(info.busId.decode(errors="replace"), info.domain, info.bus, info.device)
