@@ -11,9 +11,10 @@ import os
 import sys
 from typing import NoReturn
 
+from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_USAGE
 from rigcheck.tui.cli_fleet import add_fleet_parser
 from rigcheck.tui.cli_follow import command_cancel, command_follow
-from rigcheck.tui.cli_run import EXIT_INTERRUPTED, EXIT_USAGE, command_run
+from rigcheck.tui.cli_run import command_run
 from rigcheck.tui.preflight import (
     UsageError,
     check_folder_takes_files,

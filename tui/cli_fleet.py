@@ -11,11 +11,9 @@ import signal
 import sys
 from typing import Any
 
+from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_NO_STORE, EXIT_USAGE
 from rigcheck.tui.preflight import UsageError
 
-EXIT_USAGE = 2
-EXIT_NO_STORE = 5  # the fleet's store (torchrun's) could not be reached or stopped answering
-EXIT_INTERRUPTED = 130
 MAX_WAIT_S = 7 * 86400.0
 
 

@@ -13,11 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rigcheck.engine.exits import EXIT_FAIL, EXIT_USAGE
 from rigcheck.tui.preflight import UsageError, check_output_file, inspect_python, open_store, run_devices
-
-EXIT_USAGE = 2
-EXIT_FAIL = 1
-EXIT_INTERRUPTED = 130
 
 
 def raise_interrupt(signum: int, frame: object) -> None:

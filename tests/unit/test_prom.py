@@ -11,6 +11,7 @@ import pytest
 from fakes import FakeNvml, StartingSampler
 from prometheus_client.parser import text_string_to_metric_families
 from rigcheck.engine.events import Facts, Measurement, Status, Verdict
+from rigcheck.engine.exits import EXIT_ERROR
 from rigcheck.engine.report.atomic_write import write_atomic
 from rigcheck.engine.report.prom import report_to_prom
 from rigcheck.engine.report.rows import report_rows
@@ -18,7 +19,7 @@ from rigcheck.engine.store import Store
 from rigcheck.engine.telemetry.nvml import NvmlSource
 from rigcheck.engine.telemetry.sample import HostSample, Sample
 from rigcheck.tui.cli import main
-from rigcheck.tui.monitor import EXIT_WRITE, monitor
+from rigcheck.tui.monitor import monitor
 
 UUIDS = ("8f1c2d3e-0000-4000-8000-00000000000a", "8f1c2d3e-0000-4000-8000-00000000000b")  # as torch stores them
 ODD = 'bf16 "4096"\nsecond line \\ end'
@@ -213,7 +214,7 @@ def test_monitor_keeps_a_textfile_that_parses_and_leaves_missing_readings_out(tm
 
 def test_monitor_whose_folder_goes_away_says_so_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     gone = tmp_path / "gone" / "rigcheck.prom"
-    assert monitor(0.1, 2, False, sampler=StartingSampler(gpu_samples(3)), prom_file=gone) == EXIT_WRITE
+    assert monitor(0.1, 2, False, sampler=StartingSampler(gpu_samples(3)), prom_file=gone) == EXIT_ERROR
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(gone) in err and "Traceback" not in err
 
