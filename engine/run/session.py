@@ -52,7 +52,7 @@ class RunSession:
         """Telemetry conditions and trust, plus whether Verify has vouched for this device's answers."""
         if self._conditions is not None:
             measurement = self._conditions(measurement)
-        verified = self.store.verified(self.plan.run_id, measurement.device or self.plan.device)
+        verified = self.store.verified(self.plan.run_id, measurement.device or self.plan.request.device)
         conditions = measurement.conditions | {"verified": verified}
         sharing = self.store.sharing_runs(self.plan.run_id, self.devices) if self.devices else []
         if sharing:  # only with --force: two runs on one device make each other's figures worthless
