@@ -7,9 +7,12 @@ the standard library only.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class Status(str, Enum):
@@ -38,9 +41,25 @@ _SEVERITY = {
 }
 
 
-def worst(statuses: list[Status]) -> Status | None:
-    """The most severe status of a list, or None for an empty one."""
-    return max(statuses, key=lambda s: s.severity) if statuses else None
+def worst_by(items: Iterable[T], status_of: Callable[[T], Status | str]) -> T | None:
+    """The item whose status is the most severe (the first of equals), passing over status words this
+    version does not know; None when none is left. Every "worst status" in rigcheck is this one."""
+    found: T | None = None
+    highest = -1
+    for item in items:
+        try:
+            severity = Status(status_of(item)).severity
+        except ValueError:  # a status this version does not know is not one to rank
+            continue
+        if severity > highest:
+            found, highest = item, severity
+    return found
+
+
+def worst(statuses: Iterable[Status | str]) -> Status | None:
+    """The most severe status, or None when there is none to rank."""
+    found = worst_by(statuses, lambda status: status)
+    return None if found is None else Status(found)
 
 
 def _now() -> float:

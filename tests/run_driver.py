@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import Run, RunPlan
 from rigcheck.engine.store import Store
 from stage_infos import fake
@@ -13,7 +14,7 @@ if __name__ == "__main__":
     store = Store(Path(sys.argv[1]))
     infos = [fake("ok"), fake("slow", timeout=120)]
     run_id = store.begin_run([i.name for i in infos], "cpu", "quick", sys.executable, [])
-    plan = RunPlan(run_id, infos, log_dir=Path(sys.argv[1]).parent / "logs", options={"seconds": 60})
+    plan = RunPlan(run_id, RunRequest(tuple(infos), options={"seconds": 60}), Path(sys.argv[1]).parent / "logs")
     run = Run(plan, [lambda event: store.record(run_id, event)])
     run.start()
     run.wait()

@@ -28,6 +28,7 @@ from rigcheck.engine.events import (
     Verdict,
     worst,
 )
+from rigcheck.engine.exits import EXIT_INTERRUPTED
 from rigcheck.engine.registry import STAGES, StageInfo
 from rigcheck.engine.report.fleet_view import host_labelled
 from rigcheck.engine.report.rows import measurement_row, report_rows, verdict_row
@@ -457,7 +458,7 @@ class RigcheckApp(App[int]):
                 self.left_running = self.run_id if self.running else None
                 self.exit(0)
             elif choice == "stop":
-                code = 130 if self.running else 0  # the run may have ended while the question was open
+                code = EXIT_INTERRUPTED if self.running else 0  # the run may have ended while the question was open
                 self.stop_run()
                 self.exit(code)
 

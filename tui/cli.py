@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 
+from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_USAGE
 from rigcheck.engine.registry import STAGES
 from rigcheck.engine.report.atomic_write import write_atomic
 from rigcheck.engine.report.export import FORMATS, render
@@ -26,7 +27,7 @@ from rigcheck.engine.stage import PROFILES, parse_device
 from rigcheck.tui.cli_fleet import command_fleet
 from rigcheck.tui.cli_follow import command_cancel, command_follow
 from rigcheck.tui.cli_parser import build_parser
-from rigcheck.tui.cli_run import EXIT_INTERRUPTED, EXIT_USAGE, command_run
+from rigcheck.tui.cli_run import command_run
 from rigcheck.tui.serve import command_serve
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_USAGE", "UsageError", "build_parser", "main"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import time
 
+from rigcheck.engine.exits import EXIT_INTERRUPTED
 from rigcheck.engine.run.preflight import UsageError, open_store, resolve_run_id
 
 POLL_S = 0.1
-EXIT_INTERRUPTED = 130
 
 
 def _live_or_named(store, text: str | None) -> int:  # type: ignore[no-untyped-def]

@@ -11,12 +11,9 @@ import signal
 from typing import Any
 
 from rich.console import Console
+from rigcheck.engine.exits import EXIT_FAIL, EXIT_USAGE
 from rigcheck.engine.run.options import request_from_args, write_reports
 from rigcheck.engine.run.preflight import UsageError
-
-EXIT_USAGE = 2
-EXIT_FAIL = 1
-EXIT_INTERRUPTED = 130
 
 
 def raise_interrupt(signum: int, frame: object) -> None:

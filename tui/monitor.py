@@ -9,6 +9,7 @@ import sys
 import threading
 from pathlib import Path
 
+from rigcheck.engine.exits import EXIT_ERROR, EXIT_INTERRUPTED
 from rigcheck.engine.facts.host import cpu_facts
 from rigcheck.engine.report.atomic_write import write_atomic
 from rigcheck.engine.report.prom_telemetry import sample_to_prom
@@ -16,10 +17,6 @@ from rigcheck.engine.run.preflight import check_folder_takes_files
 from rigcheck.engine.telemetry.sample import Sample, na
 from rigcheck.engine.telemetry.sampler import Sampler
 
-EXIT_INTERRUPTED = 130
-# the file could not be written mid-way: engine.owner's EXIT_ERROR, as for a store (not imported: owner pulls in
-# the whole runner at start-up)
-EXIT_WRITE = 4
 PROM_FILE = "rigcheck.prom"
 
 
@@ -108,5 +105,5 @@ def monitor(
     if failed:
         why = failed[0].strerror or failed[0]
         print(f"rigcheck: --prom-textfile: cannot write {prom_file} ({why})", file=sys.stderr)
-        return EXIT_WRITE
+        return EXIT_ERROR
     return 0

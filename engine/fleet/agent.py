@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from rigcheck.engine.events import Event, LogLine, Measurement, StageFinished, StageStarted, Status
+from rigcheck.engine.events import Event, LogLine, Measurement, StageFinished, StageStarted, Status, worst
+from rigcheck.engine.exits import EXIT_INTERRUPTED
 from rigcheck.engine.fleet.channel import FleetChannel, Heartbeat
 from rigcheck.engine.fleet.collector import Collector
 from rigcheck.engine.fleet.env import FleetEnv
 from rigcheck.engine.fleet.pairs import STAGE as LINKS_STAGE
-from rigcheck.engine.run.owner import EXIT_INTERRUPTED, OwnedRun
+from rigcheck.engine.run.owner import OwnedRun
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import exit_code_for
 from rigcheck.engine.run.session import start_sampler
@@ -214,7 +215,7 @@ class Agent:
             init_timeout=max(step_timeout, 120.0),
             python=self.request.python,
         )
-        worst = Status.PASS
+        statuses = [Status.PASS]
         pair_bytes = self.options.pair_bytes or (64 << 20 if gpu else 4 << 20)
         sampler = start_sampler() if self.request.telemetry else None
         conditions = ConditionsAnnotator(sampler) if sampler is not None else None  # the links' figures are judged too
@@ -225,13 +226,14 @@ class Agent:
                     event = conditions(event)
                 self._send(channel, event)
                 status = getattr(event, "status", None)
-                if isinstance(status, Status) and status.severity > worst.severity:
-                    worst = status
+                if isinstance(status, Status):
+                    statuses.append(status)
         finally:
             if sampler is not None:
                 sampler.stop()
-        self._send(channel, StageFinished(LINKS_STAGE, worst))
-        return exit_code_for([worst])
+        links = worst(statuses) or Status.PASS
+        self._send(channel, StageFinished(LINKS_STAGE, links))
+        return exit_code_for([links])
 
     def _send(self, channel: FleetChannel, event: Event) -> None:
         """An event of the fleet part: into this host's own run first, then to rank 0 while its store answers."""

@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 
+from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_NO_STORE, EXIT_USAGE
 from rigcheck.engine.fleet.agent import Agent, FleetOptions, FleetStoreError
 from rigcheck.engine.fleet.env import FleetEnvError, read_env
 from rigcheck.engine.report.fleet_summary import fleet_summary
@@ -16,9 +17,6 @@ from rigcheck.engine.run.options import UsageParser, add_run_options, request_fr
 from rigcheck.engine.run.owner import DeviceBusy
 from rigcheck.engine.run.preflight import UsageError
 
-EXIT_USAGE = 2
-EXIT_NO_STORE = 5  # the fleet's store (torchrun's) could not be reached or stopped answering
-EXIT_INTERRUPTED = 130
 MAX_WAIT_S = 7 * 86400.0
 WAITS = (
     ("join_timeout", "for every agent to announce itself"),

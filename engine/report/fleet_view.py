@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from rigcheck.engine.events import Status
+from rigcheck.engine.events import worst_by
 from rigcheck.engine.registry import FLEET_HOSTS_STAGE as HOSTS_STAGE
 from rigcheck.engine.registry import FLEET_LINKS_STAGE as LINKS_STAGE
 from rigcheck.engine.report.rows import Row, meaning, report_rows, trust_of
@@ -83,17 +83,9 @@ def device_order(device: str) -> tuple[int, int, str]:
     return (0, index, "") if index is not None else (1, 0, device)
 
 
-def _severity(status: str) -> int:
-    try:
-        return Status(status).severity
-    except ValueError:  # a status this version does not know is not one to rank
-        return -1
-
-
 def worst_verdict(verdicts: list[Row]) -> Row | None:
     """The most severe verdict (the first of equals); None when there is none it can rank."""
-    ranked = [v for v in verdicts if _severity(v["status"]) >= 0]
-    return max(ranked, key=lambda v: _severity(v["status"])) if ranked else None
+    return worst_by(verdicts, lambda v: v["status"])
 
 
 def _dtype(row: Row) -> str:

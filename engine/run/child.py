@@ -1,6 +1,6 @@
 """The stage child's entry point: run one stage and send its events up a pipe, one synchronous write each.
 
-Started as `python -m rigcheck.engine.run.child FD SPEC_JSON TARGET` by the runner, possibly under
+Started as `python -m rigcheck.engine.run.child FD ORDER_JSON` by the runner, possibly under
 another interpreter, with fds 1 and 2 already pointing at the stage's log file. Standard library
 only at import time; the stage itself imports numpy and torch.
 """
@@ -9,16 +9,36 @@ from __future__ import annotations
 
 import faulthandler
 import importlib
-import json
 import os
 import signal
 import sys
 import traceback
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
 from rigcheck.engine.events import Fingerprint, StageFinished, StageStarted, Status, Verdict, worst
+from rigcheck.engine.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+from rigcheck.engine.run.codec import CodecError, decode, encode
 from rigcheck.engine.stage import StageContext, StageFunction, StageSpec
 from rigcheck.engine.stages.common.parent_death import die_with_parent
+
+
+@dataclass(frozen=True)
+class StageOrder:
+    """What the runner asks of one stage child: the stage's spec, where its function lives
+    ("module:function"), and whether to send the environment fingerprint first."""
+
+    spec: StageSpec
+    target: str
+    fingerprint: bool = True
+
+    def to_json(self) -> str:
+        return encode(self)
+
+    @classmethod
+    def from_json(cls, text: str) -> StageOrder:
+        """The order `to_json` wrote; CodecError (one sentence) for a bad or foreign payload."""
+        return decode(cls, text)
 
 
 def load_stage(target: str) -> StageFunction:
@@ -78,18 +98,24 @@ def main(argv: list[str]) -> int:
     faulthandler.enable()
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # the runner asks for stacks on timeout
     die_with_parent()
-    fd, spec_json, target = int(argv[0]), argv[1], argv[2]
-    raw = json.loads(spec_json)
-    spec = StageSpec(raw["stage"], raw["device"], raw["profile"], tuple(tuple(p) for p in raw["options"]))
-    print(f"rigcheck child {os.getpid()}: {spec} via {sys.executable}", flush=True)
-    conn = Connection(fd, readable=False)
+    if len(argv) != 2 or not argv[0].isdigit():
+        print("rigcheck child: usage: python -m rigcheck.engine.run.child FD ORDER_JSON", file=sys.stderr)
+        return EXIT_USAGE
     try:
-        run_stage(conn, spec, target, bool(raw.get("fingerprint", True)))
+        order = StageOrder.from_json(argv[1])
+    except CodecError as error:
+        print(f"rigcheck child: {error}", file=sys.stderr, flush=True)
+        return EXIT_USAGE
+    spec = order.spec
+    print(f"rigcheck child {os.getpid()}: {spec} via {sys.executable}", flush=True)
+    conn = Connection(int(argv[0]), readable=False)
+    try:
+        run_stage(conn, spec, order.target, order.fingerprint)
     except (BrokenPipeError, EOFError):
-        return 4  # the parent went away; nobody is left to tell
+        return EXIT_ERROR  # the parent went away; nobody is left to tell
     finally:
         sys.stdout.flush()
-    return 0
+    return EXIT_OK
 
 
 if __name__ == "__main__":

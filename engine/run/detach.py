@@ -48,7 +48,12 @@ def spawn(store_path: Path, request: RunRequest, timeout: float = START_TIMEOUT_
         os.close(read_fd)
     if not data:
         raise StartFailed(f"the engine (pid {proc.pid}) ended or hung before starting the run")
-    answer = json.loads(data)
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        raise StartFailed(f"the engine (pid {proc.pid}) answered something that is not JSON: {data[:200]!r}") from None
+    if not isinstance(answer, dict):
+        raise StartFailed(f"the engine (pid {proc.pid}) answered {answer!r}, not a run id")
     if "error" in answer:
         raise StartFailed(answer["error"])
     return int(answer["run_id"]), int(answer["pid"])

@@ -13,6 +13,8 @@ import signal
 import sys
 import threading
 
+from rigcheck.engine.exits import EXIT_USAGE
+from rigcheck.engine.run.codec import CodecError
 from rigcheck.engine.run.owner import DeviceBusy, OwnedRun
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.store import Store, StoreError
@@ -37,7 +39,15 @@ def _to_log(path: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    store_path, fd, request = argv[0], int(argv[1]), RunRequest.from_json(argv[2])
+    if len(argv) != 3 or not argv[1].isdigit():
+        print("usage: python -m rigcheck.engine.run.engine_main STORE FD REQUEST_JSON", file=sys.stderr)
+        return EXIT_USAGE
+    store_path, fd = argv[0], int(argv[1])
+    try:
+        request = RunRequest.from_json(argv[2])
+    except CodecError as error:
+        _tell(fd, {"error": f"the engine could not read the run's request: {error}"})
+        return EXIT_USAGE
     os.umask(0o077)  # the store, logs and shared files are the owner's only
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     stop = threading.Event()
@@ -46,10 +56,10 @@ def main(argv: list[str]) -> int:
         owned = OwnedRun(Store(store_path), request)
     except (StoreError, DeviceBusy) as error:
         _tell(fd, {"error": str(error)})
-        return 2
+        return EXIT_USAGE
     except Exception as error:
         _tell(fd, {"error": f"the engine could not start: {type(error).__name__}: {error}"})
-        return 2
+        return EXIT_USAGE
     _to_log(str(owned.log_dir / "engine.log"))
     print(f"rigcheck engine pid {os.getpid()}: run {owned.run_id}, {request.to_json()}", flush=True)
     owned.start()

@@ -15,9 +15,7 @@ from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import Listener, RunPlan
 from rigcheck.engine.run.session import RunSession, start_sampler
 from rigcheck.engine.store import Store
-
-EXIT_INTERRUPTED = 130
-EXIT_ERROR = 4  # the run ended because the store could not be written
+from rigcheck.engine.store.run_end import run_end
 
 
 class DeviceBusy(Exception):
@@ -56,23 +54,9 @@ class OwnedRun:
         self.log_dir: Path = store.make_log_dir(run_id)
         self._own_sampler = sampler is None and request.telemetry
         self.sampler = start_sampler() if self._own_sampler else sampler
-        plan = RunPlan(
-            run_id,
-            list(request.stages),
-            request.device,
-            request.profile,
-            request.python,
-            self.log_dir,
-            dict(request.options),
-            timeout_s=request.timeout_s,
-            gpus=request.gpus,
-            serial=request.serial,
-        )
-        if request.peer_tolerance is not None:
-            plan.peer_tolerance = request.peer_tolerance
         self.session = RunSession(
             store,
-            plan,
+            RunPlan(run_id, request, self.log_dir),
             listeners,
             self.sampler,
             request.wait_quiet_s,
@@ -109,10 +93,6 @@ class OwnedRun:
     def wait(self, timeout: float | None = None) -> bool:
         return self.session.wait(timeout)
 
-    @property
-    def exit_code(self) -> int:
-        return EXIT_ERROR if self.session.store_error else self.session.run.exit_code
-
     def run_to_end(self, on_interrupt: Callable[[], None] = lambda: None) -> int:
         """Start, wait for the end, and on Ctrl-C (or a signal made into it) stop the stage child; the exit code."""
         interrupted = False
@@ -134,14 +114,12 @@ class OwnedRun:
             self.control.close()
         if self.sampler is not None and self._own_sampler:
             self.sampler.stop()  # type: ignore[attr-defined]
-        error = self.session.store_error
-        cancelled = self.session.run.status == "cancelled" and not error  # stopped on request, as by Ctrl-C
-        code = EXIT_INTERRUPTED if interrupted or cancelled else self.exit_code
+        run = self.session.run
+        end = run_end(run.status, run.exit_code, interrupted, self.session.store_error)
         try:
-            if error:
-                self.store.end_run(self.run_id, "error", code, error)
-            elif interrupted:
-                self.store.end_run(self.run_id, "interrupted", code)
+            if end.status != run.status:  # otherwise the runner's own end, stored with its RunFinished, stands
+                self.store.write_end(self.run_id, end)
         except Exception as failure:  # the disk is still full: the engine log says so
             print(f"rigcheck engine: could not write the run's end: {failure}", file=sys.stderr, flush=True)
-        return code
+        assert end.exit_code is not None
+        return end.exit_code

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from rigcheck.engine.registry import StageInfo
+from rigcheck.engine.run.codec import decode, encode
 
 
 @dataclass(frozen=True)
@@ -33,13 +33,9 @@ class RunRequest:
         return self.gpus or (self.device,)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self))
+        return encode(self)
 
     @classmethod
     def from_json(cls, text: str) -> RunRequest:
-        data = json.loads(text)
-        tuples = ("extra_paths", "default_in")  # JSON gives lists back
-        stages = tuple(
-            StageInfo(**(s | {key: tuple(s[key]) for key in tuples if key in s})) for s in data.pop("stages")
-        )
-        return cls(stages=stages, **(data | {"gpus": tuple(data["gpus"]), "argv": tuple(data["argv"])}))
+        """The request `to_json` wrote; CodecError (one sentence) for a bad or foreign payload."""
+        return decode(cls, text)

@@ -7,15 +7,13 @@ parent lives on and the next stage runs. The parent never imports torch.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
@@ -32,9 +30,12 @@ from rigcheck.engine.events import (
     Verdict,
     worst,
 )
+from rigcheck.engine.exits import EXIT_CRASH, EXIT_FAIL, EXIT_OK
 from rigcheck.engine.measure.speedup import gpu_over_cpu
 from rigcheck.engine.registry import StageInfo
+from rigcheck.engine.run.child import StageOrder
 from rigcheck.engine.run.childpath import shim_dir
+from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.stage import StageSpec
 from rigcheck.engine.trust.peers import PEER_TOLERANCE, peer_verdicts
 
@@ -65,27 +66,25 @@ def exit_code_for(statuses: Iterable[Status]) -> int:
     """0 when all is PASS/WARN/SKIP, 1 on any FAIL, 3 on any CRASH or TIMEOUT."""
     found = set(statuses)
     if found & {Status.CRASH, Status.TIMEOUT}:
-        return 3
+        return EXIT_CRASH
     if Status.FAIL in found:
-        return 1
-    return 0
+        return EXIT_FAIL
+    return EXIT_OK
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunPlan:
-    """What one run will do: which stages, on what, with which interpreter, and where logs go."""
+    """One request as the runner carries it out: the request itself, the run's id in the store and its log folder."""
 
     run_id: int
-    stages: list[StageInfo]
-    device: str = "cpu"
-    profile: str = "standard"
-    python: str = sys.executable
+    request: RunRequest
     log_dir: Path = Path(".")
-    options: dict[str, object] = field(default_factory=dict)
-    timeout_s: float | None = None
-    gpus: tuple[str, ...] = ()  # the GPUs `device` names, where it names several ("all", "cuda:0,cuda:3")
-    serial: bool = False  # one GPU after another, for hosts whose power supply cannot feed them all at once
-    peer_tolerance: float = PEER_TOLERANCE
+
+    @property
+    def peer_tolerance(self) -> float:
+        """The request's tolerance between peer GPUs, else the runner's default."""
+        tolerance = self.request.peer_tolerance
+        return PEER_TOLERANCE if tolerance is None else tolerance
 
 
 @dataclass(frozen=True)
@@ -106,10 +105,11 @@ def stage_batches(info: StageInfo, plan: RunPlan) -> list[list[Child]]:
     A per-device stage on several GPUs gets one child per GPU (all at once, or one by one with
     `serial`), then, where it has host work that does not depend on the GPU, one CPU child after them.
     """
-    if not (info.per_device and len(plan.gpus) > 1):
-        return [[Child(plan.device)]]
-    gpus = [Child(gpu, (("parts", "gpu"),), "-" + gpu.replace(":", "")) for gpu in plan.gpus]
-    batches = [[child] for child in gpus] if plan.serial else [gpus]
+    request = plan.request
+    if not (info.per_device and len(request.gpus) > 1):
+        return [[Child(request.device)]]
+    gpus = [Child(gpu, (("parts", "gpu"),), "-" + gpu.replace(":", "")) for gpu in request.gpus]
+    batches = [[child] for child in gpus] if request.serial else [gpus]
     if info.cpu_part:
         batches.append([Child("cpu", (("parts", "cpu"),), "-cpu")])
     return batches
@@ -224,10 +224,10 @@ class Run:
             self._done.set()
 
     def _supervise_stages(self) -> None:
-        plan = self.plan
+        plan, request = self.plan, self.plan.request
         self.status = "running"
-        self._emit(RunStarted(plan.run_id, tuple(s.name for s in plan.stages), plan.device, plan.profile))
-        for info in plan.stages:
+        self._emit(RunStarted(plan.run_id, tuple(s.name for s in request.stages), request.device, request.profile))
+        for info in request.stages:
             if self._cancel_run.is_set():
                 self._emit(Verdict(info.name, "stage", Status.SKIP, "not run: the run was cancelled"))
                 self._emit(StageFinished(info.name, Status.SKIP))
@@ -245,18 +245,10 @@ class Run:
         self._emit(RunFinished(plan.run_id, self.status, self.exit_code))
 
     def _spawn(self, info: StageInfo, child: Child, log_path: Path) -> tuple[subprocess.Popen[bytes], Connection]:
-        plan = self.plan
-        options = dict(plan.options) | dict(child.options)
-        spec = StageSpec(info.name, child.device, plan.profile, tuple(sorted(options.items())))
-        spec_json = json.dumps(
-            {
-                "stage": spec.stage,
-                "device": spec.device,
-                "profile": spec.profile,
-                "options": spec.options,
-                "fingerprint": info.fingerprint,
-            }
-        )
+        plan, request = self.plan, self.plan.request
+        options = dict(request.options) | dict(child.options)
+        spec = StageSpec(info.name, child.device, request.profile, tuple(sorted(options.items())))
+        order = StageOrder(spec, info.target, info.fingerprint)
         read_fd, write_fd = os.pipe()
         env = dict(os.environ)
         paths = [str(shim_dir()), *info.extra_paths]
@@ -266,7 +258,7 @@ class Run:
         env["RIGCHECK_SHARED_DIR"] = str(plan.log_dir / "shared")  # host work done once, read by every GPU's child
         with open(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as log:  # owner only
             proc = subprocess.Popen(
-                [plan.python, "-m", "rigcheck.engine.run.child", str(write_fd), spec_json, info.target],
+                [request.python, "-m", "rigcheck.engine.run.child", str(write_fd), order.to_json()],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -307,8 +299,8 @@ class Run:
 
     def _run_batch(self, info: StageInfo, batch: list[Child]) -> list[_Settled]:
         """Start every child of the batch, forward their events as they come, and settle each one."""
-        plan = self.plan
-        limit = plan.timeout_s or info.timeout(plan.profile, plan.options)
+        plan, request = self.plan, self.plan.request
+        limit = request.timeout_s or info.timeout(request.profile, request.options)
         settled: list[_Settled] = []
         running: list[_Running] = []
         for child in batch:
@@ -316,7 +308,7 @@ class Run:
             try:
                 proc, conn = self._spawn(info, child, log_path)
             except OSError as error:
-                why = f"could not start {plan.python}: {error}"
+                why = f"could not start {request.python}: {error}"
                 self._child_failed(info.name, child, Status.CRASH, why, None, log_path)
                 settled.append(_Settled(child, Status.CRASH, log_path, None))
                 continue
@@ -370,7 +362,8 @@ class Run:
         numbers: dict[str, object] = {"exit_code": code, "log": str(log_path)}
         if code is not None and code < 0:
             numbers["signal"] = signal_name(code)
-        where = child.device if len(self.plan.gpus) > 1 else self.plan.device
+        request = self.plan.request
+        where = child.device if len(request.gpus) > 1 else request.device
         self._emit(Verdict(stage, "stage", status, explanation, numbers, device=where))
         if tail and status in (Status.CRASH, Status.TIMEOUT):
             self._emit(LogLine(stage, f"{status.value}: {why}\n{tail}", level="error"))

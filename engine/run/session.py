@@ -13,13 +13,13 @@ from rigcheck.engine.events import Event, LogLine, Measurement, RunFinished, Sta
 from rigcheck.engine.registry import StageInfo
 from rigcheck.engine.run.runner import Listener, Run, RunPlan
 from rigcheck.engine.store import Store
+from rigcheck.engine.store.run_end import run_end
 from rigcheck.engine.telemetry.sample import Sample
 from rigcheck.engine.telemetry.sampler import Sampler
 from rigcheck.engine.trust.conditions import DEFAULT_POLICY, ConditionsAnnotator, TrustPolicy
 from rigcheck.engine.trust.quiet import others_busy, wait_quiet
 
 SAMPLE_STORE_INTERVAL_S = 1.0
-EXIT_STOPPED = 130
 
 
 class RunSession:
@@ -52,7 +52,7 @@ class RunSession:
         """Telemetry conditions and trust, plus whether Verify has vouched for this device's answers."""
         if self._conditions is not None:
             measurement = self._conditions(measurement)
-        verified = self.store.verified(self.plan.run_id, measurement.device or self.plan.device)
+        verified = self.store.verified(self.plan.run_id, measurement.device or self.plan.request.device)
         conditions = measurement.conditions | {"verified": verified}
         sharing = self.store.sharing_runs(self.plan.run_id, self.devices) if self.devices else []
         if sharing:  # only with --force: two runs on one device make each other's figures worthless
@@ -67,8 +67,8 @@ class RunSession:
     def _record(self, event: Event) -> None:
         if isinstance(event, StageStarted) and self.sampler is not None:
             self.sampler.host.track(event.pid)  # its CPU use is rigcheck's own from the first sample
-        if isinstance(event, RunFinished) and event.status == "cancelled":
-            event = replace(event, exit_code=EXIT_STOPPED)  # stopped on request ends as Ctrl-C would end it
+        if isinstance(event, RunFinished):  # stored as the one rule ends a run (stopped on request: 130)
+            event = replace(event, exit_code=run_end(event.status, event.exit_code).exit_code)
         try:
             self.store.record(self.plan.run_id, event)
         except (sqlite3.Error, OSError) as error:  # disk full, store gone read-only: end the run, say why

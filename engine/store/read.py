@@ -9,10 +9,9 @@ from __future__ import annotations
 import json
 import socket
 import statistics
-from contextlib import suppress
 from typing import Any
 
-from rigcheck.engine.events import Status, worst
+from rigcheck.engine.events import worst
 from rigcheck.engine.store.liveness import process_alive
 from rigcheck.engine.store.schema import StoreBase
 from rigcheck.engine.trust.contention import contention_report
@@ -158,10 +157,9 @@ class StoreReader(StoreBase):
             f"SELECT DISTINCT run_id, status FROM verdicts WHERE run_id IN ({marks})",
             tuple(run_ids),
         )
-        found: dict[int, list[Status]] = {}
+        found: dict[int, list[str]] = {}
         for row in rows:
-            with suppress(ValueError):  # a status this version does not know is not a verdict to rank
-                found.setdefault(row["run_id"], []).append(Status(row["status"]))
+            found.setdefault(row["run_id"], []).append(row["status"])
         return {run_id: status.value for run_id, statuses in found.items() if (status := worst(statuses))}
 
     def stage_durations(self, device: str, profile: str, last: int = DURATION_RUNS) -> dict[str, float]:

@@ -1,4 +1,4 @@
-"""Writing runs to the store: a run's row, each event as it arrives, telemetry samples, and a run's end."""
+"""Writing runs to the store: a run's row, each event as it arrives, and telemetry samples (a run's end: run_end)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,11 @@ from rigcheck.engine.events import (
     event_to_dict,
 )
 from rigcheck.engine.store.liveness import process_alive
-from rigcheck.engine.store.schema import StoreBase, _dumps
+from rigcheck.engine.store.run_end import RunEnd, RunEnds
+from rigcheck.engine.store.schema import _dumps
 
 
-class StoreWriter(StoreBase):
+class StoreWriter(RunEnds):
     """The writing half of the store; every write goes through the base class's lock."""
 
     def begin_run(
@@ -103,17 +104,6 @@ class StoreWriter(StoreBase):
         with self._lock:
             return [row["id"] for row in self._holders(devices, but=run_id)]
 
-    def end_run(self, run_id: int, status: str, exit_code: int | None, error: str | None = None) -> None:
-        self._write(
-            "UPDATE runs SET finished = ?, status = ?, exit_code = ?, error = coalesce(?, error) WHERE id = ?",
-            (time.time(), status, exit_code, error, run_id),
-        )
-        if status != "complete":
-            self._write(
-                "UPDATE stages SET status = 'INTERRUPTED' WHERE run_id = ? AND status = 'running'",
-                (run_id,),
-            )
-
     def record(self, run_id: int, event: Event, host: str = "") -> None:
         """Write one event as it arrives, plus its row in the table made for its kind. `host` names the
         fleet host it came from ('' for the run's own host)."""
@@ -191,7 +181,7 @@ class StoreWriter(StoreBase):
                     "UPDATE runs SET fingerprint = ? WHERE id = ? AND fingerprint IS NULL", (event.digest, run_id)
                 )
         elif isinstance(event, RunFinished) and not host:
-            self.end_run(run_id, event.status, event.exit_code)
+            self.write_end(run_id, RunEnd(event.status, event.exit_code))
 
     def interrupt_host_stages(self, run_id: int, host: str) -> None:
         """A lost fleet host's stages that were running when it was lost."""
@@ -202,15 +192,3 @@ class StoreWriter(StoreBase):
 
     def record_sample(self, run_id: int, t: float, data: dict[str, Any]) -> None:
         self._write("INSERT INTO samples (run_id, t, data) VALUES (?, ?, ?)", (run_id, t, _dumps(data)))
-
-    def sweep_dead_runs(self) -> list[int]:
-        """Runs left 'running' by an engine that no longer exists on this host were cut off: mark them
-        interrupted (their finished stages stay as they are). Called when a rigcheck process starts,
-        never from a read."""
-        host = socket.gethostname()
-        ended = []
-        for row in self._read("SELECT id, pid, started, host FROM runs WHERE status = 'running'"):
-            if row["host"] == host and not process_alive(row["pid"], row["started"]):
-                self.end_run(row["id"], "interrupted", None)
-                ended.append(row["id"])
-        return ended

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from rigcheck.engine.events import Event
 from rigcheck.engine.registry import StageInfo
+from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import Run, RunPlan
 from rigcheck.engine.store import Store
 
@@ -19,7 +20,7 @@ def run_stages(store: Store, tmp_path: Path):  # type: ignore[no-untyped-def]
     def go(infos: list[StageInfo], options: dict[str, object] | None = None):  # type: ignore[no-untyped-def]
         run_id = store.begin_run([i.name for i in infos], "cpu", "quick", sys.executable, [])
         events: list[Event] = []
-        plan = RunPlan(run_id, infos, "cpu", "quick", sys.executable, tmp_path / "logs", options or {})
+        plan = RunPlan(run_id, RunRequest(tuple(infos), "cpu", "quick", options=options or {}), tmp_path / "logs")
         run = Run(plan, [events.append, lambda e: store.record(run_id, e)])
         run.start()
         assert run.wait(120), "run did not finish"

@@ -13,6 +13,7 @@ import pytest
 import torch
 from rigcheck.engine.events import Measurement, StageFinished, Status, Verdict
 from rigcheck.engine.registry import STAGES, default_stages
+from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import Run, RunPlan
 from rigcheck.engine.stages.burn.loop import BurnSettings, Interval, Started
 from rigcheck.engine.stages.burn.stage import verdicts
@@ -73,7 +74,7 @@ def test_cancel_keeps_the_intervals_measured_so_far(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
     run_id = store.begin_run(["burn"], "cpu", "quick", sys.executable, [])
     events: list = []
-    plan = RunPlan(run_id, [BURN], "cpu", "quick", sys.executable, tmp_path / "logs", {"duration": 60.0})
+    plan = RunPlan(run_id, RunRequest((BURN,), "cpu", "quick", options={"duration": 60.0}), tmp_path / "logs")
     run = Run(plan, [events.append, lambda e: store.record(run_id, e)])
     run.start()
     deadline = time.monotonic() + 60

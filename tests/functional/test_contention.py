@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import RunPlan
 from rigcheck.engine.run.session import RunSession, start_sampler
 from rigcheck.engine.store import Store
@@ -41,7 +42,7 @@ def measure(tmp_path: Path, name: str) -> tuple[dict, list[dict]]:
     sampler = start_sampler(0.1)
     try:
         time.sleep(1.0)  # let the quiet check see a full second
-        session = RunSession(store, RunPlan(run_id, [info], log_dir=tmp_path / name), sampler=sampler)
+        session = RunSession(store, RunPlan(run_id, RunRequest((info,)), tmp_path / name), sampler=sampler)
         session.start()
         assert session.wait(60)
     finally:

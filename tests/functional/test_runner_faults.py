@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from rigcheck.engine.events import StageFinished, StageStarted, Status, Verdict
+from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import Run, RunPlan, exit_code_for
 from stage_infos import fake
 
@@ -76,7 +77,7 @@ def test_cancel_stops_the_running_stage_and_the_next_one_runs(store, tmp_path): 
         if isinstance(event, StageFinished) and event.stage == "polite_wait":
             stopped.append(time.monotonic())
 
-    plan = RunPlan(1, [fake("polite_wait", timeout=60), fake("ok")], log_dir=tmp_path)
+    plan = RunPlan(1, RunRequest((fake("polite_wait", timeout=60), fake("ok"))), tmp_path)
     run = Run(plan, [listen])
     run.start()
     deadline = time.monotonic() + 30
@@ -97,7 +98,7 @@ def test_a_failing_listener_does_not_stop_the_run(tmp_path):  # type: ignore[no-
     def broken(event):  # type: ignore[no-untyped-def]
         raise BrokenPipeError("stdout went away")
 
-    run = Run(RunPlan(1, [fake("ok"), fake("ok2", "ok")], log_dir=tmp_path), [broken])
+    run = Run(RunPlan(1, RunRequest((fake("ok"), fake("ok2", "ok"))), tmp_path), [broken])
     run.start()
     assert run.wait(60)
     assert run.stage_status == {"ok": Status.PASS, "ok2": Status.PASS}
@@ -106,7 +107,7 @@ def test_a_failing_listener_does_not_stop_the_run(tmp_path):  # type: ignore[no-
 
 def test_cancel_run_skips_the_rest(tmp_path):  # type: ignore[no-untyped-def]
     events = []
-    plan = RunPlan(1, [fake("slow"), fake("ok")], log_dir=tmp_path)
+    plan = RunPlan(1, RunRequest((fake("slow"), fake("ok"))), tmp_path)
     run = Run(plan, [events.append])
     run.start()
     time.sleep(1.0)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import itertools
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
 from rigcheck.engine.events import Event, Measurement, StageFinished, Status, Verdict
 from rigcheck.engine.measure.speedup import gpu_over_cpu
+from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import Run, RunPlan, stage_batches
 from rigcheck.engine.trust.peers import peer_verdicts
 from stage_infos import fake
@@ -20,7 +20,7 @@ GPUS = ("cuda:0", "cuda:1", "cuda:2")
 def run_per_gpu(tmp_path: Path, serial: bool = False, cpu_part: bool = False, **options: object) -> list[Event]:
     info = replace(fake("matmul", "per_gpu"), per_device=True, cpu_part=cpu_part)
     events: list[Event] = []
-    plan = RunPlan(1, [info], "all", "quick", sys.executable, tmp_path, dict(options), gpus=GPUS, serial=serial)
+    plan = RunPlan(1, RunRequest((info,), "all", "quick", gpus=GPUS, options=dict(options), serial=serial), tmp_path)
     run = Run(plan, [events.append])
     run.start()
     assert run.wait(60)
@@ -52,9 +52,9 @@ def test_serial_runs_one_gpu_after_another_and_host_work_runs_once_after_them(tm
 
 def test_batches_of_a_run() -> None:
     info = replace(fake("training", "per_gpu"), per_device=True, cpu_part=True)
-    plan = RunPlan(1, [info], "all", gpus=("cuda:0", "cuda:1"))
+    plan = RunPlan(1, RunRequest((info,), "all", gpus=("cuda:0", "cuda:1")))
     assert [[c.device for c in b] for b in stage_batches(info, plan)] == [["cuda:0", "cuda:1"], ["cpu"]]
-    one = RunPlan(1, [info], "cuda:0", gpus=("cuda:0",))
+    one = RunPlan(1, RunRequest((info,), "cuda:0", gpus=("cuda:0",)))
     assert [[c.device for c in b] for b in stage_batches(info, one)] == [["cuda:0"]]
     probe = replace(info, per_device=False)
     assert [[c.device for c in b] for b in stage_batches(probe, plan)] == [["all"]]
@@ -152,7 +152,7 @@ def test_device_timed_figures_are_compared_even_when_nvml_utilization_lags() -> 
 def test_a_cancelled_stage_on_several_gpus_is_a_skip_not_a_pass(tmp_path: Path) -> None:
     slow = replace(fake("matmul", "polite_wait"), per_device=True)
     events: list[Event] = []
-    plan = RunPlan(1, [slow], "all", "quick", sys.executable, tmp_path, {"seconds": 60}, gpus=GPUS, serial=True)
+    plan = RunPlan(1, RunRequest((slow,), "all", "quick", gpus=GPUS, options={"seconds": 60}, serial=True), tmp_path)
     run = Run(plan, [events.append])
     run.start()
     time.sleep(1.5)

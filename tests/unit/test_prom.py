@@ -13,6 +13,7 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import REGISTRY, CollectorRegistry
 from rigcheck.engine.events import Facts, Measurement, Status, Verdict
+from rigcheck.engine.exits import EXIT_ERROR
 from rigcheck.engine.report.atomic_write import write_atomic
 from rigcheck.engine.report.prom import RunCollector, report_to_prom
 from rigcheck.engine.report.prom_telemetry import SampleCollector, sample_to_prom
@@ -21,7 +22,7 @@ from rigcheck.engine.store import Store
 from rigcheck.engine.telemetry.nvml import NvmlSource
 from rigcheck.engine.telemetry.sample import GpuSample, HostSample, Sample
 from rigcheck.tui.cli import main
-from rigcheck.tui.monitor import EXIT_WRITE, monitor
+from rigcheck.tui.monitor import monitor
 
 UUIDS = ("8f1c2d3e-0000-4000-8000-00000000000a", "8f1c2d3e-0000-4000-8000-00000000000b")  # as torch stores them
 ODD = 'bf16 "4096"\nsecond line \\ end'
@@ -278,7 +279,7 @@ def test_monitor_replaces_its_textfile_whole_each_sample_through_a_rename(
 
 def test_monitor_whose_folder_goes_away_says_so_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     gone = tmp_path / "gone" / "rigcheck.prom"
-    assert monitor(0.1, 2, False, sampler=StartingSampler(gpu_samples(3)), prom_file=gone) == EXIT_WRITE
+    assert monitor(0.1, 2, False, sampler=StartingSampler(gpu_samples(3)), prom_file=gone) == EXIT_ERROR
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(gone) in err and "Traceback" not in err
 

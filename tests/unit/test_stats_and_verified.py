@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from rigcheck.engine.events import Fingerprint, Measurement, StageFinished, StageStarted, Status
 from rigcheck.engine.measure.stats import TimingStats
+from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import RunPlan
 from rigcheck.engine.run.session import RunSession
 from rigcheck.engine.store import Store
@@ -38,7 +39,7 @@ def fingerprinted(store: Store, run_id: int, digest: str) -> None:
 
 
 def run_timed(store: Store, tmp_path: Path, run_id: int) -> dict:
-    session = RunSession(store, RunPlan(run_id, [fake("timed")], log_dir=tmp_path / str(run_id)))
+    session = RunSession(store, RunPlan(run_id, RunRequest((fake("timed"),)), tmp_path / str(run_id)))
     session.start()
     assert session.wait(60)
     return store.report(run_id)["measurements"][0]["conditions"]

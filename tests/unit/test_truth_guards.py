@@ -11,6 +11,7 @@ from rigcheck.engine.events import Fingerprint, Measurement, Status, Verdict
 from rigcheck.engine.facts.fingerprint import blas_identity, digest
 from rigcheck.engine.measure.plausibility import Limit, cpu_matmul_limit, over_limit, pcie_limit
 from rigcheck.engine.measure.stats import TimingStats, clocks_disagree
+from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import Run, RunPlan
 from rigcheck.engine.stages.common.figures import checked
 from rigcheck.engine.telemetry.sample import GpuSample, HostSample, ProcessUse, Sample
@@ -73,7 +74,7 @@ def test_the_fingerprint_of_this_environment_repeats() -> None:
 
 def test_a_stage_whose_environment_changed_is_a_finding(tmp_path) -> None:  # type: ignore[no-untyped-def]
     heard: list[Any] = []
-    run = Run(RunPlan(1, [], log_dir=tmp_path), [heard.append])
+    run = Run(RunPlan(1, RunRequest(()), tmp_path), [heard.append])
     run._emit(Fingerprint("probe", "aaaa", {"torch": "2.13.0", "numpy": "2.1"}))
     run._emit(Fingerprint("verify", "aaaa", {"torch": "2.13.0", "numpy": "2.1"}))  # same: not repeated
     assert [type(e).__name__ for e in heard] == ["Fingerprint"]

@@ -1,0 +1,14 @@
+"""The one table of rigcheck's exit codes, each with its meaning: every module that returns or reads one imports it.
+
+It imports nothing, so stage children (under any interpreter) and the app import it alike.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0  # every verdict PASS, WARN or SKIP
+EXIT_FAIL = 1  # any FAIL (or any WARN with --strict)
+EXIT_USAGE = 2  # bad usage, said in one line before anything runs
+EXIT_CRASH = 3  # any CRASH or TIMEOUT
+EXIT_ERROR = 4  # the store (or an output file) could not be written mid-way; a stage child whose parent went away
+EXIT_NO_STORE = 5  # the fleet's store (torchrun's) could not be reached or stopped answering
+EXIT_INTERRUPTED = 130  # stopped: Ctrl-C, a signal made into it, or a cancel request
