@@ -13,32 +13,14 @@ import os
 import signal
 import sys
 import traceback
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
 from rigcheck.engine.events import Fingerprint, StageFinished, StageStarted, Status, Verdict, worst
 from rigcheck.engine.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
-from rigcheck.engine.run.codec import CodecError, decode, encode
+from rigcheck.engine.run.codec import CodecError
+from rigcheck.engine.run.order import StageOrder
 from rigcheck.engine.stage import StageContext, StageFunction, StageSpec
 from rigcheck.engine.stages.common.parent_death import die_with_parent
-
-
-@dataclass(frozen=True)
-class StageOrder:
-    """What the runner asks of one stage child: the stage's spec, where its function lives
-    ("module:function"), and whether to send the environment fingerprint first."""
-
-    spec: StageSpec
-    target: str
-    fingerprint: bool = True
-
-    def to_json(self) -> str:
-        return encode(self)
-
-    @classmethod
-    def from_json(cls, text: str) -> StageOrder:
-        """The order `to_json` wrote; CodecError (one sentence) for a bad or foreign payload."""
-        return decode(cls, text)
 
 
 def load_stage(target: str) -> StageFunction:

@@ -33,8 +33,8 @@ from rigcheck.engine.events import (
 from rigcheck.engine.exits import EXIT_CRASH, EXIT_FAIL, EXIT_OK
 from rigcheck.engine.measure.speedup import gpu_over_cpu
 from rigcheck.engine.registry import StageInfo
-from rigcheck.engine.run.child import StageOrder
 from rigcheck.engine.run.childpath import shim_dir
+from rigcheck.engine.run.order import StageOrder
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.stage import StageSpec
 from rigcheck.engine.trust.peers import PEER_TOLERANCE, peer_verdicts

@@ -14,8 +14,8 @@ import pytest
 from rigcheck.engine.exits import EXIT_USAGE
 from rigcheck.engine.registry import StageInfo
 from rigcheck.engine.run import engine_main
-from rigcheck.engine.run.child import StageOrder
 from rigcheck.engine.run.codec import CodecError
+from rigcheck.engine.run.order import StageOrder
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.stage import StageSpec
 
