@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import tomllib
 from stage_infos import REPO
 
 LINT_IMPORTS = str(Path(sys.executable).with_name("lint-imports"))
@@ -45,3 +46,18 @@ def test_an_engine_module_that_imports_the_app_breaks_a_contract(tmp_path: Path)
     assert "The engine never imports the front ends, textual or rich BROKEN" in done.stdout
     assert "The engine's layers: each imports only those below it BROKEN" in done.stdout
     assert "rigcheck.engine.measure -> rigcheck.engine.run.runner" in done.stdout
+
+
+def test_the_readme_map_draws_the_layers_in_the_contracts_order() -> None:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (layers,) = [c["layers"] for c in config if c["type"] == "layers"]
+    names = [part.strip().removeprefix("rigcheck.engine.") for layer in layers for part in layer.split("|")]
+    readme = (REPO / "README.md").read_text()
+    drawing = readme[readme.index("## Layout") :].split("```")[1]
+    positions = {}
+    for name in names:
+        shown = f"{name}/" if (REPO / "engine" / name).is_dir() else f"{name}.py"
+        assert shown in drawing, f"README's layer map does not show engine/{shown}"
+        positions[name] = drawing.index(shown)
+    firsts = [min(positions[p.strip().removeprefix("rigcheck.engine.")] for p in layer.split("|")) for layer in layers]
+    assert firsts == sorted(firsts), "README's layer map lists the layers in another order than the contract"
