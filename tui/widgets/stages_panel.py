@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from rigcheck.engine.events import Status
 from rigcheck.tui.glyphs import UNICODE, Glyphs, bar
+from rigcheck.tui.widgets.live_text import LiveText
 from rigcheck.tui.widgets.styling import status_text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -45,7 +46,7 @@ class StagesPanel(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="stages-header")
-        yield Static(id="stages-expected")
+        yield LiveText(id="stages-expected")  # changes with every progress event: repaints only its own line
         table: DataTable[Text | str] = DataTable(id="stages-table", cursor_type="row", zebra_stripes=False)
         yield table
 
@@ -72,7 +73,7 @@ class StagesPanel(Vertical):
                 table.update_cell(name, "progress", duration_text(durations[name]) if name in durations else "")
 
     def set_step(self, text: str) -> None:
-        self.query_one("#stages-expected", Static).update(Text(text, no_wrap=True, overflow="ellipsis"))
+        self.query_one("#stages-expected", LiveText).set(Text(text, no_wrap=True, overflow="ellipsis"))
 
     def set_running(self, stage: str) -> None:
         """The stage's child started: its bar starts at nothing done (its estimate moves to the step line)."""
@@ -87,7 +88,9 @@ class StagesPanel(Vertical):
     def set_progress(self, stage: str, done: int, total: int) -> None:
         fraction = done / total if total else 0.0
         cell = f"{bar(fraction, BAR_WIDTH, self.glyphs)} {fraction:>4.0%}"
-        self.query_one(DataTable).update_cell(stage, "progress", cell)
+        table = self.query_one(DataTable)
+        if table.get_cell(stage, "progress") != cell:  # a repaint of the table costs more than the check
+            table.update_cell(stage, "progress", cell)
 
     def set_device_progress(self, stage: str, device: str, done: int, total: int) -> None:
         """One GPU's progress in a stage measured on several at once: the bar shows the mean, the step
