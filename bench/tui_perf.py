@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from conftest import fake
+from stage_infos import fake
 from fakes import FakeNvml
 from rigcheck.engine.run.session import start_sampler
 from rigcheck.engine.store import Store

@@ -68,6 +68,7 @@ from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 W = TypeVar("W", bound=Widget)
 REDRAW_S = 0.25
 PLOT_WINDOW_S = 60.0
+FIGURES_S = 0.2  # figures go into their tables at most this often: each new row lays out the whole screen
 THEME_CSS = Path(rigcheck.themes.__file__).parent / "app.tcss"
 
 
@@ -125,6 +126,8 @@ class RigcheckApp(App[int]):
         self.probe_warnings: list[str] = []
         self.current_stage: str | None = None
         self.cancelled_stages: set[str] = set()
+        self._figures: list[Measurement] = []  # waiting for the next FIGURES_S
+        self._figures_held = False
 
     # -- layout --
     def compose(self) -> ComposeResult:
@@ -277,6 +280,7 @@ class RigcheckApp(App[int]):
         self.stage_verdicts = {}
         self.current_stage, self.cancelled_stages = None, set()
         self.panel(StagesPanel).reset(names)  # each run starts clean: nothing of the last run stays beside it
+        self._figures = []
         self.panel(BenchPanel).clear_figures()
         self._show_results_of(self.run_id, [])
         self.panel(LogPanel).line(f"run {self.run_id}: {', '.join(names)} on {self.device} ({self.profile})")
@@ -348,9 +352,9 @@ class RigcheckApp(App[int]):
             if event.stage == "probe" and event.status != Status.PASS:
                 self.probe_warnings.append(event.explanation)
         elif isinstance(event, Measurement):
-            self.panel(BenchPanel).add_measurement(event)
-            self.panel(BurnPlot).add(event)
-            self.panel(ResultsPanel).add(measurement_row(event))
+            self._figures.append(event)
+            if not self._figures_held:  # the first after a quiet spell at once, later ones together
+                self._add_figures()
         elif isinstance(event, Facts) and event.stage == "links":
             self.links_facts = event.data
             self.panel(DevicePanel).show(self.probe_facts, self.fingerprint, self.probe_warnings, self.links_facts)
@@ -371,7 +375,22 @@ class RigcheckApp(App[int]):
         elif isinstance(event, RunFinished):
             pass  # the follower's RunEnded message, with the run's stored error, ends the run in the app
 
+    def _add_figures(self) -> None:
+        """Put the waiting figures in the Running and Results tables, then hold new ones for FIGURES_S."""
+        figures, self._figures = self._figures, []
+        self._figures_held = bool(figures)
+        if not figures:
+            return
+        with suppress(NoMatches):
+            bench, burn, results = self.panel(BenchPanel), self.panel(BurnPlot), self.panel(ResultsPanel)
+            for figure in figures:
+                bench.add_measurement(figure)
+                burn.add(figure)
+                results.add(measurement_row(figure))
+        self.set_timer(FIGURES_S, self._add_figures)
+
     def _run_ended(self, status: str, error: str | None = None) -> None:
+        self._add_figures()  # every figure of the run is in its tables when the run is seen to end
         link, self.link = self.link, None
         if link is not None:
             link.close()
