@@ -68,7 +68,7 @@ from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 W = TypeVar("W", bound=Widget)
 REDRAW_S = 0.25
 PLOT_WINDOW_S = 60.0
-FIGURES_S = 0.2  # figures go into their tables at most this often: each new row lays out the whole screen
+FIGURES_S = 0.5  # new figures go into their tables at most this often: each new row lays out the whole screen
 THEME_CSS = Path(rigcheck.themes.__file__).parent / "app.tcss"
 
 
@@ -352,6 +352,7 @@ class RigcheckApp(App[int]):
             if event.stage == "probe" and event.status != Status.PASS:
                 self.probe_warnings.append(event.explanation)
         elif isinstance(event, Measurement):
+            self.panel(BurnPlot).add(event)
             self._figures.append(event)
             if not self._figures_held:  # the first after a quiet spell at once, later ones together
                 self._add_figures()
@@ -382,10 +383,9 @@ class RigcheckApp(App[int]):
         if not figures:
             return
         with suppress(NoMatches):
-            bench, burn, results = self.panel(BenchPanel), self.panel(BurnPlot), self.panel(ResultsPanel)
+            bench, results = self.panel(BenchPanel), self.panel(ResultsPanel)
             for figure in figures:
                 bench.add_measurement(figure)
-                burn.add(figure)
                 results.add(measurement_row(figure))
         self.set_timer(FIGURES_S, self._add_figures)
 

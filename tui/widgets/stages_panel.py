@@ -12,7 +12,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 BAR_WIDTH = 5
-PROGRESS_REDRAW_S = 0.2  # a bar changes at most this often: each change repaints the whole table
+PROGRESS_REDRAW_S = 0.25  # a bar changes at most this often: each change repaints the whole table
 
 
 def duration_text(seconds: float) -> str:
