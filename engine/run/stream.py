@@ -126,8 +126,11 @@ class Broadcast:
             if self._closed:
                 conn.close()
                 return
-            with contextlib.suppress(Exception):
-                self._catch_up()  # what is stored already is the viewer's backlog, read from the store
+            if self._subscribers:
+                self._send_new()  # what the others have not been sent yet goes to them, not to the newcomer
+            else:
+                with contextlib.suppress(Exception):
+                    self._catch_up()  # what is stored already is the newcomer's backlog, read from the store
             self._subscribers.append(Subscriber(conn, encode_hello(self.last_seq, self.notes), self._forget))
 
     def _forget(self, subscriber: Subscriber) -> None:

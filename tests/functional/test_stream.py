@@ -126,6 +126,7 @@ def test_a_subscriber_that_joins_mid_stream_misses_nothing(tmp_path: Path) -> No
     for _ in range(3):  # several joins while the writer writes
         wait_for(lambda: count[0] > len(followers) * 100 + 50)
         followers.append(follow_in_thread(store, owner.run_id))
+    wait_for(lambda: all(follower.subscribed for follower, _, _ in followers))
     stop.set()
     writer.join(30)
     owner.end()
@@ -133,6 +134,23 @@ def test_a_subscriber_that_joins_mid_stream_misses_nothing(tmp_path: Path) -> No
         thread.join(30)
         assert texts(seen) == [f"line {n}" for n in range(count[0])]
         assert follower.subscribed and follower.ended == "complete"
+
+
+def test_a_newcomer_never_takes_what_is_owed_to_an_earlier_subscriber(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    owner = Owner(store)
+    first, seen_first, thread_first = follow_in_thread(store, owner.run_id)
+    wait_for(lambda: first.subscribed and owner.stream.subscribers == 1)
+    owner.record(LogLine("ok", "line 0"))
+    wait_for(lambda: texts(seen_first) == ["line 0"])
+    owner.record(LogLine("ok", "line 1"), publish=False)  # stored, its push still to come
+    second, seen_second, thread_second = follow_in_thread(store, owner.run_id)
+    wait_for(lambda: second.subscribed and owner.stream.subscribers == 2)
+    owner.record(LogLine("ok", "line 2"))
+    owner.end()
+    thread_first.join(30)
+    thread_second.join(30)
+    assert texts(seen_first) == texts(seen_second) == ["line 0", "line 1", "line 2"]
 
 
 def test_a_stalled_subscriber_never_slows_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
