@@ -1,10 +1,12 @@
-"""From an event written by an engine to the app's panel showing it: latency through the store.
+"""From an event made by an engine to the app's panel showing it: latency of the pushed stream.
 
 Usage: python bench/follow_latency.py [EVENTS] [RATE_HZ]
-A writer process stands in for the engine: it owns a live run and writes log lines, progress and
-figures into the store at RATE_HZ, each stamped with the wall clock at the moment it was made. The
-real app, headless (Textual's test driver renders every frame), opens on that run as it would on a
-live one; the time is taken when the app has handed each event to its panel. Prints p50/p95/max.
+A writer process stands in for the engine: it owns a live run as OwnedRun does (a control socket
+that streams, a telemetry sampler at 10 Hz whose samples are streamed too) and writes log lines,
+progress and figures into the store at RATE_HZ, each stamped with the wall clock at the moment it was
+made, each pushed to subscribers after its store write. The real app, headless (Textual's test
+driver renders every frame), opens on that run as it would on a live one; the time is taken when the
+app has handed each event to its panel. Prints p50/p95/max, and how many came by the stream.
 """
 
 from __future__ import annotations
@@ -27,25 +29,39 @@ from rigcheck.tui.app import RigcheckApp
 WRITER = """
 import sys, time
 from rigcheck.engine.events import LogLine, Measurement, Progress, RunFinished, StageStarted
+from rigcheck.engine.run.control import ControlServer, control_path
+from rigcheck.engine.run.session import start_sampler
+from rigcheck.engine.run.stream import Broadcast
 from rigcheck.engine.store import Store
 store = Store(sys.argv[1])
 count, rate = int(sys.argv[2]), float(sys.argv[3])
 run_id = store.begin_run(["ok"], "cpu", "quick", sys.executable, ["bench"])
+sampler = start_sampler(0.1)
+stream = Broadcast(store.path, run_id, sampler.notes)
+sampler.add_listener(stream.on_sample)
+control = ControlServer(control_path(store.path, run_id), lambda op: None, subscribe=stream.subscribe)
 print(run_id, flush=True)
-sys.stdin.readline()  # the app is up and attached
-store.record(run_id, StageStarted("ok", "cpu", 0, sys.executable))
+sys.stdin.readline()  # the app is up and subscribed
+
+def record(event):  # as OwnedRun's listeners do: the store first, then the stream
+    store.record(run_id, event)
+    stream.on_event(event)
+
+record(StageStarted("ok", "cpu", 0, sys.executable))
 for n in range(count):
-    store.record(run_id, Progress("ok", n, count, f"step {n}"))
-    store.record(run_id, LogLine("ok", f"line {n}"))
+    record(Progress("ok", n, count, f"step {n}"))
+    record(LogLine("ok", f"line {n}"))
     if n % 10 == 0:
-        store.record(run_id, Measurement("ok", f"figure {n}", float(n), "units", device="cpu"))
+        record(Measurement("ok", f"figure {n}", float(n), "units", device="cpu"))
     time.sleep(1.0 / rate)
-store.record(run_id, RunFinished(run_id, "complete", 0))
-store.end_run(run_id, "complete", 0)
+record(RunFinished(run_id, "complete", 0))
+control.close()
+stream.close()
+sampler.stop()
 """
 
 
-async def measure(count: int, rate: float) -> list[float]:
+async def measure(count: int, rate: float) -> tuple[list[float], int]:
     folder = Path(tempfile.mkdtemp(prefix="rigcheck-latency-"))
     store = Store(folder / "s.db")
     writer = subprocess.Popen(
@@ -67,22 +83,26 @@ async def measure(count: int, rate: float) -> list[float]:
 
     app._show_event = timed  # type: ignore[method-assign]
     async with app.run_test(size=(120, 40)) as pilot:
-        assert app.run_id == run_id, "the app did not open on the live run"
+        assert app.run_id == run_id and app.link is not None, "the app did not open on the live run"
+        follower = app.link.follower
+        while not follower.subscribed:
+            await pilot.pause(0.05)
         writer.stdin.write("go\n")
         writer.stdin.flush()
         while writer.poll() is None or app.running:
             await pilot.pause(0.05)
-    return delays
+    return delays, follower.streamed
 
 
 def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 300
     rate = float(sys.argv[2]) if len(sys.argv) > 2 else 20.0
-    delays = sorted(asyncio.run(measure(count, rate)))
+    delays, streamed = asyncio.run(measure(count, rate))
+    delays.sort()
     ms = [d * 1000 for d in delays]
     p95 = ms[min(len(ms) - 1, int(0.95 * len(ms)))]
     print(f"{len(ms)} log lines at {rate:g}/s (with progress and a figure every 10): engine write -> panel")
-    print(f"p50 {statistics.median(ms):.0f} ms  p95 {p95:.0f} ms  max {ms[-1]:.0f} ms")
+    print(f"p50 {statistics.median(ms):.1f} ms  p95 {p95:.1f} ms  max {ms[-1]:.1f} ms ({streamed} events streamed)")
 
 
 if __name__ == "__main__":

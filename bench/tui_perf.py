@@ -17,13 +17,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from conftest import fake
 from fakes import FakeNvml
 from rigcheck.engine.run.session import start_sampler
 from rigcheck.engine.store import Store
 from rigcheck.engine.telemetry.nvml import NvmlSource
 from rigcheck.engine.telemetry.sampler import Sampler
 from rigcheck.tui.app import RigcheckApp
+from stage_infos import fake
 
 
 def cpu_seconds() -> float:

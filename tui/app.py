@@ -1,8 +1,10 @@
 """The Textual app: live panels over a run carried by a background engine, and telemetry. It never imports torch.
 
-Runs are started in their own engine process (they outlive the app) and followed through the store on
-the app's own thread, ten times a second; the app opens on a run in progress. Plots and gauges redraw
-from the sampler's ring buffer at 4 Hz.
+Runs are started in their own engine process (they outlive the app); a follower thread receives the
+run's events as the engine pushes them and posts them to the app as messages (tui/messages.py), so the
+app's thread never reads the store on a timer. The app opens on a run in progress. Plots and gauges
+redraw at 4 Hz: while a run is live, from the samples its engine streams (those its trust labels are
+made from); otherwise from the app's own sampler.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from rigcheck.engine.store import Store
 from rigcheck.themes.themes import DEFAULT_THEME, THEMES, VARIABLE_DEFAULTS
 from rigcheck.tui.ascii_screen import AsciiOnly
 from rigcheck.tui.glyphs import ASCII, UNICODE
+from rigcheck.tui.messages import EngineSamples, RunEnded, RunEvent, RunProgress
 from rigcheck.tui.run_link import RunLink
 from rigcheck.tui.screens.confirm_quit import ConfirmQuit
 from rigcheck.tui.screens.history import HistoryScreen
@@ -65,8 +68,8 @@ from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 
 W = TypeVar("W", bound=Widget)
 REDRAW_S = 0.25
-FOLLOW_S = 0.1  # how often the store is asked for the run's new events
 PLOT_WINDOW_S = 60.0
+FIGURES_S = 0.5  # new figures go into their tables at most this often: each new row lays out the whole screen
 THEME_CSS = Path(rigcheck.themes.__file__).parent / "app.tcss"
 
 
@@ -124,6 +127,8 @@ class RigcheckApp(App[int]):
         self.probe_warnings: list[str] = []
         self.current_stage: str | None = None
         self.cancelled_stages: set[str] = set()
+        self._figures: list[Measurement] = []  # waiting for the next FIGURES_S
+        self._figures_held = False
 
     # -- layout --
     def compose(self) -> ComposeResult:
@@ -175,7 +180,6 @@ class RigcheckApp(App[int]):
         self.refresh_live()
         self.call_after_refresh(self.refresh_live)  # again once laid out, with the panels' real sizes
         self._check_size(*self.size)
-        self.set_interval(FOLLOW_S, self._follow)
         self._attach_live()
 
     def on_resize(self, event: Resize) -> None:
@@ -214,10 +218,19 @@ class RigcheckApp(App[int]):
         self.panel(DevicePanel).show(self.probe_facts, self.fingerprint, self.probe_warnings, self.links_facts)
 
     # -- live telemetry, drawn from the sampler's buffer --
+    @property
+    def telemetry(self) -> Any:
+        """Where the live panels draw from: the run's engine while it streams samples, else our own sampler."""
+        link = self.link
+        if link is not None and link.telemetry.latest() is not None:
+            return link.telemetry
+        return self.sampler
+
     def refresh_live(self) -> None:
-        if self.sampler is None or not self._main_screen.is_attached:
+        source = self.telemetry
+        if source is None or not self._main_screen.is_attached:
             return
-        latest = self.sampler.latest()
+        latest = source.latest()
         try:
             host, clocks = self.panel(HostPanel), self.panel(ClocksPanel)
         except NoMatches:
@@ -225,8 +238,8 @@ class RigcheckApp(App[int]):
         host.show(latest.host if latest else None)
         self.panel(ProcessesPanel).show(latest)
         if latest is not None:
-            samples = self.sampler.window(latest.t - PLOT_WINDOW_S, latest.t)
-            clocks.redraw(samples, list(getattr(self.sampler, "notes", [])), self.glyphs)
+            samples = source.window(latest.t - PLOT_WINDOW_S, latest.t)
+            clocks.redraw(samples, list(getattr(source, "notes", [])), self.glyphs)
 
     # -- running stages --
     @property
@@ -262,28 +275,43 @@ class RigcheckApp(App[int]):
 
     def _attach(self, link: RunLink, names: list[str]) -> None:
         self.link, self.run_id = link, link.run_id
-        run = link.follower.run()
+        run = self.store.run(link.run_id)  # once, for the engine's pid
         if run is not None:
             self._track(run["pid"])
         self.stage_verdicts = {}
         self.current_stage, self.cancelled_stages = None, set()
         self.panel(StagesPanel).reset(names)  # each run starts clean: nothing of the last run stays beside it
+        self._figures = []
         self.panel(BenchPanel).clear_figures()
         self._show_results_of(self.run_id, [])
         self.panel(LogPanel).line(f"run {self.run_id}: {', '.join(names)} on {self.device} ({self.profile})")
         self._refresh_choice()
-        self._follow()
+        link.begin(self.post_message)
 
-    def _follow(self) -> None:
-        """Show what the engine wrote since the last look; called on the app's thread."""
-        link = self.link
-        if link is None or not self._main_screen.is_attached:
-            return
-        with suppress(NoMatches):  # a poll that lands while the app shuts down: it is stored already
-            for event in link.poll():
-                self.show(event)
-            if self.link is link and link.ended is not None:
-                self._run_ended(link.ended)
+    def _followed(self, run_id: int) -> bool:
+        """Is this message about the run we follow now (not one we left), with the panels still there?"""
+        return self.link is not None and run_id == self.link.run_id and self._main_screen.is_attached
+
+    def on_run_event(self, message: RunEvent) -> None:
+        if self._followed(message.run_id):
+            with suppress(NoMatches):  # a message that lands while the app shuts down: it is stored already
+                self.show(message.event)
+
+    def on_run_progress(self, message: RunProgress) -> None:
+        if self._followed(message.run_id):
+            with suppress(NoMatches):
+                self.show(message.event)
+
+    def on_engine_samples(self, message: EngineSamples) -> None:
+        if self._followed(message.run_id):
+            assert self.link is not None
+            self.link.telemetry.notes = message.notes
+            self.link.telemetry.add(message.samples)
+
+    def on_run_ended(self, message: RunEnded) -> None:
+        if self._followed(message.run_id):
+            with suppress(NoMatches):
+                self._run_ended(message.status, message.error)
 
     def show(self, event: Any) -> None:
         """Put one engine event on the panels (on the app's thread), as it comes from the followed run."""
@@ -325,9 +353,10 @@ class RigcheckApp(App[int]):
             if event.stage == "probe" and event.status != Status.PASS:
                 self.probe_warnings.append(event.explanation)
         elif isinstance(event, Measurement):
-            self.panel(BenchPanel).add_measurement(event)
             self.panel(BurnPlot).add(event)
-            self.panel(ResultsPanel).add(measurement_row(event))
+            self._figures.append(event)
+            if not self._figures_held:  # the first after a quiet spell at once, later ones together
+                self._add_figures()
         elif isinstance(event, Facts) and event.stage == "links":
             self.links_facts = event.data
             self.panel(DevicePanel).show(self.probe_facts, self.fingerprint, self.probe_warnings, self.links_facts)
@@ -346,11 +375,24 @@ class RigcheckApp(App[int]):
             if event.stage == "probe":
                 self.panel(DevicePanel).show(self.probe_facts, self.fingerprint, self.probe_warnings, self.links_facts)
         elif isinstance(event, RunFinished):
-            self._run_ended(event.status)
+            pass  # the follower's RunEnded message, with the run's stored error, ends the run in the app
 
-    def _run_ended(self, status: str) -> None:
+    def _add_figures(self) -> None:
+        """Put the waiting figures in the Running and Results tables, then hold new ones for FIGURES_S."""
+        figures, self._figures = self._figures, []
+        self._figures_held = bool(figures)
+        if not figures:
+            return
+        with suppress(NoMatches):
+            bench, results = self.panel(BenchPanel), self.panel(ResultsPanel)
+            for figure in figures:
+                bench.add_measurement(figure)
+                results.add(measurement_row(figure))
+        self.set_timer(FIGURES_S, self._add_figures)
+
+    def _run_ended(self, status: str, error: str | None = None) -> None:
+        self._add_figures()  # every figure of the run is in its tables when the run is seen to end
         link, self.link = self.link, None
-        error = link.error() if link is not None else None
         if link is not None:
             link.close()
         self._refresh_choice()
@@ -365,8 +407,8 @@ class RigcheckApp(App[int]):
         link, self.link = self.link, None
         if link is None:
             return
-        problem = None if link.stop() else link.ask("ping") or "the engine did not end the run in time"
         link.close()
+        problem = link.stop()
         if problem:
             self.notify(f"run {link.run_id}: {problem}", severity="error")
 
@@ -392,7 +434,8 @@ class RigcheckApp(App[int]):
 
     def action_next_gpu(self) -> None:
         """The Clocks panel follows the next GPU."""
-        latest = self.sampler.latest() if self.sampler is not None else None
+        source = self.telemetry
+        latest = source.latest() if source is not None else None
         indices = [g.index for g in latest.gpus] if latest is not None else []
         if len(indices) < 2:
             self.notify("one GPU or none: nothing to switch to")

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import time
 
 from rigcheck.engine.exits import EXIT_INTERRUPTED
 from rigcheck.engine.run.preflight import UsageError, open_store, resolve_run_id
-
-POLL_S = 0.1
 
 
 def _live_or_named(store, text: str | None) -> int:  # type: ignore[no-untyped-def]
@@ -21,42 +18,24 @@ def _live_or_named(store, text: str | None) -> int:  # type: ignore[no-untyped-d
 
 
 def command_follow(args: argparse.Namespace) -> int:
-    """The live progress display of `run`, fed from the store, then the summary and the run's exit code.
-    Ctrl-C stops following, never the run."""
-    from rigcheck.engine.events import RunFinished
-    from rigcheck.engine.run.follow import Follower
+    """The live progress display of `run`, fed by the run's engine as it happens (from the store when the
+    engine is gone), then the summary and the run's exit code. Ctrl-C stops following, never the run."""
+    from rigcheck.engine.run.follow import RunFollower
     from rigcheck.tui.cli_display import LiveDisplay, fitted_console
     from rigcheck.tui.cli_run import summarise
 
     store = open_store(args.store)
     run_id = _live_or_named(store, args.run)
     err = fitted_console(stderr=True)
-    follower = Follower(store.path, run_id)
-    gone = False
+    follower = RunFollower(store, run_id)
     try:
         with LiveDisplay(err) as display:
-            while True:
-                events = follower.poll()
-                for event in events:
-                    display(event)
-                run = follower.run()
-                if any(isinstance(e, RunFinished) for e in events) or run is None:
-                    break
-                if run["status"] != "running":
-                    for event in follower.poll():  # the end written between the two reads
-                        display(event)
-                    break
-                if not store.is_live(run):
-                    gone = True
-                    break
-                time.sleep(POLL_S)
+            for event in follower.follow():
+                display(event)
     except KeyboardInterrupt:
         err.print(f"stopped following; run {run_id} goes on (rigcheck follow {run_id})", style="magenta")
         return EXIT_INTERRUPTED
-    finally:
-        follower.close()
-    if gone:
-        store.sweep_dead_runs()
+    if follower.gone:
         err.print(f"run {run_id}: its engine is gone; the run is marked interrupted", style="red")
     report = store.report(run_id)
     assert report is not None
@@ -70,16 +49,13 @@ def command_follow(args: argparse.Namespace) -> int:
 
 
 def command_cancel(args: argparse.Namespace) -> int:
-    from rigcheck.engine.run.control import ControlError, control_path, request
+    from rigcheck.engine.run.cancel import cancel
+    from rigcheck.engine.run.control import ControlError
 
     store = open_store(args.store)
     run_id = resolve_run_id(store, args.run)
-    run = store.run(run_id)
-    assert run is not None
-    if not store.is_live(run):
-        raise UsageError(f"run {run_id} is not running ({run['status']})")
     try:
-        request(control_path(store.path, run_id), "cancel_stage" if args.stage else "cancel")
+        cancel(store, run_id, stage=args.stage)
     except ControlError as error:
         raise UsageError(str(error)) from None
     what = "its running stage" if args.stage else "the run"

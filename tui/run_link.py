@@ -1,27 +1,65 @@
-"""The app's link to a run carried by a background engine: start one, follow its events, ask it to stop."""
+"""The app's link to a run carried by a background engine: start one, follow it on a thread of its own, stop it.
+
+The follower thread never touches a widget: it posts messages (tui/messages.py) and the app puts them
+on the panels on its own thread. The app's thread never reads the store to follow a run.
+"""
 
 from __future__ import annotations
 
 import os
-import time
+import threading
+from collections import deque
+from collections.abc import Callable
 from typing import Any
 
-from rigcheck.engine.events import Event, RunFinished
-from rigcheck.engine.run.control import ControlError, control_path, request
+from rigcheck.engine.events import Progress
+from rigcheck.engine.run import cancel
 from rigcheck.engine.run.detach import spawn
-from rigcheck.engine.run.follow import Follower
+from rigcheck.engine.run.follow import RunFollower, SampleBacklog
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.store import Store
+from rigcheck.engine.telemetry.sample import Sample
+from rigcheck.tui.messages import EngineSamples, RunEnded, RunEvent, RunProgress
+from textual.message import Message
+
+KEEP_SAMPLES = 1200  # two minutes at the engine's 10 Hz: the plots show one
+
+
+class EngineTelemetry:
+    """The run's engine's samples, kept on the app's thread as they arrive, read as a sampler is read."""
+
+    def __init__(self) -> None:
+        self.buffer: deque[Sample] = deque(maxlen=KEEP_SAMPLES)
+        self.notes: list[str] = []
+
+    def add(self, samples: list[Sample]) -> None:
+        for sample in samples:
+            if not self.buffer or sample.t > self.buffer[-1].t:
+                self.buffer.append(sample)
+
+    def latest(self) -> Sample | None:
+        return self.buffer[-1] if self.buffer else None
+
+    def window(self, t0: float, t1: float) -> list[Sample]:
+        """Samples taken between t0 and t1; if none fell inside, the nearest one on each side."""
+        inside = [s for s in self.buffer if t0 <= s.t <= t1]
+        if inside:
+            return inside
+        before = next((s for s in reversed(self.buffer) if s.t < t0), None)
+        after = next((s for s in self.buffer if s.t > t1), None)
+        return [s for s in (before, after) if s is not None]
 
 
 class RunLink:
-    """One run the app is attached to; `poll` is called on the app's thread and never blocks for long."""
+    """One run the app is attached to, followed by a thread that posts what it sees to the app."""
 
     def __init__(self, store: Store, run_id: int) -> None:
         self.store = store
         self.run_id = run_id
-        self.follower = Follower(store.path, run_id)
-        self.ended: str | None = None  # the run's end status, once known
+        self._stop = threading.Event()
+        self.follower = RunFollower(store, run_id, samples=True, stop=self._stop)
+        self.telemetry = EngineTelemetry()  # filled by the app's handler, on the app's thread
+        self._thread: threading.Thread | None = None
 
     @classmethod
     def start(cls, store: Store, request: RunRequest) -> RunLink:
@@ -34,43 +72,40 @@ class RunLink:
         """The newest run an engine is carrying now; a run this very process holds is not one to attach to."""
         return next((run for run in store.live_runs() if run["pid"] != os.getpid()), None)
 
-    def poll(self) -> list[Event]:
-        events = self.follower.poll()
-        if any(isinstance(e, RunFinished) for e in events):
-            self.ended = next(e.status for e in events if isinstance(e, RunFinished))
-            return events
-        run = self.follower.run()
-        if run is not None and run["status"] != "running":
-            events += self.follower.poll()
-            self.ended = run["status"]
-        elif run is None or not self.store.is_live(run):
-            self.store.sweep_dead_runs()
-            self.ended = "interrupted (its engine is gone)"
-        return events
+    def begin(self, post: Callable[[Message], object]) -> None:
+        """Follow the run on a thread of its own; everything it learns goes to `post` as a message."""
+        self._thread = threading.Thread(target=self._follow, args=(post,), name="rigcheck-follow", daemon=True)
+        self._thread.start()
 
-    def error(self) -> str | None:
-        run = self.follower.run()
-        return run.get("error") if run else None
+    def _follow(self, post: Callable[[Message], object]) -> None:
+        follower, run_id = self.follower, self.run_id
+        try:
+            for item in follower.follow():
+                if isinstance(item, Sample):
+                    post(EngineSamples(run_id, [item], follower.notes))
+                elif isinstance(item, SampleBacklog):
+                    post(EngineSamples(run_id, item.samples, follower.notes, backlog=True))
+                elif isinstance(item, Progress):
+                    post(RunProgress(run_id, item))
+                else:
+                    post(RunEvent(run_id, item))
+        except Exception as error:  # following broke, not the run: say why the view stopped
+            if not self._stop.is_set():
+                post(RunEnded(run_id, "unknown (following it failed)", f"{type(error).__name__}: {error}"))
+            return
+        if not self._stop.is_set():
+            post(RunEnded(run_id, follower.ended or "unknown", follower.error))
 
     def ask(self, op: str) -> str | None:
         """Send a control request; None when it was taken, else why not."""
-        try:
-            request(control_path(self.store.path, self.run_id), op)
-        except ControlError as error:
-            return str(error)
-        return None
+        return cancel.ask(self.store, self.run_id, op)
 
-    def stop(self, timeout: float = 15.0) -> bool:
-        """Cancel the whole run and wait for its engine to write the end."""
-        if self.ask("cancel") is not None:
-            return False
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            run = self.follower.run()
-            if run is None or run["status"] != "running" or not self.store.is_live(run):
-                return True
-            time.sleep(0.05)
-        return False
+    def stop(self, timeout: float = 15.0) -> str | None:
+        """Cancel the whole run and wait for its engine to write the end; None once it has, else why not."""
+        return cancel.stop(self.store, self.run_id, timeout)
 
     def close(self) -> None:
-        self.follower.close()
+        """Stop following (the run goes on); the thread notices within a tenth of a second."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(1.0)

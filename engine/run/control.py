@@ -19,7 +19,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-OPS = ("cancel", "cancel_stage", "ping")
+OPS = ("cancel", "cancel_stage", "ping", "subscribe")
+HELLO_MAX = 65536
 TIMEOUT_S = 5.0
 
 
@@ -68,9 +69,16 @@ def peer_uid(conn: socket.socket) -> int:
 class ControlServer:
     """Answers control requests for one run on a thread of its own; `handle` gets each accepted op."""
 
-    def __init__(self, path: Path, handle: Callable[[str], None], owner_uid: int | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        handle: Callable[[str], None],
+        owner_uid: int | None = None,
+        subscribe: Callable[[socket.socket], None] | None = None,
+    ) -> None:
         self.path = path
         self.handle = handle
+        self.subscribe = subscribe  # takes over a connection that asked to be streamed the run's events
         self.owner_uid = os.getuid() if owner_uid is None else owner_uid
         self.refused = 0
         self._remove_stale()
@@ -108,25 +116,30 @@ class ControlServer:
                 continue
             except OSError:
                 return
-            with conn:
-                self._answer(conn)
+            if not self._answer(conn):
+                conn.close()
 
-    def _answer(self, conn: socket.socket) -> None:
+    def _answer(self, conn: socket.socket) -> bool:
+        """Answer one request; True when the connection was handed on to stay open (a subscriber)."""
         conn.settimeout(TIMEOUT_S)
         try:
             line = conn.makefile().readline(1024)  # read first, so closing never resets a caller mid-answer
             if peer_uid(conn) != self.owner_uid:
                 self.refused += 1
                 conn.sendall(b'{"ok": false, "error": "refused: not the owner of this run"}\n')
-                return
+                return False
             op = json.loads(line or "{}").get("op")
-            if op not in OPS:
+            if op not in OPS or (op == "subscribe" and self.subscribe is None):
                 conn.sendall(json.dumps({"ok": False, "error": f"unknown request {op!r}"}).encode() + b"\n")
-                return
+                return False
+            if op == "subscribe":
+                self.subscribe(conn)  # type: ignore[misc]  # its hello line is the answer
+                return True
             self.handle(op)
             conn.sendall(b'{"ok": true}\n')
         except (OSError, ValueError):
-            return  # a caller that hung up or sent garbage gets nothing
+            pass  # a caller that hung up or sent garbage gets nothing
+        return False
 
     def close(self) -> None:
         self._stop.set()
@@ -136,22 +149,58 @@ class ControlServer:
             os.unlink(self.path)
 
 
-def request(path: Path, op: str) -> None:
-    """Ask the run behind `path` to do `op`; ControlError (or NotLive) says why it could not."""
+def _connect(path: Path, op: str) -> socket.socket:
+    """A connection to the run behind `path`, checked to be the owner's own, with `op` asked."""
     if not os.path.lexists(path):
         raise NotLive(f"no control socket at {path}: the run's engine is not running")
     _check_private(path.parent, stat.S_ISDIR)
     _check_private(path, stat.S_ISSOCK)
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(TIMEOUT_S)
-        try:
-            sock.connect(str(path))
-            with contextlib.suppress(BrokenPipeError):  # a refusal can come before we finish asking
-                sock.sendall(json.dumps({"op": op}).encode() + b"\n")
-            answer = json.loads(sock.makefile().readline() or "{}")
-        except (ConnectionRefusedError, FileNotFoundError):
-            raise NotLive(f"{path} is left by an engine that is gone") from None
-        except (OSError, ValueError) as error:
-            raise ControlError(f"no answer from the run's engine at {path}: {error}") from None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(TIMEOUT_S)
+    try:
+        sock.connect(str(path))
+        with contextlib.suppress(BrokenPipeError):  # a refusal can come before we finish asking
+            sock.sendall(json.dumps({"op": op}).encode() + b"\n")
+    except (ConnectionRefusedError, FileNotFoundError):
+        sock.close()
+        raise NotLive(f"{path} is left by an engine that is gone") from None
+    except OSError as error:
+        sock.close()
+        raise ControlError(f"no answer from the run's engine at {path}: {error}") from None
+    return sock
+
+
+def _first_line(sock: socket.socket, path: Path) -> tuple[dict[str, object], bytes]:
+    """The engine's answer and whatever followed it on the wire."""
+    data = b""
+    try:
+        while b"\n" not in data and len(data) < HELLO_MAX:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        line, _, rest = data.partition(b"\n")
+        answer = json.loads(line or b"{}")
+    except (OSError, ValueError) as error:
+        raise ControlError(f"no answer from the run's engine at {path}: {error}") from None
     if not answer.get("ok"):
         raise ControlError(str(answer.get("error", "the engine did not accept the request")))
+    return answer, rest
+
+
+def request(path: Path, op: str) -> None:
+    """Ask the run behind `path` to do `op`; ControlError (or NotLive) says why it could not."""
+    with _connect(path, op) as sock:
+        _first_line(sock, path)
+
+
+def subscribe(path: Path) -> tuple[socket.socket, dict[str, object], bytes]:
+    """Join the run's event stream: the open socket, the hello (with `seq`, the last event sent before
+    this subscriber joined) and the bytes already read past it. ControlError (or NotLive) says why not."""
+    sock = _connect(path, "subscribe")
+    try:
+        answer, rest = _first_line(sock, path)
+    except ControlError:
+        sock.close()
+        raise
+    return sock, answer, rest

@@ -1,18 +1,47 @@
-"""Following a run through the store: every event the engine wrote, in order, from the first one on.
+"""Following a run: every event the engine wrote, in order, from the first one on; the one follower that
+`rigcheck follow` and the app both use.
 
-Each follower has its own read connection; WAL readers never block the engine's writes, and
-`PRAGMA data_version` answers "anything new?" without reading a table.
+`Follower` reads the store. Each has its own read connection; WAL readers never block the engine's
+writes, and `PRAGMA data_version` answers "anything new?" without reading a table. `RunFollower`
+reads the store's backlog, then the owner's stream (events pushed as they happen, each with its store
+sequence number, so the seam has no gap and no duplicate); when the owner is gone or has no stream it
+reads the store alone, as often as POLL_S, until the run has ended.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import select
+import socket
 import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rigcheck.engine.events import Event, event_from_dict
+from rigcheck.engine.events import Event, RunFinished, event_from_dict
+from rigcheck.engine.run.control import ControlError, control_path, subscribe
+from rigcheck.engine.run.wire import parse_line, sample_from_dict
 from rigcheck.engine.store.schema import BUSY_TIMEOUT_S
+from rigcheck.engine.telemetry.sample import Sample
+
+POLL_S = 0.1  # how often the store is read when there is no stream to read
+WAKE_S = 0.1  # how soon a follower that is asked to stop notices
+SAMPLE_BACKLOG_S = 60.0  # telemetry stored before a viewer joined, for its plots
+GONE = "interrupted (its engine is gone)"
+
+
+@dataclass(frozen=True)
+class SampleBacklog:
+    """The telemetry the engine stored before the viewer joined (once a second), yielded once, first."""
+
+    samples: list[Sample]
+
+
+Followed = Event | Sample | SampleBacklog
 
 
 class Follower:
@@ -22,28 +51,160 @@ class Follower:
         self.run_id = run_id
         self._db = sqlite3.connect(store_path, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
         self._db.row_factory = sqlite3.Row
-        self._last_id = 0
+        self.last_id = 0
         self._version: int | None = None
 
-    def poll(self) -> list[Event]:
+    def rows(self) -> list[tuple[int, str]]:
+        """The stored events not read yet, as (sequence number, JSON payload)."""
         version = self._db.execute("PRAGMA data_version").fetchone()[0]
         if version == self._version:
             return []
         self._version = version
         rows = self._db.execute(
-            "SELECT id, payload FROM events WHERE run_id = ? AND id > ? ORDER BY id", (self.run_id, self._last_id)
+            "SELECT id, payload FROM events WHERE run_id = ? AND id > ? ORDER BY id", (self.run_id, self.last_id)
         ).fetchall()
-        events = []
-        for row in rows:
-            self._last_id = row["id"]
-            event = event_from_dict(json.loads(row["payload"]))
-            if event is not None:
-                events.append(event)
-        return events
+        if rows:
+            self.last_id = rows[-1]["id"]
+        return [(row["id"], row["payload"]) for row in rows]
+
+    def poll(self) -> list[Event]:
+        events = (event_from_dict(json.loads(payload)) for _seq, payload in self.rows())
+        return [event for event in events if event is not None]
 
     def run(self) -> dict[str, Any] | None:
         row = self._db.execute("SELECT * FROM runs WHERE id = ?", (self.run_id,)).fetchone()
         return dict(row) if row is not None else None
 
+    def samples(self, since: float) -> list[Sample]:
+        """The telemetry the engine stored (once a second) from `since` on."""
+        rows = self._db.execute(
+            "SELECT data FROM samples WHERE run_id = ? AND t >= ? ORDER BY t", (self.run_id, since)
+        ).fetchall()
+        return [sample_from_dict(json.loads(row["data"])) for row in rows]
+
     def close(self) -> None:
         self._db.close()
+
+
+class RunFollower:
+    """Follows one run to its end: iterate `follow()` for its events (and, with `samples`, the engine's
+    telemetry: a SampleBacklog, then each Sample as it comes); then `ended` is the run's end status and
+    `gone` says its engine died."""
+
+    def __init__(self, store: Any, run_id: int, samples: bool = False, stop: threading.Event | None = None) -> None:
+        self.store = store  # a Store: is_live and sweep_dead_runs; reads go through our own connection
+        self.run_id = run_id
+        self.want_samples = samples
+        self.stop = stop or threading.Event()
+        self.reader = Follower(store.path, run_id)
+        self.ended: str | None = None
+        self.gone = False
+        self.error: str | None = None  # the run's stored error, read at its end
+        self.notes: list[str] = []  # the engine's telemetry notes, from its hello
+        self.subscribed = False  # whether the owner ever took us as a subscriber
+        self.streamed = 0  # events that came by the stream
+        self._rejoin = False
+        self.store_reads = 0  # times the store was asked for new events (for tests and benches)
+
+    def follow(self) -> Iterator[Followed]:
+        try:
+            stream = self._subscribe()
+            while self.ended is None and not self.stop.is_set():
+                if stream is not None:
+                    yield from self._read_stream(*stream)
+                    stream = None
+                    if self.ended is not None or self.stop.is_set():
+                        break
+                yield from self._from_store()
+                if self.ended is not None:
+                    break
+                if self._check_end():
+                    status = self.ended
+                    yield from self._from_store()  # the end written between the two reads
+                    self.ended = status
+                    break
+                stream = self._subscribe() if self._rejoin else None  # dropped while the run goes on: join again
+                if stream is None:
+                    self.stop.wait(POLL_S)
+            if self.ended is not None and self.error is None:
+                run = self.reader.run()
+                self.error = run.get("error") if run else None
+        finally:
+            self.reader.close()
+
+    def _subscribe(self) -> tuple[socket.socket, bytes] | None:
+        try:
+            sock, hello, rest = subscribe(control_path(self.store.path, self.run_id))
+        except ControlError:
+            self._rejoin = False
+            return None  # not live, or an engine without a stream: the store alone
+        self.subscribed = self._rejoin = True
+        self.notes = [str(n) for n in hello.get("notes", [])]  # type: ignore[attr-defined]
+        return sock, rest
+
+    def _from_store(self) -> Iterator[Event]:
+        self.store_reads += 1
+        for event in self.reader.poll():
+            yield event
+            if isinstance(event, RunFinished):
+                self.ended = event.status
+
+    def _backlog(self) -> Iterator[Followed]:
+        """What the engine stored before we joined: the last minute of telemetry, and every event up to the
+        hello's sequence number at least (the owner only sends what is stored)."""
+        if self.want_samples:
+            yield SampleBacklog(self.reader.samples(time.time() - SAMPLE_BACKLOG_S))
+        yield from self._from_store()
+
+    def _read_stream(self, sock: socket.socket, pending: bytes) -> Iterator[Followed]:
+        with sock:
+            yield from self._backlog()
+            sock.setblocking(False)
+            while self.ended is None and not self.stop.is_set():
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    yield from self._item(line)
+                    if self.ended is not None:
+                        return
+                ready, _, _ = select.select([sock], [], [], WAKE_S)
+                if not ready:
+                    continue
+                try:
+                    chunk = sock.recv(1 << 16)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    return  # the owner ended the stream (the run's end) or dropped us: the store has the rest
+                pending += chunk
+
+    def _item(self, line: bytes) -> Iterator[Followed]:
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            item = parse_line(line)
+            if isinstance(item, Sample):
+                if self.want_samples:
+                    yield item
+            elif item is not None:
+                seq, event = item
+                if seq <= self.reader.last_id:
+                    return  # read from the store already
+                self.reader.last_id = seq
+                self.streamed += 1
+                if event is not None:
+                    yield event
+                    if isinstance(event, RunFinished):
+                        self.ended = event.status
+
+    def _check_end(self) -> bool:
+        """Has the run ended (its row says so) or its engine gone?"""
+        run = self.reader.run()
+        if run is None:
+            self.ended, self.gone = GONE, True
+        elif run["status"] != "running":
+            self.ended = run["status"]
+            self.error = run.get("error")
+        elif not self.store.is_live(run):
+            self.ended, self.gone = GONE, True
+            self.store.sweep_dead_runs()
+        return self.ended is not None

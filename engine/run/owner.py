@@ -14,6 +14,7 @@ from rigcheck.engine.run.control import ControlError, ControlServer, control_pat
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import Listener, RunPlan
 from rigcheck.engine.run.session import RunSession, start_sampler
+from rigcheck.engine.run.stream import Broadcast
 from rigcheck.engine.store import Store
 from rigcheck.engine.store.run_end import run_end
 
@@ -62,10 +63,15 @@ class OwnedRun:
             request.wait_quiet_s,
             devices=request.devices,  # type: ignore[arg-type]
         )
+        # viewers subscribe on the control socket; events and samples are pushed to them as they happen
+        self.stream = Broadcast(store.path, run_id, getattr(self.sampler, "notes", []))
+        self.session.run.listeners.append(self.stream.on_event)
         self.control: ControlServer | None = None
         if control:
             try:
-                self.control = ControlServer(control_path(store.path, run_id), self._on_request)
+                self.control = ControlServer(
+                    control_path(store.path, run_id), self._on_request, subscribe=self.stream.subscribe
+                )
             except (ControlError, OSError) as error:  # the run still runs; only remote cancel is lost
                 self.session.run.listener_errors.append(f"no control channel: {error}")
 
@@ -81,6 +87,8 @@ class OwnedRun:
         return self
 
     def start(self) -> OwnedRun:
+        if self.sampler is not None:
+            self.sampler.add_listener(self.stream.on_sample)  # type: ignore[attr-defined]
         self.session.start()
         return self
 
@@ -112,6 +120,9 @@ class OwnedRun:
         release what it held; the exit code a front end should return."""
         if self.control is not None:
             self.control.close()
+        if self.sampler is not None:
+            self.sampler.remove_listener(self.stream.on_sample)  # type: ignore[attr-defined]
+        self.stream.close()  # subscribers get the last events, then the end of the stream
         if self.sampler is not None and self._own_sampler:
             self.sampler.stop()  # type: ignore[attr-defined]
         run = self.session.run

@@ -5,12 +5,14 @@ from __future__ import annotations
 from rich.text import Text
 from rigcheck.engine.events import Status
 from rigcheck.tui.glyphs import UNICODE, Glyphs, bar
+from rigcheck.tui.widgets.live_text import LiveText
 from rigcheck.tui.widgets.styling import status_text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 BAR_WIDTH = 5
+PROGRESS_REDRAW_S = 0.25  # a bar changes at most this often: each change repaints the whole table
 
 
 def duration_text(seconds: float) -> str:
@@ -42,10 +44,12 @@ class StagesPanel(Vertical):
         self.durations: dict[str, float] = {}
         self.states = dict.fromkeys(stages, "idle")
         self.per_device: dict[str, dict[str, float]] = {}  # stage -> GPU -> fraction done
+        self._bars: dict[str, str] = {}  # progress cells waiting for the next redraw
+        self._bars_held = False  # a bar was drawn less than PROGRESS_REDRAW_S ago
 
     def compose(self) -> ComposeResult:
         yield Static(id="stages-header")
-        yield Static(id="stages-expected")
+        yield LiveText(id="stages-expected")  # changes with every progress event: repaints only its own line
         table: DataTable[Text | str] = DataTable(id="stages-table", cursor_type="row", zebra_stripes=False)
         yield table
 
@@ -69,10 +73,11 @@ class StagesPanel(Vertical):
         table = self.query_one(DataTable)
         for name in self.stage_names:
             if self.states[name] in ("idle", "queued"):
+                self._bars.pop(name, None)
                 table.update_cell(name, "progress", duration_text(durations[name]) if name in durations else "")
 
     def set_step(self, text: str) -> None:
-        self.query_one("#stages-expected", Static).update(Text(text, no_wrap=True, overflow="ellipsis"))
+        self.query_one("#stages-expected", LiveText).set(Text(text, no_wrap=True, overflow="ellipsis"))
 
     def set_running(self, stage: str) -> None:
         """The stage's child started: its bar starts at nothing done (its estimate moves to the step line)."""
@@ -86,8 +91,21 @@ class StagesPanel(Vertical):
 
     def set_progress(self, stage: str, done: int, total: int) -> None:
         fraction = done / total if total else 0.0
-        cell = f"{bar(fraction, BAR_WIDTH, self.glyphs)} {fraction:>4.0%}"
-        self.query_one(DataTable).update_cell(stage, "progress", cell)
+        self._bars[stage] = f"{bar(fraction, BAR_WIDTH, self.glyphs)} {fraction:>4.0%}"
+        if not self._bars_held:  # the first change after a quiet spell shows at once, later ones at the next redraw
+            self._draw_bars()
+
+    def _draw_bars(self) -> None:
+        """Put the waiting progress cells in the table, then hold further ones for PROGRESS_REDRAW_S."""
+        self._bars_held = bool(self._bars)
+        if not self._bars:
+            return
+        table = self.query_one(DataTable)
+        for stage, cell in self._bars.items():
+            if table.get_cell(stage, "progress") != cell:
+                table.update_cell(stage, "progress", cell)
+        self._bars = {}
+        self.set_timer(PROGRESS_REDRAW_S, self._draw_bars)
 
     def set_device_progress(self, stage: str, device: str, done: int, total: int) -> None:
         """One GPU's progress in a stage measured on several at once: the bar shows the mean, the step
@@ -106,6 +124,8 @@ class StagesPanel(Vertical):
 
     def set_verdict(self, stage: str, status: Status, cancelled: bool = False) -> None:
         """The stage's final verdict; a cancelled stage keeps the bar where it stopped."""
+        if stage in self._bars:  # where it stopped, before the verdict
+            self.query_one(DataTable).update_cell(stage, "progress", self._bars.pop(stage))
         table = self.query_one(DataTable)
         table.update_cell(stage, "verdict", status_text(self.app, status.value))
         self.states[stage] = "cancelled" if cancelled else "done"
@@ -117,6 +137,7 @@ class StagesPanel(Vertical):
         """A new run starts clean: its stages are queued, every other one idle, nothing from before."""
         table = self.query_one(DataTable)
         self.per_device = {}
+        self._bars = {}
         for name in self.stage_names:
             self.states[name] = "queued" if name in queued else "idle"
             table.update_cell(name, "state", self.states[name])
