@@ -187,5 +187,9 @@ def arch_fit(build: str, arch_list: Sequence[str], device: Mapping[str, object],
         return rocm_fit(arch_list, name, arch, env)
     major, _, minor = str(device.get("compute_capability") or "").partition(".")
     if not (major.isdigit() and minor.isdigit()):
-        return ArchFit(Status.SKIP, f"{name}: no compute capability known, so the build's fit is not known")
+        return ArchFit(
+            Status.SKIP,
+            f"{name}: no compute capability known, so the build's fit is not known; "
+            "see what this Python prints for: import torch; print(torch.cuda.get_device_capability())",
+        )
     return cuda_fit(arch_list, name, int(major), int(minor))
