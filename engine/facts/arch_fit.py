@@ -1,5 +1,6 @@
-"""Whether the torch build carries kernels for a GPU: the build's arch list against the device's
-architecture, decided from plain values so the rule is tested without the GPU it is about.
+"""Whether the torch build carries kernels for each GPU, decided from plain values so fakes can test it.
+
+The build's arch list is held against the device's architecture (CUDA sm and PTX, ROCm gfx targets).
 
 A build without kernels for the GPU otherwise shows up late, as "no kernel image is available"
 (CUDA) or "invalid device function" (ROCm), with no word on which build to install.

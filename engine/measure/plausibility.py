@@ -87,8 +87,8 @@ class Cause:
 
 # Set to anything but 0, these make the math library run fp32 matrix multiplies as TF32.
 TF32_OVERRIDE_VARS = (
-    ("NVIDIA_TF32_OVERRIDE", "cuBLAS and cuDNN run fp32 as TF32"),
-    ("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "torch turns TF32 on for every fp32 matrix multiply"),
+    ("NVIDIA_TF32_OVERRIDE", "it makes cuBLAS and cuDNN use TF32"),
+    ("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "it turns torch's TF32 on for every fp32 matrix multiply"),
 )
 # A reduced-precision reduction can at most double a half-precision matrix multiply's rate.
 REDUCED_REDUCTION_GAIN = 2.0
@@ -141,7 +141,7 @@ def excess_cause(
         for name, effect in TF32_OVERRIDE_VARS:
             set_to = mode.env.get(name)
             if set_to is not None and set_to.strip() not in ("", "0"):
-                return Cause(f"fp32 ran as TF32: {name}={set_to} is set, so {effect}", f"unset {name}")
+                return Cause(f"fp32 ran as TF32: {name}={set_to} is set in the environment ({effect})", f"unset {name}")
         precision = mode.float32_precision
         if precision in ("high", "medium"):
             as_what = "TF32" if precision == "high" else "TF32 or bf16"
