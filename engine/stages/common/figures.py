@@ -29,7 +29,7 @@ from rigcheck.engine.measure.plausibility import (
 from rigcheck.engine.measure.stats import LAUNCH_BOUND_S, TimingStats
 from rigcheck.engine.stages.common.limits import bus_id, gpu_matmul_limit
 
-# What fp32 can run as without being asked, fastest-precision last: TF32 ('high'), bf16 ('medium').
+# What an fp32 matrix multiply can run as without being asked, in the order tried: TF32, then bf16.
 FP32_RUNS_AS = ("tf32", "bf16")
 
 
@@ -109,7 +109,7 @@ def _work_cause(measurement: Measurement, impossible: str, limit: float | None, 
 
 
 def _read(getter: Callable[[], Any]) -> Any:
-    """One of torch's flags, or None where this torch lacks it (older or newer releases rename them)."""
+    """A value torch may not give here, or None: a flag an older or newer release renamed, a GPU's limit."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # newer torch deprecates allow_tf32 in favour of fp32_precision
