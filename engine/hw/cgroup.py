@@ -88,8 +88,8 @@ class CpuLimits:
         parts = []
         found = self.cpu_set
         if self.limited_set and found:
-            by = "its affinity (taskset)" if self.affinity and len(self.affinity) == len(found) else "its cgroup cpuset"
-            parts.append(f"{len(found)} of {self.host_cpus} CPUs ({format_cpu_list(found)}, by {by})")
+            by = "affinity" if self.affinity and len(self.affinity) == len(found) else "the cgroup cpuset"
+            parts.append(f"{len(found)} of {self.host_cpus} CPUs ({format_cpu_list(found)}, set by {by})")
         if self.tight_quota:
             parts.append(f"a cgroup CPU quota of {self.quota_cpus:g} CPUs ({self.quota_file})")
         return "rigcheck may use " + " within ".join(parts) if parts else None
