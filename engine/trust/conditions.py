@@ -22,6 +22,7 @@ from typing import Any
 from rigcheck.engine.events import Measurement
 from rigcheck.engine.hw.devices import nvml_index
 from rigcheck.engine.measure.plausibility import over_limit
+from rigcheck.engine.telemetry.power_limit import power_limit_state as limit_state
 from rigcheck.engine.telemetry.sample import GpuSample, HostSample, Sample, find_gpu
 
 SLOWDOWN_REASONS = {
@@ -342,16 +343,13 @@ def judge(
 
 
 def power_limit_state(conditions: dict[str, Any], policy: TrustPolicy = DEFAULT_POLICY) -> str:
-    """ "default" where the enforced power limit is the board's default or its maximum (or above),
-    "lowered" where it is below the default, "unknown" where a reading is missing."""
-    limit = conditions.get("power_limit_w")
-    default, top = conditions.get("power_default_limit_w"), conditions.get("power_max_limit_w")
-    if not limit:
-        return "unknown"
-    floor = 1 - policy.power_limit_slack
-    if (default and limit >= default * floor) or (top and limit >= top * floor):
-        return "default"
-    return "lowered" if default else "unknown"
+    """ "default", "lowered" or "unknown": the enforced power limit against the board's default and maximum."""
+    return limit_state(
+        conditions.get("power_limit_w"),
+        conditions.get("power_default_limit_w"),
+        conditions.get("power_max_limit_w"),
+        policy.power_limit_slack,
+    )
 
 
 def _judge_clocks(
