@@ -97,8 +97,8 @@ class FakeNvml:
     def default_power_limit(self, handle: str) -> int | NvmlFailure:
         return self._fails("default power limit") or self.default_limit
 
-    def power_limit_range(self, handle: str) -> tuple[int, int]:
-        return (200_000, 700_000)
+    def power_limit_range(self, handle: str) -> tuple[int, int] | NvmlFailure:
+        return self._fails("power limit range") or (200_000, 700_000)
 
     def clock(self, handle: str, kind: int) -> int | NvmlFailure:
         return self._fails("clock") or (self.sm_clock if kind == 1 else 3201)
