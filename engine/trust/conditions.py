@@ -64,9 +64,11 @@ class TrustPolicy:
         by_threads = self.others_share_of_threads * min(threads, cpus)
         return max(by_threads, self.others_cpus_min * min(1.0, cpus / self.floor_full_set_cpus))
 
-    def interferes(self, others: float, threads: float, cpus: float, steady: bool = False) -> bool:
+    def interferes(self, others: float, threads: float, cpus: float, steady: bool = False, quota: bool = False) -> bool:
+        """`quota`: the pool is a cgroup's CPU time, not CPUs, so no core is shared with a busy sibling."""
         taken = (steady and others >= self.steady_cpus_min) or others >= self.floor(threads, cpus)
-        return taken and others + threads > cpus - self.saturation_slack_cpus
+        slack = 0.0 if quota else self.saturation_slack_cpus
+        return taken and others + threads > cpus - slack
 
     def contended(self, others: float, cpus: float, steady: bool = False) -> bool:
         """Busy for a figure that wants every CPU (the CPU arms of the throughput stages do)."""
@@ -245,7 +247,7 @@ def cpu_contention(conditions: dict[str, Any], threads: float, policy: TrustPoli
     steady = conditions.get("host_steady_others") or []
     kept_busy = any((p.get("cpus") or 0.0) >= policy.steady_cpus_min for p in steady)
     for others, size, words, named in cpu_pools(conditions):
-        if not policy.interferes(others, threads, size, kept_busy and named):
+        if not policy.interferes(others, threads, size, kept_busy and named, quota=not named):
             continue
         busiest = _named(conditions.get("host_top_others", []), "cpus", lambda c: f"{c:.1f} CPUs") if named else ""
         reasons.append(
