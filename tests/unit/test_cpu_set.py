@@ -23,6 +23,7 @@ from rigcheck.engine.telemetry.others import Viewers, is_viewer_command, scan_pr
 from rigcheck.engine.telemetry.procnames import process_cmdline
 from rigcheck.engine.telemetry.sample import HostSample, ProcessUse, Sample
 from rigcheck.engine.trust.conditions import DEFAULT_POLICY, judge, summarise
+from rigcheck.engine.trust.contention import others_share
 from rigcheck.engine.trust.quiet import others_busy, wait_quiet
 
 NEXT = "; next: stop them, or rerun with `--wait-quiet`"
@@ -328,3 +329,10 @@ def test_a_viewer_is_rigcheck_s_own_not_another_process() -> None:
     assert [p.pid for p in sample.top_others] == [500, 501]  # burn and editor; the viewer is not listed
     assert sample.own_cpus == pytest.approx(2.0)  # the tree's 0.5 and the viewer's 1.5
     assert sample.others_cpus == pytest.approx(2.0)
+
+
+def test_the_contention_report_bands_by_the_load_on_rigcheck_s_set() -> None:
+    narrowed = HostSample(128, 1.0, busy_cpus=60.0, own_cpus=1.0, set_cpus=2, set_busy_cpus=1.2)
+    assert others_share(Sample(1.0, narrowed).to_dict()["host"]) == pytest.approx(0.1)
+    whole = HostSample(16, 1.0, busy_cpus=9.0, own_cpus=1.0)
+    assert others_share(Sample(1.0, whole).to_dict()["host"]) == pytest.approx(0.5)
