@@ -40,14 +40,14 @@ class TrustPolicy:
     # every CPU rigcheck may use, and they took a real share of them: the floor. The floor is 5% of the
     # figure's threads, and at least half a CPU on a set of 16 CPUs or more, less on a smaller set (on 2 CPUs
     # one burner that got 0.49 of a CPU halved a 2-thread figure). A process busy through the whole window
-    # at a quarter of a CPU or more counts whatever the floor: one such on 128 CPUs stalls a 128-thread
-    # product at every barrier. "Nearly": on a saturated host a thread that has its CPU still shares its
+    # at 0.4 of a CPU or more (a burner beside a figure on every CPU gets more; a daemon's blips less)
+    # counts whatever the floor: one such on 128 CPUs stalls a 128-thread product at every barrier. "Nearly": on a saturated host a thread that has its CPU still shares its
     # core with a busy sibling (an H200 host with 32 burners on 32 CPUs slowed a small-batch GPU figure by
     # 22% at 0.98 of a CPU).
     others_cpus_min: float = 0.5
     floor_full_set_cpus: int = 16  # the set size from which the floor is the whole others_cpus_min
     others_share_of_threads: float = 0.05
-    steady_cpus_min: float = 0.25
+    steady_cpus_min: float = 0.4
     saturation_slack_cpus: float = 0.5
     clock_ratio_min: float = 0.85  # SM clock against its maximum, with no cause reported
     power_capped_clock_min: float = 0.90  # at the power cap, a clock this close to its max is the card's normal state
