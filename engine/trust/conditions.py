@@ -41,9 +41,9 @@ class TrustPolicy:
     # figure's threads, and at least half a CPU on a set of 16 CPUs or more, less on a smaller set (on 2 CPUs
     # one burner that got 0.49 of a CPU halved a 2-thread figure). A process busy through the whole window
     # at 0.4 of a CPU or more (a burner beside a figure on every CPU gets more; a daemon's blips less)
-    # counts whatever the floor: one such on 128 CPUs stalls a 128-thread product at every barrier. "Nearly": on a saturated host a thread that has its CPU still shares its
-    # core with a busy sibling (an H200 host with 32 burners on 32 CPUs slowed a small-batch GPU figure by
-    # 22% at 0.98 of a CPU).
+    # counts whatever the floor: one such on 128 CPUs stalls a 128-thread product at every barrier.
+    # "Nearly": on a saturated host a thread that has its CPU still shares its core with a busy sibling
+    # (an H200 host with 32 burners on 32 CPUs slowed a small-batch GPU figure by 22% at 0.98 of a CPU).
     others_cpus_min: float = 0.5
     floor_full_set_cpus: int = 16  # the set size from which the floor is the whole others_cpus_min
     others_share_of_threads: float = 0.05
