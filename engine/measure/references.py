@@ -189,11 +189,12 @@ def _same_name(a: str, b: str) -> bool:
 
 def baseline_reference(baseline: dict[str, Any], device_name: str, figure: str) -> Reference | None:
     """The baseline's figure for this device's model (its name exactly, as the baseline's run saw it)."""
-    for key, entry in baseline.get("figures", {}).items():
-        model, _, name = key.partition("/")
-        if name in (figure, ALIASES.get(figure)) and _same_name(model, device_name):
-            source = str(entry.get("source") or baseline.get("source") or "the baseline file")
-            return Reference(model, name, float(entry["value"]), str(entry.get("unit", "")), "baseline", source)
+    for wanted in dict.fromkeys((figure, ALIASES.get(figure, figure))):  # its own figure first, then its alias
+        for key, entry in baseline.get("figures", {}).items():
+            model, _, name = key.partition("/")
+            if name == wanted and _same_name(model, device_name):
+                source = str(entry.get("source") or baseline.get("source") or "the baseline file")
+                return Reference(model, name, float(entry["value"]), str(entry.get("unit", "")), "baseline", source)
     return None
 
 

@@ -11,7 +11,15 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from rigcheck.engine.events import Measurement, Status, Verdict
-from rigcheck.engine.measure.references import FAIL_BELOW, WARN_BELOW, Reference, grade, model_of, reference_for
+from rigcheck.engine.measure.references import (
+    FAIL_BELOW,
+    MODELS,
+    WARN_BELOW,
+    Reference,
+    grade,
+    model_of,
+    reference_for,
+)
 
 THERMAL = ("software thermal slowdown", "hardware thermal slowdown")
 POWER_FAULTS = ("hardware slowdown", "power brake")
@@ -19,7 +27,7 @@ POWER_FAULTS = ("hardware slowdown", "power brake")
 
 def vendor_of(name: str) -> str:
     """Which vendor's tools the next step names: the known model's, else the name's own word."""
-    model = model_of(name)
+    model = next((m for m in MODELS if m.key == name), None) or model_of(name)
     if model is not None:
         return model.vendor
     return "amd" if re.search(r"\b(AMD|Radeon|Instinct)\b", name, re.IGNORECASE) else "nvidia"
