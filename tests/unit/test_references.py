@@ -309,3 +309,39 @@ def test_a_lone_gpu_is_judged_against_its_model_after_the_stage(tmp_path: Path) 
     judged = run_lone(tmp_path / "baseline", value=780.0, baseline=baseline)
     (warned,) = [e for e in judged if isinstance(e, Verdict)]
     assert warned.status == Status.WARN and "the baseline's 1,000" in warned.explanation
+
+
+def test_max_find_cites_the_reference_and_a_baseline_replaces_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+    from rigcheck.engine.measure.stats import TimingStats
+    from rigcheck.engine.stage import StageContext, StageSpec
+    from rigcheck.engine.stages.matmul import search
+
+    def burst(dtype: str, shape: tuple[int, int, int], device: Any, groups: int) -> tuple[list[float], TimingStats]:
+        m, n, k = shape
+        rate = 600.0 if m == 2048 else 500.0
+        seconds = 2.0 * m * n * k / rate / 1e12
+        return [rate] * groups, TimingStats((seconds,) * groups, (seconds,) * groups)
+
+    monkeypatch.setattr(search, "burst", burst)
+    monkeypatch.setattr(search.time, "sleep", lambda s: None)
+    monkeypatch.setattr(search.torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(search.torch.cuda, "get_device_name", lambda d: H200)
+    monkeypatch.setattr(
+        search.torch.cuda, "get_device_properties", lambda d: type("P", (), {"multi_processor_count": 132})
+    )
+    monkeypatch.setattr(search, "gpu_matmul_limit", lambda d, dtype: None)
+    monkeypatch.setattr(search, "device_identity", lambda d: {})
+
+    def verdict(*options: tuple[str, object]) -> Verdict:
+        context = StageContext(StageSpec("matmul", "cuda:0", "quick", options))
+        last = list(search.max_find(context, torch.device("cuda:0"), 60.0))[-1]
+        assert isinstance(last, Verdict) and last.check == "max-find"
+        return last
+
+    slow = verdict()
+    assert slow.status == Status.WARN and "600 TFLOP/s mean, 76% of the H200's published MAMF 794.5" in slow.explanation
+    assert "next: `nvidia-smi -q -d PERFORMANCE,POWER`" in slow.explanation
+    baseline = parse_baseline(baseline_text({f"{H200}/max-find bf16": 590.0}))
+    ours = verdict(("baseline", baseline))
+    assert ours.status == Status.PASS and "102% of the baseline's 590 for NVIDIA H200" in ours.explanation
