@@ -23,6 +23,21 @@ from rigcheck.engine.measure.references import (
 
 THERMAL = ("software thermal slowdown", "hardware thermal slowdown")
 POWER_FAULTS = ("hardware slowdown", "power brake")
+# The first command to run, by vendor and by what the conditions point at.
+LOOK = {
+    "nvidia": {
+        "clocks": "`nvidia-smi -q -d PERFORMANCE,POWER,CLOCK`",
+        "thermal": "`nvidia-smi -q -d PERFORMANCE,TEMPERATURE`",
+        "power": "`nvidia-smi -q -d PERFORMANCE,POWER`",
+        "memory": "`nvidia-smi -q -d CLOCK`",
+    },
+    "amd": {
+        "clocks": "`rocm-smi --showclocks --showpower --showperflevel`",
+        "thermal": "`rocm-smi --showtemp --showperflevel`",
+        "power": "`rocm-smi --showpower --showperflevel`",
+        "memory": "`rocm-smi --showclocks`",
+    },
+}
 
 
 def vendor_of(name: str) -> str:
@@ -46,12 +61,11 @@ def _first(data: Mapping[str, Any], *keys: str) -> Any:
 
 
 def pcie_link(m: Measurement) -> dict[str, Any]:
-    """The link's current and top generation and width, where the figure's conditions or params hold them."""
+    """The link's current and top generation and width, where the figure's conditions or params hold them
+    (flat, or as the health stage's {gen, max_gen, width, max_width})."""
     c, p = m.conditions or {}, m.params
-    nested = (
-        c.get("pcie") if isinstance(c.get("pcie"), dict) else p.get("pcie") if isinstance(p.get("pcie"), dict) else {}
-    )
-    both = {**p, **c, **(nested or {})}
+    nested = [d["pcie"] for d in (p, c) if isinstance(d.get("pcie"), dict)]
+    both = {**p, **c, **(nested[-1] if nested else {})}
     return {
         "gen": _first(both, "gen", "pcie_gen", "pcie_link_gen"),
         "max_gen": _first(both, "max_gen", "pcie_max_gen", "pcie_link_max_gen"),
@@ -60,11 +74,8 @@ def pcie_link(m: Measurement) -> dict[str, Any]:
     }
 
 
-def cause_and_next(m: Measurement, vendor: str = "nvidia") -> tuple[str, str]:
-    """The likely cause of a slow figure, from its own conditions, and the next thing to run or change."""
-    c, p = m.conditions or {}, m.params
-    smi = "nvidia-smi -q -d" if vendor == "nvidia" else "rocm-smi"
-    throttle = [r for r in c.get("throttle", []) if r != "idle"]
+def _outside(c: Mapping[str, Any]) -> tuple[str, str] | None:
+    """Something outside the GPU took its share: another process on it, or on the CPUs the figure needed."""
     others = c.get("other_gpu_processes") or []
     if others:
         named = ", ".join(f"{o.get('name', '?')} (pid {o.get('pid')})" for o in others[:3])
@@ -72,45 +83,54 @@ def cause_and_next(m: Measurement, vendor: str = "nvidia") -> tuple[str, str]:
     reasons = list(c.get("trust_reasons") or [])
     if any("CPUs busy" in r for r in reasons):
         return "; ".join(reasons), "stop the processes named, or run again with `--wait-quiet 120`"
+    return None
+
+
+def _held_back(c: Mapping[str, Any], look: Mapping[str, str], vendor: str) -> tuple[str, str] | None:
+    """Heat, a power fault or a lowered power limit held the board back."""
+    throttle = [r for r in c.get("throttle", []) if r != "idle"]
     if any(r in throttle for r in THERMAL):
         hot = f" at {c['temperature_max_c']:.0f} C" if c.get("temperature_max_c") else ""
-        return f"thermal slowdown{hot}", f"`{smi} PERFORMANCE,TEMPERATURE`" + (
-            "" if vendor == "nvidia" else " --showtemp"
-        ) + "; check the fans and airflow"
+        return f"thermal slowdown{hot}", f"{look['thermal']}; check the fans and airflow"
     if any(r in throttle for r in POWER_FAULTS):
         named = ", ".join(r for r in throttle if r in POWER_FAULTS)
-        return f"clocks held back by {named}", f"`{smi} PERFORMANCE,POWER`; check the board's power cables and supply"
+        return f"clocks held back by {named}", f"{look['power']}; check the board's power cables and supply"
     limit, default = c.get("power_limit_w"), _first(c, "power_default_limit_w", "power_limit_default_w")
     if limit and default and limit < 0.98 * default:
         fix = f"restore it: `nvidia-smi -pl {default:.0f}`" if vendor == "nvidia" else "restore the default power cap"
         return f"power limit lowered to {limit:.0f} of its default {default:.0f} W", fix
-    link = pcie_link(m)
+    return None
+
+
+def _link(m: Measurement) -> tuple[str, str]:
+    """A host-link figure: the link below its top generation or width, else where to look at it."""
+    c, p, link = m.conditions or {}, m.params, pcie_link(m)
+    if all(link.values()) and (link["gen"], link["width"]) != (link["max_gen"], link["max_width"]):
+        now, top = f"Gen{link['gen']} x{link['width']}", f"Gen{link['max_gen']} x{link['max_width']}"
+        return f"PCIe at {now} of {top}", f"reseat or check the riser: PCIe at {now} of {top}"
+    bus = c.get("gpu_pci_bus_id") or p.get("pci_bus_id") or "BUS"
+    basis = f" ({p['limit_basis']})" if p.get("limit_basis") else ""
+    return f"the host link{basis}", f"`lspci -vv -s {bus} | grep -i lnksta` for its generation and width"
+
+
+def cause_and_next(m: Measurement, vendor: str = "nvidia") -> tuple[str, str]:
+    """The likely cause of a slow figure, from its own conditions, and the next thing to run or change."""
+    c, p = m.conditions or {}, m.params
+    look = LOOK.get(vendor, LOOK["nvidia"])
+    found = _outside(c) or _held_back(c, look, vendor)
+    if found:
+        return found
     if p.get("bound") == "link":
-        if link["gen"] and link["max_gen"] and link["width"] and link["max_width"]:
-            now, top = f"Gen{link['gen']} x{link['width']}", f"Gen{link['max_gen']} x{link['max_width']}"
-            if (link["gen"], link["width"]) != (link["max_gen"], link["max_width"]):
-                return f"PCIe at {now} of {top}", f"reseat or check the riser: PCIe at {now} of {top}"
-        bus = c.get("gpu_pci_bus_id") or p.get("pci_bus_id") or "BUS"
-        basis = f" ({p['limit_basis']})" if p.get("limit_basis") else ""
-        return f"the host link{basis}", f"`lspci -vv -s {bus} | grep -i lnksta` for its generation and width"
-    ratio = c.get("clock_ratio")
+        return _link(m)
+    ratio, mem = c.get("clock_ratio"), c.get("mem_clock_ratio")
     if ratio is not None and ratio < 0.9 and p.get("bound", "compute") == "compute":
-        why = ", ".join(throttle) or "no throttle reason reported"
-        return (
-            f"SM clock at {ratio:.0%} of max ({why})",
-            f"`{smi} PERFORMANCE,POWER,CLOCK`"
-            if vendor == "nvidia"
-            else "`rocm-smi --showclocks --showpower --showperflevel`",
-        )
-    mem = c.get("mem_clock_ratio")
+        why = ", ".join(r for r in c.get("throttle", []) if r != "idle") or "no throttle reason reported"
+        return f"SM clock at {ratio:.0%} of max ({why})", look["clocks"]
     if mem is not None and mem < 0.9 and p.get("bound") == "memory":
-        return (
-            f"memory clock at {mem:.0%} of max",
-            f"`{smi} CLOCK`" if vendor == "nvidia" else "`rocm-smi --showclocks`",
-        )
-    if reasons:
-        return "; ".join(reasons), "run it again on a quiet host (`--wait-quiet 120`)"
-    if not c or not c.get("samples"):
+        return f"memory clock at {mem:.0%} of max", look["memory"]
+    if c.get("trust_reasons"):
+        return "; ".join(c["trust_reasons"]), "run it again on a quiet host (`--wait-quiet 120`)"
+    if not c.get("samples"):
         return "no telemetry covers it", "run again with telemetry on to see its clocks and power"
     return (
         "nothing in its conditions (clocks, power and load were normal): likely the software stack",
