@@ -13,7 +13,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from rigcheck.engine.measure.references import BASELINE_FORMAT, BASELINE_VERSION
+from rigcheck.engine.measure.baseline_file import BASELINE_FORMAT, BASELINE_VERSION
 
 UNSOUND = {"BROKEN", "SUSPECT", "NOISY", "UNJUDGED"}
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from rigcheck.engine.measure.references import parse_baseline
+from rigcheck.engine.measure.baseline_file import parse_baseline
 from rigcheck.engine.registry import UnknownStage, default_stages, resolve
 from rigcheck.engine.report.export import to_json
 from rigcheck.engine.report.junit import to_junit

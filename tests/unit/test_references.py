@@ -10,13 +10,8 @@ from typing import Any
 
 import pytest
 from rigcheck.engine.events import Event, Measurement, StageFinished, Status, Verdict
-from rigcheck.engine.measure.references import (
-    MODELS,
-    REFERENCES,
-    model_of,
-    parse_baseline,
-    reference_for,
-)
+from rigcheck.engine.measure.baseline_file import parse_baseline
+from rigcheck.engine.measure.references import MODELS, REFERENCES, model_of, reference_for
 from rigcheck.engine.report.baseline import to_baseline
 from rigcheck.engine.run.runner import Run, RunPlan
 from rigcheck.engine.stages.matmul.stage import summary_verdicts
