@@ -43,7 +43,10 @@ def command_export(args: argparse.Namespace) -> int:
     store = open_store(args.store)
     report = store.report(resolve_run_id(store, args.run))
     assert report is not None
-    text = render(report, args.format)
+    try:
+        text = render(report, args.format)
+    except ValueError as error:  # a baseline of a run with no GPU figure
+        raise UsageError(str(error)) from None
     if output is not None:
         write_atomic(output, text)
     else:

@@ -59,7 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("run")
     export = commands.add_parser("export", help="export one run", parents=[common])
     export.add_argument("run")
-    export.add_argument("--format", default="json", help="json, csv, md, junit or prom (Prometheus text)")
+    export.add_argument(
+        "--format", default="json", help="json, csv, md, junit, prom (Prometheus text) or baseline (for run --baseline)"
+    )
     export.add_argument("--output", "-o", help="file to write, replaced in one step (default: standard output)")
     compare = commands.add_parser("compare", help="compare two runs figure by figure", parents=[common])
     compare.add_argument("first", metavar="RUN", help="a run number or 'last'")

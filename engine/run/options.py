@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from rigcheck.engine.measure.baseline_file import parse_baseline
 from rigcheck.engine.registry import UnknownStage, default_stages, resolve
 from rigcheck.engine.report.export import to_json
 from rigcheck.engine.report.junit import to_junit
@@ -40,6 +41,12 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         metavar="PERCENT",
         help="name a GPU more than this far below the best of its peers (default 10)",
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="judge each GPU figure against this known-good machine's or fleet's (`export RUN --format baseline`), "
+        "not the model table's",
+    )
     parser.add_argument("--profile", default="standard", help=f"one of {', '.join(PROFILES)}")
     parser.add_argument("--python", help="run the stages under this interpreter (it needs torch)")
     parser.add_argument("--json", metavar="FILE", help="also write the run's report as JSON here")
@@ -62,6 +69,18 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--duration", type=float, metavar="SECONDS", help="burn: how long to run (default 30/60/300 s)")
 
 
+def read_baseline(path: str) -> dict[str, Any]:
+    """A --baseline file's figures, checked before the run; UsageError (one line, exit 2) when it will not do."""
+    try:
+        text = Path(path).expanduser().read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"--baseline {path}: cannot read it ({getattr(error, 'strerror', None) or error})") from None
+    try:
+        return parse_baseline(text)
+    except ValueError as error:
+        raise UsageError(f"--baseline {path}: {error}") from None
+
+
 def request_from_args(args: argparse.Namespace) -> tuple[RunRequest, Store]:
     """Check `run`'s options and turn them into a RunRequest and the store it goes to (UsageError if bad)."""
     try:
@@ -82,6 +101,7 @@ def request_from_args(args: argparse.Namespace) -> tuple[RunRequest, Store]:
         raise UsageError("--duration must be a positive number of seconds (under a week)")
     if args.peer_tolerance is not None and not 0 < args.peer_tolerance < 100:
         raise UsageError("--peer-tolerance must be a percentage between 0 and 100")
+    baseline = read_baseline(args.baseline) if getattr(args, "baseline", None) else None
     python = args.python or sys.executable
     gpus: tuple[str, ...] = ()
     if args.python or device != "cpu":
@@ -91,6 +111,8 @@ def request_from_args(args: argparse.Namespace) -> tuple[RunRequest, Store]:
     options: dict[str, object] = {name: True for name in ("max_find", "compile") if getattr(args, name)}
     if args.duration is not None:
         options["duration"] = args.duration
+    if baseline is not None:
+        options["baseline"] = baseline  # the parent judges every figure with it, the matmul child its best-of verdicts
     request = RunRequest(
         tuple(infos),
         device,

@@ -38,6 +38,7 @@ from rigcheck.engine.run.order import StageOrder
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.stage import StageSpec
 from rigcheck.engine.trust.peers import PEER_TOLERANCE, peer_verdicts
+from rigcheck.engine.trust.reference import reference_verdicts
 
 Listener = Callable[[Event], None]
 Annotator = Callable[[Measurement], Measurement]
@@ -290,6 +291,12 @@ class Run:
             for verdict in analyses:
                 self._emit(verdict)
                 statuses.append(verdict.status)
+        baseline = plan.options.get("baseline")  # --baseline: the user's own figures, in place of the model table's
+        for verdict in reference_verdicts(
+            self._stage_figures, info.name, baseline if isinstance(baseline, dict) else None
+        ):
+            self._emit(verdict)
+            statuses.append(verdict.status)
         status = worst(statuses) or Status.SKIP
         if self._cancel_stage.is_set() and status.severity <= Status.PASS.severity:
             status = Status.SKIP  # a cancelled stage is not a PASS because the children that finished passed
