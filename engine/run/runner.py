@@ -291,7 +291,7 @@ class Run:
             for verdict in analyses:
                 self._emit(verdict)
                 statuses.append(verdict.status)
-        baseline = plan.options.get("baseline")  # --baseline: the user's own figures, in place of the model table's
+        baseline = plan.request.options.get("baseline")  # --baseline: the user's own figures, not the model table
         for verdict in reference_verdicts(
             self._stage_figures, info.name, baseline if isinstance(baseline, dict) else None
         ):

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from rigcheck.engine.events import Measurement, Status, Verdict
 from rigcheck.engine.registry import StageInfo
+from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import Run, RunPlan
 from rigcheck.engine.trust.conditions import judge
 
@@ -116,7 +117,7 @@ def run_stage(tmp_path: Path, name: str) -> list[Any]:
         fingerprint=False,
     )
     heard: list[Any] = []
-    run = Run(RunPlan(1, [info], device="cpu", profile="quick", log_dir=tmp_path / "logs"), [heard.append])
+    run = Run(RunPlan(1, RunRequest((info,), "cpu", "quick"), tmp_path / "logs"), [heard.append])
     run.start()
     assert run.wait(300), "the stage child did not finish"
     return heard

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from rigcheck.engine.events import Event, Measurement, StageFinished, Status, Ve
 from rigcheck.engine.measure.baseline_file import parse_baseline
 from rigcheck.engine.measure.references import MODELS, REFERENCES, model_of, reference_for
 from rigcheck.engine.report.baseline import to_baseline
+from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import Run, RunPlan
 from rigcheck.engine.stages.matmul.stage import summary_verdicts
 from rigcheck.engine.trust.reference import cause_and_next, reference_verdict, reference_verdicts
@@ -285,7 +285,7 @@ def test_export_as_a_baseline_round_trips_into_a_baseline() -> None:
 def run_lone(tmp_path: Path, **options: object) -> list[Event]:
     info = replace(fake("matmul", "lone_h200"), per_device=True)
     events: list[Event] = []
-    plan = RunPlan(1, [info], "cuda:0", "quick", sys.executable, tmp_path, dict(options))
+    plan = RunPlan(1, RunRequest((info,), "cuda:0", "quick", options=dict(options)), tmp_path)
     run = Run(plan, [events.append])
     run.start()
     assert run.wait(60)
