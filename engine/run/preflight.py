@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rigcheck.engine.report.atomic_write import temp_name
+from rigcheck.engine.run.childpath import absolute_program, child_env
 from rigcheck.engine.store import STORE_ENV, Store, StoreError, default_store_path
 
 PYTHON_TIMEOUT_S = 180
@@ -60,9 +62,16 @@ def _answer(stdout: str) -> dict[str, Any] | None:
 def inspect_python(python: str) -> Interpreter:
     """Ask `python` about its torch; UsageError("not a Python with torch") when it cannot answer."""
     try:
-        done = subprocess.run(
-            [python, "-c", PROBE_CODE], capture_output=True, text=True, timeout=PYTHON_TIMEOUT_S, check=False
-        )
+        with tempfile.TemporaryDirectory(prefix="rigcheck-preflight-") as empty:  # `-c` imports from its folder
+            done = subprocess.run(
+                [absolute_program(python), "-c", PROBE_CODE],
+                capture_output=True,
+                text=True,
+                timeout=PYTHON_TIMEOUT_S,
+                check=False,
+                env=child_env(),
+                cwd=empty,
+            )
     except subprocess.TimeoutExpired:
         raise UsageError(f"--python {python}: not a Python with torch (no answer in {PYTHON_TIMEOUT_S} s)") from None
     except OSError as error:
