@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import sqlite3
+import stat
 import threading
 import time
 from pathlib import Path
@@ -95,10 +97,78 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, default=str, sort_keys=True)
 
 
+def _owner_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _is_ours(info: os.stat_result) -> bool:
+    """Whether this process's user owns the file (tests replace this to play another user)."""
+    return info.st_uid == os.geteuid()
+
+
+def check_own_path(path: Path, what: str, folder: bool = False) -> None:
+    """Refuse a store, journal or log folder that a link in a folder anyone can write leads to, that is not
+    a plain file (or folder), or that another user owns: using it would let them choose where we write. A
+    missing path passes: we make it ourselves."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(info.st_mode):
+        if os.stat(path.parent).st_mode & stat.S_IWOTH:
+            raise StoreError(
+                f"{what} {path} is a symbolic link in {path.parent}, a folder anyone can write; "
+                "it was not followed: use a path in a folder of your own"
+            )
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            raise StoreError(f"{what} {path} is a symbolic link to nothing; remove it or use another path") from None
+    if folder and not stat.S_ISDIR(info.st_mode):
+        raise StoreError(f"{what} {path} is not a folder; move it aside or use another store")
+    if not folder and stat.S_ISDIR(info.st_mode):
+        raise StoreError(f"{what} {path} is a folder, not a rigcheck store")
+    if not folder and not stat.S_ISREG(info.st_mode):
+        raise StoreError(f"{what} {path} is not a regular file; use another store")
+    if not _is_ours(info):
+        raise StoreError(
+            f"{what} {path} belongs to {_owner_name(info.st_uid)}, not to you; "
+            "it was left as it is: use a store of your own (--store)"
+        )
+
+
+def _check_store_paths(path: Path, log_root: Path) -> None:
+    check_own_path(path, "store")
+    for suffix in ("-wal", "-shm", "-journal"):  # SQLite writes these beside the store
+        check_own_path(path.with_name(path.name + suffix), "store journal")
+    check_own_path(log_root, "log folder", folder=True)
+
+
+def _make_private_folder(path: Path) -> None:
+    """Make the folder readable by its owner only, or check that the one already there may be used."""
+    check_own_path(path, "log folder", folder=True)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        check_own_path(path, "log folder", folder=True)  # made meanwhile: check it again, leave its mode
+        return
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)  # the folder we made, not a swapped-in link
+    try:
+        os.fchmod(fd, 0o700)  # whatever the umask
+    finally:
+        os.close(fd)
+
+
 def _create_private(path: Path) -> None:
     """Make a missing store file readable by its owner only; SQLite gives its -wal and -shm files the same mode."""
     if not path.exists():
-        os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+        try:  # O_EXCL: never through a link that appeared since the path was checked
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600))
+        except FileExistsError:
+            check_own_path(path, "store")
 
 
 class StoreBase:
@@ -107,9 +177,8 @@ class StoreBase:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
-        if self.path.is_dir():
-            raise StoreError(f"store {self.path} is a folder, not a rigcheck store")
         try:
+            _check_store_paths(self.path, self.log_dir(0).parent)
             self.path.parent.mkdir(parents=True, exist_ok=True)
             _create_private(self.path)
             self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None)
@@ -183,10 +252,11 @@ class StoreBase:
     def make_log_dir(self, run_id: int) -> Path:
         """The run's log folder, made readable by its owner only (the logs quote paths, pids and errors)."""
         folder = self.log_dir(run_id)
-        folder.parent.mkdir(mode=0o700, exist_ok=True)
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        for made in (folder.parent, folder):
-            os.chmod(made, 0o700)
+        try:
+            for part in (folder.parent, folder):
+                _make_private_folder(part)
+        except OSError as error:
+            raise StoreError(f"log folder {folder} cannot be made: {error.strerror or error}") from None
         return folder
 
     def close(self) -> None:
