@@ -24,6 +24,7 @@ from rigcheck.engine.run.preflight import (
     run_devices,
 )
 from rigcheck.engine.stage import PROFILES, parse_device
+from rigcheck.engine.store import StoreError
 from rigcheck.tui.cli_fleet import command_fleet
 from rigcheck.tui.cli_follow import command_cancel, command_follow
 from rigcheck.tui.cli_parser import build_parser
@@ -108,6 +109,8 @@ def command_history(args: argparse.Namespace) -> int:
             run["status"] = "LIVE"
     console = Console()
     console.print(history_table(runs, store.worst_statuses([run["id"] for run in runs]), console.width))
+    for line in store.unlisted:
+        print(f"rigcheck: {line}", file=sys.stderr)
     return 0
 
 
@@ -191,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:  # only `--store PATH` was given
             args = build_parser().parse_args([*argv, "app"])
         return COMMANDS[args.command](args)
-    except UsageError as error:
+    except (UsageError, StoreError) as error:  # StoreError: a store found damaged or read-only after opening
         print(f"rigcheck: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
