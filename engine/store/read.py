@@ -12,8 +12,9 @@ import statistics
 from typing import Any
 
 from rigcheck.engine.events import worst
+from rigcheck.engine.store.errors import StoreDamaged
 from rigcheck.engine.store.liveness import process_alive
-from rigcheck.engine.store.schema import StoreBase, StoreDamaged
+from rigcheck.engine.store.schema import StoreBase
 from rigcheck.engine.trust.contention import contention_report
 
 DURATION_RUNS = 5  # a stage's expected time is the median of its last this-many runs

@@ -5,16 +5,23 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import pwd
 import sqlite3
-import stat
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-STORE_ENV = "RIGCHECK_STORE"
+from rigcheck.engine.store.errors import (
+    STORE_ENV,
+    StoreDamaged,
+    StoreError,
+    StoreReadOnly,
+    damaged_message,
+    is_damage,
+)
+from rigcheck.engine.store.paths import check_own_path, check_store_paths, make_private_folder
+
 BUSY_TIMEOUT_S = 30.0
 
 MIGRATIONS: list[str] = [
@@ -84,32 +91,6 @@ MIGRATIONS: list[str] = [
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-class StoreError(Exception):
-    """The store cannot be used; the message says where it is and why."""
-
-
-class StoreDamaged(StoreError, sqlite3.DatabaseError):
-    """The file is damaged; a sqlite3 error too, so a run's writer ends the run as for any store failure."""
-
-
-class StoreReadOnly(StoreError, sqlite3.OperationalError):
-    """A write to a store this process may only read."""
-
-
-def damaged_message(path: Path, error: BaseException) -> str:
-    return (
-        f"store {path} is damaged ({error}); it was left as it is: recover what it holds with "
-        f"`sqlite3 {path} .recover | sqlite3 NEW.db`, then use --store NEW.db (or {STORE_ENV})"
-    )
-
-
-def is_damage(error: sqlite3.Error) -> bool:
-    """SQLITE_CORRUPT: the file's pages are bad (a busy or full disk is not damage; a file that is not SQLite
-    at all keeps the plainer message)."""
-    name = getattr(error, "sqlite_errorname", "")  # Python 3.11+
-    return name.startswith("SQLITE_CORRUPT") or "malformed" in str(error)
-
-
 def _lenient_text(data: bytes) -> str:
     """Text that is not UTF-8 (a damaged page) reads as replacement characters rather than failing the read."""
     return data.decode("utf-8", "replace")
@@ -129,71 +110,6 @@ def default_store_path() -> Path:
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, default=str, sort_keys=True)
-
-
-def _owner_name(uid: int) -> str:
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return f"uid {uid}"
-
-
-def _is_ours(info: os.stat_result) -> bool:
-    """Whether this process's user owns the file (tests replace this to play another user)."""
-    return info.st_uid == os.geteuid()
-
-
-def check_own_path(path: Path, what: str, folder: bool = False) -> None:
-    """Refuse a store, journal or log folder that a link in a folder anyone can write leads to, that is not
-    a plain file (or folder), or that another user owns: using it would let them choose where we write. A
-    missing path passes: we make it ourselves."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if stat.S_ISLNK(info.st_mode):
-        if os.stat(path.parent).st_mode & stat.S_IWOTH:
-            raise StoreError(
-                f"{what} {path} is a symbolic link in {path.parent}, a folder anyone can write; "
-                "it was not followed: use a path in a folder of your own"
-            )
-        try:
-            info = os.stat(path)
-        except FileNotFoundError:
-            raise StoreError(f"{what} {path} is a symbolic link to nothing; remove it or use another path") from None
-    if folder and not stat.S_ISDIR(info.st_mode):
-        raise StoreError(f"{what} {path} is not a folder; move it aside or use another store")
-    if not folder and stat.S_ISDIR(info.st_mode):
-        raise StoreError(f"{what} {path} is a folder, not a rigcheck store")
-    if not folder and not stat.S_ISREG(info.st_mode):
-        raise StoreError(f"{what} {path} is not a regular file; use another store")
-    if not _is_ours(info):
-        raise StoreError(
-            f"{what} {path} belongs to {_owner_name(info.st_uid)}, not to you; "
-            "it was left as it is: use a store of your own (--store)"
-        )
-
-
-def _check_store_paths(path: Path, log_root: Path) -> None:
-    check_own_path(path, "store")
-    for suffix in ("-wal", "-shm", "-journal"):  # SQLite writes these beside the store
-        check_own_path(path.with_name(path.name + suffix), "store journal")
-    check_own_path(log_root, "log folder", folder=True)
-
-
-def _make_private_folder(path: Path) -> None:
-    """Make the folder readable by its owner only, or check that the one already there may be used."""
-    check_own_path(path, "log folder", folder=True)
-    try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        check_own_path(path, "log folder", folder=True)  # made meanwhile: check it again, leave its mode
-        return
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)  # the folder we made, not a swapped-in link
-    try:
-        os.fchmod(fd, 0o700)  # whatever the umask
-    finally:
-        os.close(fd)
 
 
 def _create_private(path: Path) -> None:
@@ -221,7 +137,7 @@ class StoreBase:
         self.path = Path(path)
         self._lock = threading.Lock()
         try:
-            _check_store_paths(self.path, self.log_dir(0).parent)
+            check_store_paths(self.path, self.log_dir(0).parent)
             if not self.path.parent.is_dir():
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             _create_private(self.path)
@@ -316,7 +232,7 @@ class StoreBase:
         folder = self.log_dir(run_id)
         try:
             for part in (folder.parent, folder):
-                _make_private_folder(part)
+                make_private_folder(part)
         except OSError as error:
             raise StoreError(f"log folder {folder} cannot be made: {error.strerror or error}") from None
         return folder

@@ -13,7 +13,7 @@ from rigcheck.engine.run.childpath import absolute_pythonpath, child_env
 from rigcheck.engine.run.detach import spawn
 from rigcheck.engine.run.preflight import UsageError, inspect_python, open_store
 from rigcheck.engine.run.request import RunRequest
-from rigcheck.engine.store import Store, StoreError, schema
+from rigcheck.engine.store import Store, StoreError, paths
 from stage_infos import fake
 
 PLANTED = ("rigcheck/__init__.py", "torch.py", "numpy.py", "runpy.py")
@@ -130,7 +130,7 @@ def test_a_store_that_is_not_a_regular_file_is_refused(tmp_path: Path) -> None:
 
 def test_another_users_store_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     Store(tmp_path / "s.db").close()
-    monkeypatch.setattr(schema, "_is_ours", lambda info: False)
+    monkeypatch.setattr(paths, "_is_ours", lambda info: False)
     with pytest.raises(UsageError, match=r"store .*s\.db belongs to .*, not to you"):
         open_store(str(tmp_path / "s.db"))
 
