@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 from importlib.metadata import PackageNotFoundError, version
 
+from rigcheck.engine.run.numbers import bounded_float
 from rigcheck.engine.run.options import UsageParser, add_run_options
 from rigcheck.engine.stage import PROFILES
 from rigcheck.tui.cli_fleet import add_fleet_parser
 from rigcheck.tui.serve import add_parser as add_serve_parser
+
+
+MIN_INTERVAL_S = 0.1  # the app's own sampling period; finer only measures the sampler
 
 
 def _version() -> str:
@@ -32,7 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     monitor = commands.add_parser("monitor", help="live telemetry for every GPU and the host")
     monitor.add_argument("--json", action="store_true", help="one JSON object per line")
-    monitor.add_argument("--interval", type=float, default=1.0, help="seconds between samples")
+    monitor.add_argument(
+        "--interval",
+        type=bounded_float(MIN_INTERVAL_S, 86400.0),
+        default=1.0,
+        help=f"seconds between samples (at least {MIN_INTERVAL_S:g})",
+    )
     monitor.add_argument("--count", type=int, help="stop after this many samples")
     monitor.add_argument(
         "--prom-textfile", metavar="DIR", help="keep DIR/rigcheck.prom, for node_exporter's textfile collector"
@@ -62,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument(
         "--format", default="json", help="json, csv, md, junit, prom (Prometheus text) or baseline (for run --baseline)"
     )
-    export.add_argument("--output", "-o", help="file to write, replaced in one step (default: standard output)")
+    export.add_argument("--output", "-o", help="file to write, replaced in one step (default, or -: standard output)")
     compare = commands.add_parser("compare", help="compare two runs figure by figure", parents=[common])
     compare.add_argument("first", metavar="RUN", help="a run number or 'last'")
     compare.add_argument("second", metavar="RUN", help="another run number or 'last'")
