@@ -11,7 +11,6 @@ from rigcheck.engine.stage import PROFILES
 from rigcheck.tui.cli_fleet import add_fleet_parser
 from rigcheck.tui.serve import add_parser as add_serve_parser
 
-
 MIN_INTERVAL_S = 0.1  # the app's own sampling period; finer only measures the sampler
 
 
