@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from importlib.metadata import PackageNotFoundError, version
 
-from rigcheck.engine.run.numbers import bounded_float
+from rigcheck.engine.run.numbers import bounded_float, bounded_int
 from rigcheck.engine.run.options import UsageParser, add_run_options
 from rigcheck.engine.stage import PROFILES
 from rigcheck.tui.cli_fleet import add_fleet_parser
@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=1.0,
         help=f"seconds between samples (at least {MIN_INTERVAL_S:g})",
     )
-    monitor.add_argument("--count", type=int, help="stop after this many samples")
+    monitor.add_argument("--count", type=bounded_int(1), help="stop after this many samples")
     monitor.add_argument(
         "--prom-textfile", metavar="DIR", help="keep DIR/rigcheck.prom, for node_exporter's textfile collector"
     )
@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("stages", help="list the stages")
     for name in ("history", "runs"):
         history = commands.add_parser(name, help="list past runs, marking the live ones", parents=[common])
-        history.add_argument("--limit", type=int, default=30)
+        history.add_argument("--limit", type=bounded_int(0), default=30)
     follow = commands.add_parser("follow", help="follow a run live (default: the newest live one)", parents=[common])
     follow.add_argument("run", nargs="?", metavar="RUN", help="a run number or 'last'")
     cancel = commands.add_parser("cancel", help="stop a live run (or only its running stage)", parents=[common])

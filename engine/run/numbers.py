@@ -55,3 +55,16 @@ def bounded_float(
 
     parse.__name__ = "number"
     return parse
+
+
+def bounded_int(low: int, high: int = SQLITE_MAX_INT) -> Callable[[str], int]:
+    """An argparse `type=`: ASCII digits from `low` to `high` (int() would take "١" and any size)."""
+
+    def parse(text: str) -> int:
+        value = parse_count(text.strip(), high)
+        if value is None or value < low:
+            raise argparse.ArgumentTypeError(f"{text!r}: give a whole number from {low} to {high}")
+        return value
+
+    parse.__name__ = "number"
+    return parse

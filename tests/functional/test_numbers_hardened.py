@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from cli_calls import assert_one_line_error, rigcheck
 from rigcheck.engine.fleet.main import agent_main
-from rigcheck.engine.run.numbers import bounded_float, parse_count
+from rigcheck.engine.run.numbers import bounded_float, bounded_int, parse_count
 from rigcheck.engine.store import Store
 
 NOT_FINITE = ["nan", "NaN", "inf", "-inf", "Infinity", "1e999"]
@@ -52,8 +52,25 @@ def test_the_shared_number_type_takes_plain_decimals_only() -> None:
     for text in ("nan", "inf", "0", "10.5", "١", "1_0", "0x1", "", "1e999", "-1"):
         with pytest.raises(argparse.ArgumentTypeError):
             seconds(text)
+    assert bounded_int(1, 5)("5") == 5 and bounded_int(0)("0") == 0
+    for text in ("6", "0", "١", "-1", "nan"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            bounded_int(1, 5)(text)
     assert parse_count("9223372036854775807") == 2**63 - 1
     assert [parse_count(text) for text in ("9223372036854775808", "١", "1_0", "-1", "+1", " 1", "")] == [None] * 7
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["history", "--limit", "9" * 30],
+        ["history", "--limit", "-5"],
+        ["runs", "--limit", "١"],
+        ["monitor", "--count", "0"],
+    ],
+)
+def test_whole_number_options_are_ascii_digits_in_range(tmp_path: Path, args: list[str]) -> None:
+    assert_one_line_error(rigcheck(*args, store=tmp_path / "s.db", timeout=60), args[1])
 
 
 @pytest.fixture
