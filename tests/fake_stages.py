@@ -149,3 +149,12 @@ def nap(context: StageContext) -> Iterator[Event]:
         yield Progress(stage, step, 6, f"step {step}")
         yield Measurement(stage, f"step {step}", float(step), "steps", device=context.spec.device)
     yield Verdict(stage, "nap", Status.PASS, "slept")
+
+
+def lone_h200(context: StageContext) -> Iterator[Event]:
+    """One H200 figure at the value asked for, with the conditions asked for: a lone GPU, no peers."""
+    spec = context.spec
+    conditions = {"trust": "TRUSTED", "gpu_name": "NVIDIA H200", "samples": 10} | dict(spec.option("conditions", {}))
+    params = {"bound": "compute", "threads": 1, "timer": "events"}
+    value = float(spec.option("value", 780.0))
+    yield Measurement(spec.stage, "matmul bf16 4096", value, "TFLOP/s", 1.0, 5, spec.device, params, conditions)

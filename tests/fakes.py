@@ -46,8 +46,12 @@ class FakeNvml:
         broken=(),
         bus_ids: tuple[str | bytes, ...] = (b"00000000:1B:00.0",),
         processes: dict[int, list[FakeGpuProcess]] | None = None,
+        power: int = 126_370,
+        limit: int = 700_000,
+        default_limit: int = 700_000,
     ) -> None:
         self.sm_clock, self.reasons, self.pids, self.broken = sm_clock, reasons, pids, set(broken)
+        self.power, self.limit, self.default_limit = power, limit, default_limit  # mW
         self.bus_ids = bus_ids
         self.processes = processes or {}
         self.util_calls: list[int] = []
@@ -88,7 +92,13 @@ class FakeNvml:
         return 1980 if kind == 1 else 3201
 
     def enforced_power_limit(self, handle: str) -> int:
-        return 700_000  # mW
+        return self.limit  # mW
+
+    def default_power_limit(self, handle: str) -> int | NvmlFailure:
+        return self._fails("default power limit") or self.default_limit
+
+    def power_limit_range(self, handle: str) -> tuple[int, int] | NvmlFailure:
+        return self._fails("power limit range") or (200_000, 700_000)
 
     def clock(self, handle: str, kind: int) -> int | NvmlFailure:
         return self._fails("clock") or (self.sm_clock if kind == 1 else 3201)
@@ -97,7 +107,7 @@ class FakeNvml:
         return self._fails("temperature") or 39
 
     def power_usage(self, handle: str) -> int | NvmlFailure:
-        return self._fails("power") or 126_370  # mW
+        return self._fails("power") or self.power  # mW
 
     def utilization(self, handle: str) -> Utilization:
         return Utilization(gpu=97, memory=40)

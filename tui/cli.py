@@ -12,11 +12,10 @@ import sys
 
 from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_USAGE
 from rigcheck.engine.registry import STAGES
-from rigcheck.engine.report.atomic_write import write_atomic
+from rigcheck.engine.report.atomic_write import RefusedTarget, write_atomic
 from rigcheck.engine.report.export import FORMATS, render
 from rigcheck.engine.run.preflight import (
     UsageError,
-    check_folder_takes_files,
     check_output_file,
     inspect_python,
     open_store,
@@ -24,6 +23,7 @@ from rigcheck.engine.run.preflight import (
     run_devices,
 )
 from rigcheck.engine.stage import PROFILES, parse_device
+from rigcheck.engine.store import StoreError
 from rigcheck.tui.cli_fleet import command_fleet
 from rigcheck.tui.cli_follow import command_cancel, command_follow
 from rigcheck.tui.cli_parser import build_parser
@@ -37,15 +37,19 @@ def command_export(args: argparse.Namespace) -> int:
 
     if args.format not in FORMATS:
         raise UsageError(f"bad format {args.format!r}: use one of {', '.join(FORMATS)}")
-    output = check_output_file("--output", args.output) if args.output else None
-    if output is not None:  # it is replaced through a temporary file beside it: the folder must take one
-        check_folder_takes_files("--output", str(output.parent), output)
+    output = check_output_file("--output", args.output) if args.output else None  # None: stdout (`-` or no -o)
     store = open_store(args.store)
     report = store.report(resolve_run_id(store, args.run))
     assert report is not None
-    text = render(report, args.format)
+    try:
+        text = render(report, args.format)
+    except ValueError as error:  # a baseline of a run with no GPU figure
+        raise UsageError(str(error)) from None
     if output is not None:
-        write_atomic(output, text)
+        try:
+            write_atomic(output, text)
+        except RefusedTarget as refused:  # checked above, but it changed since
+            raise UsageError(f"--output {args.output}: {refused}") from None
     else:
         sys.stdout.write(text)
     return 0
@@ -105,14 +109,14 @@ def command_history(args: argparse.Namespace) -> int:
             run["status"] = "LIVE"
     console = Console()
     console.print(history_table(runs, store.worst_statuses([run["id"] for run in runs]), console.width))
+    for line in store.unlisted:
+        print(f"rigcheck: {line}", file=sys.stderr)
     return 0
 
 
 def command_monitor(args: argparse.Namespace) -> int:
     from rigcheck.tui.monitor import monitor, textfile_path
 
-    if args.interval <= 0:
-        raise UsageError("--interval must be a positive number of seconds")
     if args.count is not None and args.count < 1:
         raise UsageError("--count must be at least 1")
     if args.prom_textfile and args.json:
@@ -188,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:  # only `--store PATH` was given
             args = build_parser().parse_args([*argv, "app"])
         return COMMANDS[args.command](args)
-    except UsageError as error:
+    except (UsageError, StoreError) as error:  # StoreError: a store found damaged or read-only after opening
         print(f"rigcheck: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 from importlib.metadata import PackageNotFoundError, version
 
+from rigcheck.engine.run.numbers import bounded_float, bounded_int
 from rigcheck.engine.run.options import UsageParser, add_run_options
 from rigcheck.engine.stage import PROFILES
 from rigcheck.tui.cli_fleet import add_fleet_parser
 from rigcheck.tui.serve import add_parser as add_serve_parser
+
+MIN_INTERVAL_S = 0.1  # the app's own sampling period; finer only measures the sampler
 
 
 def _version() -> str:
@@ -32,8 +35,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     monitor = commands.add_parser("monitor", help="live telemetry for every GPU and the host")
     monitor.add_argument("--json", action="store_true", help="one JSON object per line")
-    monitor.add_argument("--interval", type=float, default=1.0, help="seconds between samples")
-    monitor.add_argument("--count", type=int, help="stop after this many samples")
+    monitor.add_argument(
+        "--interval",
+        type=bounded_float(MIN_INTERVAL_S, 86400.0),
+        default=1.0,
+        help=f"seconds between samples (at least {MIN_INTERVAL_S:g})",
+    )
+    monitor.add_argument("--count", type=bounded_int(1), help="stop after this many samples")
     monitor.add_argument(
         "--prom-textfile", metavar="DIR", help="keep DIR/rigcheck.prom, for node_exporter's textfile collector"
     )
@@ -49,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("stages", help="list the stages")
     for name in ("history", "runs"):
         history = commands.add_parser(name, help="list past runs, marking the live ones", parents=[common])
-        history.add_argument("--limit", type=int, default=30)
+        history.add_argument("--limit", type=bounded_int(0), default=30)
     follow = commands.add_parser("follow", help="follow a run live (default: the newest live one)", parents=[common])
     follow.add_argument("run", nargs="?", metavar="RUN", help="a run number or 'last'")
     cancel = commands.add_parser("cancel", help="stop a live run (or only its running stage)", parents=[common])
@@ -59,8 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("run")
     export = commands.add_parser("export", help="export one run", parents=[common])
     export.add_argument("run")
-    export.add_argument("--format", default="json", help="json, csv, md, junit or prom (Prometheus text)")
-    export.add_argument("--output", "-o", help="file to write, replaced in one step (default: standard output)")
+    export.add_argument(
+        "--format", default="json", help="json, csv, md, junit, prom (Prometheus text) or baseline (for run --baseline)"
+    )
+    export.add_argument("--output", "-o", help="file to write, replaced in one step (default, or -: standard output)")
     compare = commands.add_parser("compare", help="compare two runs figure by figure", parents=[common])
     compare.add_argument("first", metavar="RUN", help="a run number or 'last'")
     compare.add_argument("second", metavar="RUN", help="another run number or 'last'")

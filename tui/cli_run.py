@@ -13,17 +13,17 @@ from typing import Any
 from rich.console import Console
 from rigcheck.engine.exits import EXIT_FAIL, EXIT_USAGE
 from rigcheck.engine.run.options import request_from_args, write_reports
-from rigcheck.engine.run.preflight import UsageError
+from rigcheck.engine.run.preflight import STDOUT, UsageError
 
 
 def raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _print_summary(report: dict[str, Any]) -> None:
+def _print_summary(report: dict[str, Any], to_stderr: bool = False) -> None:
     from rigcheck.tui.cli_display import contention_table, fitted_console, measurements_table, summary_table
 
-    out = fitted_console()
+    out = fitted_console(stderr=to_stderr)
     out.print(summary_table(report))
     for table in (measurements_table(report), contention_table(report)):
         if table is not None:
@@ -44,9 +44,10 @@ def _detach(store: Any, request: Any) -> int:
     return 0
 
 
-def summarise(report: dict[str, Any], code: int, strict: bool, err: Console) -> int:
-    """Print the summary on stdout; the exit code, with --strict turning WARN into a failure."""
-    _print_summary(report)
+def summarise(report: dict[str, Any], code: int, strict: bool, err: Console, to_stderr: bool = False) -> int:
+    """Print the summary on stdout (on stderr when stdout takes a report); the exit code, with --strict
+    turning WARN into a failure."""
+    _print_summary(report, to_stderr)
     warned = sum(v["status"] == "WARN" for v in report["verdicts"])
     if strict and warned and code == 0:
         err.print(f"--strict: {warned} WARN verdict(s) fail the run", style="yellow")
@@ -77,7 +78,8 @@ def command_run(args: argparse.Namespace) -> int:
         err.print(f"rigcheck: {owned.session.store_error}", markup=False, style="red")
     report = store.report(run_id)
     assert report is not None
-    code = summarise(report, code, args.strict, err)
+    report_to_stdout = STDOUT in (args.json, args.junit)  # `--json -`: stdout holds only the report
+    code = summarise(report, code, args.strict, err, to_stderr=report_to_stdout)
     err.print(f"run {run_id} stored in {store.path}; logs in {log_dir}", markup=False, highlight=False)
     if not write_reports(args, report, lambda text: err.print(text, markup=False)):
         return code or EXIT_USAGE

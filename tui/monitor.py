@@ -11,9 +11,9 @@ from pathlib import Path
 
 from rigcheck.engine.exits import EXIT_ERROR, EXIT_INTERRUPTED
 from rigcheck.engine.facts.host import cpu_facts
-from rigcheck.engine.report.atomic_write import write_atomic
+from rigcheck.engine.report.atomic_write import existing_target, write_atomic
 from rigcheck.engine.report.prom_telemetry import sample_to_prom
-from rigcheck.engine.run.preflight import check_folder_takes_files
+from rigcheck.engine.run.preflight import UsageError, check_folder_takes_files
 from rigcheck.engine.telemetry.sample import Sample, na
 from rigcheck.engine.telemetry.sampler import Sampler
 
@@ -21,9 +21,14 @@ PROM_FILE = "rigcheck.prom"
 
 
 def textfile_path(folder: str) -> Path:
-    """DIR/rigcheck.prom, once DIR is known to be a folder that takes files: checked before sampling starts."""
+    """DIR/rigcheck.prom, once DIR is known to be a folder that takes files and the file, if there, a regular
+    file of this user's: checked before sampling starts."""
     target = Path(folder).expanduser() / PROM_FILE
     check_folder_takes_files("--prom-textfile", folder, target)
+    try:
+        existing_target(target)
+    except OSError as error:  # RefusedTarget: a link, a FIFO, another user's file
+        raise UsageError(f"--prom-textfile {folder}: {target} {error.strerror or error}") from None
     return target
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rigcheck.engine.facts.amd_driver import amd_cards, memory_pool
-from rigcheck.engine.facts.dtypes import amd_matrix_dtypes, nvidia_matrix_dtypes
+from rigcheck.engine.facts.dtypes import amd_matrix_dtypes, nvidia_matrix_dtypes, slow_dtypes
 from rigcheck.engine.hw.amdgpu import DRM_ROOT
 from rigcheck.engine.hw.pci import torch_bus_id
 
@@ -34,6 +34,7 @@ def torch_device(torch: Any, index: int) -> dict[str, Any]:
         "uuid": str(uuid) if uuid is not None else None,
         "pci": torch_bus_id(props),
         "matrix_dtypes": amd_matrix_dtypes(arch or "") if hip else nvidia_matrix_dtypes(props.major, props.minor),
+        "slow_dtypes": slow_dtypes(arch or ""),
     }
 
 

@@ -13,6 +13,7 @@ from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_NO_STORE, EXIT_USAGE
 from rigcheck.engine.fleet.agent import Agent, FleetOptions, FleetStoreError
 from rigcheck.engine.fleet.env import FleetEnvError, read_env
 from rigcheck.engine.report.fleet_summary import fleet_summary
+from rigcheck.engine.run.numbers import bounded_float
 from rigcheck.engine.run.options import UsageParser, add_run_options, request_from_args, write_reports
 from rigcheck.engine.run.owner import DeviceBusy
 from rigcheck.engine.run.preflight import UsageError
@@ -31,7 +32,13 @@ def add_fleet_timeouts(parser: argparse.ArgumentParser) -> None:
     for name, meaning in WAITS:
         flag = "--" + name.replace("_", "-")
         default = getattr(defaults, name)
-        parser.add_argument(flag, type=float, default=default, metavar="S", help=f"{meaning} (default {default:g} s)")
+        parser.add_argument(
+            flag,
+            type=bounded_float(0, MAX_WAIT_S, above=True),
+            default=default,
+            metavar="S",
+            help=f"{meaning} (default {default:g} s)",
+        )
     parser.add_argument(
         "--no-links", action="store_true", help="skip the inter-host collectives and the pairwise round"
     )

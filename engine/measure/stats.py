@@ -10,6 +10,10 @@ from dataclasses import dataclass
 
 NOISY_SPREAD = 0.05  # interquartile range above 5% of the median
 LAUNCH_BOUND_S = 50e-6  # a GPU call shorter than this can be paced by the host's launches (fp8 1024 on an H200: 25 us)
+# A wall clock (CLOCK_REALTIME) can be stepped by NTP or by hand: a timing it reads as negative, or as
+# this many times longer than the primary clock's (and at least STEP_MIN_S longer), saw a step.
+STEP_RATIO = 10.0
+STEP_MIN_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -17,7 +21,8 @@ class TimingStats:
     """Seconds per call of each timing, and the same intervals by a second, independent clock.
 
     `check_times` are per call like `times`: on a GPU the host's wall clock around each timed group
-    (launch and synchronisation included), on the CPU CLOCK_MONOTONIC_RAW against perf_counter.
+    (launch and synchronisation included), on the CPU CLOCK_REALTIME against perf_counter: a clock
+    outside the monotonic family, so a fault that moves perf_counter's family cannot move it too.
     """
 
     times: tuple[float, ...]
@@ -61,9 +66,36 @@ class TimingStats:
             return None
         # The pair whose two readings differ by the median amount: a thread preempted between reading
         # one clock and the other (common on a busy host) skews a few pairs, never the median one.
-        pairs = sorted(zip(self.times, self.check_times, strict=False), key=lambda pair: pair[1] - pair[0])
+        pairs = self._unstepped_pairs()
+        pairs.sort(key=lambda pair: pair[1] - pair[0])
         primary, check = pairs[len(pairs) // 2]
         return clocks_disagree(primary * self.calls_per_timing, check * self.calls_per_timing, self.primary, self.check)
+
+    def _stepped(self) -> list[int]:
+        """Indexes of the timings in which a host check clock stepped: read backwards, or jumped far past
+        the primary clock. A step is a rare event: where most timings look stepped, the clocks disagree."""
+        if self.primary == "events":
+            return []
+        found = [
+            index
+            for index, (primary, check) in enumerate(zip(self.times, self.check_times, strict=False))
+            if check < 0 or (check > primary * STEP_RATIO and check - primary > STEP_MIN_S / self.calls_per_timing)
+        ]
+        return found if len(found) <= max(1, len(self.times) // 4) else []
+
+    def _unstepped_pairs(self) -> list[tuple[float, float]]:
+        stepped = set(self._stepped())
+        return [pair for i, pair in enumerate(zip(self.times, self.check_times, strict=False)) if i not in stepped]
+
+    def check_stepped(self) -> str | None:
+        """A note where the second clock stepped during some timings, which were then not compared."""
+        stepped = self._stepped()
+        if not stepped:
+            return None
+        return (
+            f"the second clock stepped: {self.check} jumped during {len(stepped)} of {len(self.times)} timings "
+            "(an NTP or manual clock change), which were not compared; not a broken timer"
+        )
 
 
 def clocks_disagree(primary_s: float, check_s: float, primary: str, check: str) -> str | None:

@@ -1,4 +1,5 @@
-"""Turns a stored run's report into JSON, CSV, Markdown, JUnit XML or Prometheus text, for `export` and `--json`."""
+"""Turns a stored run's report into JSON, CSV, Markdown, JUnit XML, Prometheus text or a baseline file, for
+`export` and `--json`."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import io
 import json
 from typing import Any
 
+from rigcheck.engine.report.baseline import to_baseline
 from rigcheck.engine.report.rows import has_hosts, report_rows, status_of
 
-FORMATS = ("json", "csv", "md", "junit", "prom")
+FORMATS = ("json", "csv", "md", "junit", "prom", "baseline")
 
 
 def to_json(report: dict[str, Any]) -> str:
@@ -74,5 +76,12 @@ def render(report: dict[str, Any], fmt: str) -> str:
     from rigcheck.engine.report.junit import to_junit
     from rigcheck.engine.report.prom import report_to_prom
 
-    renderers = {"json": to_json, "csv": to_csv, "md": to_markdown, "junit": to_junit, "prom": report_to_prom}
+    renderers = {
+        "json": to_json,
+        "csv": to_csv,
+        "md": to_markdown,
+        "junit": to_junit,
+        "prom": report_to_prom,
+        "baseline": to_baseline,
+    }
     return renderers[fmt](report)

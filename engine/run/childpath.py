@@ -43,6 +43,31 @@ def sweep_stale(folder: Path | None = None) -> list[Path]:
     return removed
 
 
+def absolute_pythonpath(value: str | None) -> list[str]:
+    """A PYTHONPATH's entries made absolute against the current folder, empty ones dropped.
+
+    Children start in a folder of our choosing, never the caller's: an entry the user named keeps the
+    meaning it had where they named it, and an empty one (`PYTHONPATH=:x` means "the current folder",
+    usually by accident) is dropped rather than let the caller's folder back in.
+    """
+    return [os.path.abspath(entry) for entry in (value or "").split(os.pathsep) if entry]
+
+
+def child_env(*first: str) -> dict[str, str]:
+    """This process's environment for a child, with `first` ahead of an absolute PYTHONPATH (none if empty)."""
+    env = dict(os.environ)
+    paths = [*first, *absolute_pythonpath(env.pop("PYTHONPATH", None))]
+    if paths:
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+    return env
+
+
+def absolute_program(program: str) -> str:
+    """A program named by a path made absolute, so it runs the same from another folder; a bare name
+    is still looked up on PATH."""
+    return os.path.abspath(program) if os.sep in program else program
+
+
 def shim_dir() -> Path:
     """A private folder holding `rigcheck/engine` as a link to this engine, made once per process.
 

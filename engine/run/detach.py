@@ -11,9 +11,16 @@ import threading
 import time
 from pathlib import Path
 
+from rigcheck.engine.run.childpath import child_env
 from rigcheck.engine.run.request import RunRequest
 
 START_TIMEOUT_S = 60.0
+# `python -m` would import from the caller's folder first (a planted `rigcheck/` there would run as the
+# engine); `-c` puts that folder in as '', which goes before anything is imported. `sys` is built in.
+ENGINE_BOOTSTRAP = (
+    "import sys; sys.path[:] = [p for p in sys.path if p]; import runpy; "
+    "runpy.run_module('rigcheck.engine.run.engine_main', run_name='__main__', alter_sys=True)"
+)
 
 
 class StartFailed(Exception):
@@ -24,11 +31,12 @@ def spawn(store_path: Path, request: RunRequest, timeout: float = START_TIMEOUT_
     """Start the engine for `request` and return (run id, engine pid) once the run has begun."""
     read_fd, write_fd = os.pipe()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rigcheck.engine.run.engine_main", str(store_path), str(write_fd), request.to_json()],
+        [sys.executable, "-c", ENGINE_BOOTSTRAP, str(store_path), str(write_fd), request.to_json()],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         pass_fds=(write_fd,),
+        env=child_env(),
         start_new_session=True,  # not a child of the terminal: no SIGHUP, no Ctrl-C
     )
     os.close(write_fd)

@@ -9,10 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from rigcheck.engine.measure.baseline_file import parse_baseline
 from rigcheck.engine.registry import UnknownStage, default_stages, resolve
+from rigcheck.engine.report.atomic_write import write_atomic
 from rigcheck.engine.report.export import to_json
 from rigcheck.engine.report.junit import to_junit
-from rigcheck.engine.run.preflight import UsageError, check_output_file, inspect_python, open_store, run_devices
+from rigcheck.engine.run.numbers import WEEK_S, bounded_float
+from rigcheck.engine.run.preflight import STDOUT, UsageError, check_output_file, inspect_python, open_store, run_devices
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.stage import PROFILES, parse_device
 from rigcheck.engine.store import Store
@@ -36,19 +39,27 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--peer-tolerance",
-        type=float,
+        type=bounded_float(0, 100, above=True, below=True, unit=" (a percentage)"),
         metavar="PERCENT",
         help="name a GPU more than this far below the best of its peers (default 10)",
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="judge each GPU figure against this known-good machine's or fleet's (`export RUN --format baseline`), "
+        "not the model table's",
+    )
     parser.add_argument("--profile", default="standard", help=f"one of {', '.join(PROFILES)}")
     parser.add_argument("--python", help="run the stages under this interpreter (it needs torch)")
-    parser.add_argument("--json", metavar="FILE", help="also write the run's report as JSON here")
-    parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML here: one test case per verdict, for CI")
+    parser.add_argument("--json", metavar="FILE", help="also write the run's report as JSON here (- for stdout)")
+    parser.add_argument(
+        "--junit", metavar="FILE", help="also write JUnit XML here: one test case per verdict, for CI (- for stdout)"
+    )
     parser.add_argument("--strict", action="store_true", help="a WARN verdict fails the run (exit 1), for CI")
-    parser.add_argument("--timeout", type=float, help="time limit per stage in seconds")
+    parser.add_argument("--timeout", type=bounded_float(0, WEEK_S, above=True), help="time limit per stage in seconds")
     parser.add_argument(
         "--wait-quiet",
-        type=float,
+        type=bounded_float(0, WEEK_S),
         metavar="SECONDS",
         help="before each throughput stage, wait for a quiet host",
     )
@@ -59,7 +70,33 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="run even on a device another live run is using")
     parser.add_argument("--max-find", action="store_true", help="matmul: also search shapes for the peak bf16 rate")
     parser.add_argument("--compile", action="store_true", help="training: also measure torch.compile + channels_last")
-    parser.add_argument("--duration", type=float, metavar="SECONDS", help="burn: how long to run (default 30/60/300 s)")
+    parser.add_argument(
+        "--duration",
+        type=bounded_float(0, WEEK_S, above=True, below=True),
+        metavar="SECONDS",
+        help="burn: how long to run (default 30/60/300 s)",
+    )
+
+
+def read_baseline(path: str) -> dict[str, Any]:
+    """A --baseline file's figures, checked before the run; UsageError (one line, exit 2) when it will not do."""
+    try:
+        text = Path(path).expanduser().read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"--baseline {path}: cannot read it ({getattr(error, 'strerror', None) or error})") from None
+    try:
+        return parse_baseline(text)
+    except ValueError as error:
+        raise UsageError(f"--baseline {path}: {error}") from None
+
+
+def check_report_files(args: argparse.Namespace) -> None:
+    """--json and --junit can be written, tried before the run; `-` (standard output) for one of them at most."""
+    flags = [flag for flag in ("json", "junit") if getattr(args, flag)]
+    if sum(getattr(args, flag) == STDOUT for flag in flags) > 1:
+        raise UsageError("--json - and --junit -: only one report can go to standard output")
+    for flag in flags:
+        check_output_file(f"--{flag}", getattr(args, flag))
 
 
 def request_from_args(args: argparse.Namespace) -> tuple[RunRequest, Store]:
@@ -71,17 +108,17 @@ def request_from_args(args: argparse.Namespace) -> tuple[RunRequest, Store]:
         raise UsageError(str(error)) from None
     if args.profile not in PROFILES:
         raise UsageError(f"bad profile {args.profile!r}: use one of {', '.join(PROFILES)}")
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageError("--timeout must be a positive number of seconds")
-    if args.wait_quiet is not None and args.wait_quiet < 0:
-        raise UsageError("--wait-quiet must be zero or more seconds")
-    for flag in ("json", "junit"):
-        if getattr(args, flag):
-            check_output_file(f"--{flag}", getattr(args, flag))
-    if args.duration is not None and not 0 < args.duration < 7 * 86400:
+    # The parser's types check these too; a Namespace made by code is checked here.
+    if args.timeout is not None and not 0 < args.timeout <= WEEK_S:
+        raise UsageError("--timeout must be a positive number of seconds (at most a week)")
+    if args.wait_quiet is not None and not 0 <= args.wait_quiet <= WEEK_S:
+        raise UsageError("--wait-quiet must be zero or more seconds (at most a week)")
+    check_report_files(args)
+    if args.duration is not None and not 0 < args.duration < WEEK_S:
         raise UsageError("--duration must be a positive number of seconds (under a week)")
     if args.peer_tolerance is not None and not 0 < args.peer_tolerance < 100:
         raise UsageError("--peer-tolerance must be a percentage between 0 and 100")
+    baseline = read_baseline(args.baseline) if getattr(args, "baseline", None) else None
     python = args.python or sys.executable
     gpus: tuple[str, ...] = ()
     if args.python or device != "cpu":
@@ -91,6 +128,8 @@ def request_from_args(args: argparse.Namespace) -> tuple[RunRequest, Store]:
     options: dict[str, object] = {name: True for name in ("max_find", "compile") if getattr(args, name)}
     if args.duration is not None:
         options["duration"] = args.duration
+    if baseline is not None:
+        options["baseline"] = baseline  # the parent judges every figure with it, the matmul child its best-of verdicts
     request = RunRequest(
         tuple(infos),
         device,
@@ -110,14 +149,19 @@ def request_from_args(args: argparse.Namespace) -> tuple[RunRequest, Store]:
 
 
 def write_reports(args: argparse.Namespace, report: dict[str, Any], say: Callable[[str], None]) -> bool:
-    """Write the --json and --junit files; False, having said why, when one could not be written."""
+    """Write the --json and --junit files (`-`: standard output), each replaced in one step; False, having
+    said why, when one could not be written."""
     ok = True
     for path, render in ((args.json, lambda: to_json(report)), (args.junit, lambda: to_junit(report, args.strict))):
         if not path:
             continue
         try:
-            Path(path).expanduser().write_text(render())
-        except OSError as error:  # checked before the run, so only a disk that filled up since
+            if path == STDOUT:
+                sys.stdout.write(render())
+                sys.stdout.flush()
+            else:
+                write_atomic(Path(path).expanduser(), render())
+        except OSError as error:  # checked before the run: a disk that filled up since, or a path swapped
             say(f"rigcheck: could not write {path}: {error.strerror or error}")
             ok = False
     return ok

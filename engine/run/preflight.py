@@ -9,15 +9,19 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rigcheck.engine.report.atomic_write import temp_name
+from rigcheck.engine.report.atomic_write import RefusedTarget, existing_target, temp_name
+from rigcheck.engine.run.childpath import absolute_program, child_env
+from rigcheck.engine.run.numbers import parse_count
 from rigcheck.engine.store import STORE_ENV, Store, StoreError, default_store_path
 
 PYTHON_TIMEOUT_S = 180
 MARK = "RIGCHECK-PYTHON "
+STDOUT = "-"  # as an output file: standard output
 # Runs under the interpreter being checked: standard library and torch only.
 PROBE_CODE = f"""
 import json, sys
@@ -60,9 +64,16 @@ def _answer(stdout: str) -> dict[str, Any] | None:
 def inspect_python(python: str) -> Interpreter:
     """Ask `python` about its torch; UsageError("not a Python with torch") when it cannot answer."""
     try:
-        done = subprocess.run(
-            [python, "-c", PROBE_CODE], capture_output=True, text=True, timeout=PYTHON_TIMEOUT_S, check=False
-        )
+        with tempfile.TemporaryDirectory(prefix="rigcheck-preflight-") as empty:  # `-c` imports from its folder
+            done = subprocess.run(
+                [absolute_program(python), "-c", PROBE_CODE],
+                capture_output=True,
+                text=True,
+                timeout=PYTHON_TIMEOUT_S,
+                check=False,
+                env=child_env(),
+                cwd=empty,
+            )
     except subprocess.TimeoutExpired:
         raise UsageError(f"--python {python}: not a Python with torch (no answer in {PYTHON_TIMEOUT_S} s)") from None
     except OSError as error:
@@ -115,21 +126,26 @@ def check_device(device: str, interpreter: Interpreter) -> None:
         )
 
 
-def check_output_file(flag: str, path: str) -> Path:
-    """The file can be written (its folder exists and takes files): tried now, not after an hour-long run."""
+def check_output_file(flag: str, path: str) -> Path | None:
+    """Where `flag`'s file will go, tried now, not after an hour-long run: None for `-` (standard output), else a
+    path whose folder takes a new file and that holds nothing or a regular file of this user's it may replace
+    (a FIFO is refused, never opened: opening one waits for a reader)."""
+    if path == STDOUT:
+        return None
     target = Path(path).expanduser()
-    if target.is_dir():
-        raise UsageError(f"{flag} {path}: is a folder; give a file name")
-    if not target.parent.is_dir():
-        raise UsageError(f"{flag} {path}: folder {target.parent} does not exist")
-    existed = target.exists()
     try:
-        with open(target, "a"):
-            pass
-    except OSError as error:
+        info = existing_target(target)
+        if not os.path.isdir(target.parent):
+            raise UsageError(f"{flag} {path}: folder {target.parent} does not exist")
+    except RefusedTarget as refused:
+        if os.path.isdir(target) and not os.path.islink(target):
+            raise UsageError(f"{flag} {path}: is a folder; give a file name") from None
+        raise UsageError(f"{flag} {path}: {refused}") from None
+    except OSError as error:  # a name too long, a folder that cannot be searched
         raise UsageError(f"{flag} {path}: cannot write there ({error.strerror or error})") from None
-    if not existed:
-        target.unlink()
+    if info is not None and not os.access(target, os.W_OK):
+        raise UsageError(f"{flag} {path}: cannot write there (the file is read-only)")
+    check_folder_takes_files(flag, path, target)
     return target
 
 
@@ -143,7 +159,7 @@ def check_folder_takes_files(flag: str, folder: str, target: Path) -> None:
         raise UsageError(f"{flag} {folder}: not a folder")
     probe = temp_name(target)
     try:
-        probe.touch(exist_ok=False)
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
         probe.unlink()
     except OSError as error:
         raise UsageError(f"{flag} {folder}: cannot write there ({error.strerror or error})") from None
@@ -154,26 +170,28 @@ def open_store(path: str | None) -> Store:
     made: a store named in a folder that does not exist is a typo far more often than a wish."""
     explicit = path or os.environ.get(STORE_ENV)
     target = Path(explicit).expanduser() if explicit else default_store_path()
-    if explicit and not target.parent.is_dir():
-        source = "--store" if path else STORE_ENV
-        raise UsageError(f"{source} {explicit}: folder {target.parent} does not exist; create it first")
+    source = "--store" if path else STORE_ENV if explicit else "the store"
     try:
+        if explicit and not os.path.isdir(target.parent):
+            raise UsageError(f"{source} {explicit}: folder {target.parent} does not exist; create it first")
         return Store(target)
     except StoreError as error:
         raise UsageError(str(error)) from None
+    except OSError as error:  # a name longer than the file system takes, a folder that cannot be searched
+        raise UsageError(f"{source} {explicit or target}: cannot open it ({error.strerror or error})") from None
 
 
 def resolve_run_id(store: Store, text: str) -> int:
-    """A run number or 'last', checked to be in the store; UsageError otherwise."""
+    """A run number (ASCII digits, within SQLite's integers) or 'last', checked to be in the store;
+    UsageError otherwise."""
     if text in ("last", "latest"):
         run_id = store.latest_run_id()
         if run_id is None:
             raise UsageError(f"no runs in the store at {store.path}")
         return run_id
-    try:
-        run_id = int(text)
-    except ValueError:
-        raise UsageError(f"bad run {text!r}: give a run number or 'last'") from None
-    if store.run(run_id) is None:
-        raise UsageError(f"no run {run_id} in the store at {store.path}")
-    return run_id
+    number = parse_count(text)
+    if number is None:
+        raise UsageError(f"bad run {text!r}: give a run number or 'last'")
+    if store.run(number) is None:
+        raise UsageError(f"no run {number} in the store at {store.path}")
+    return number

@@ -33,11 +33,12 @@ from rigcheck.engine.events import (
 from rigcheck.engine.exits import EXIT_CRASH, EXIT_FAIL, EXIT_OK
 from rigcheck.engine.measure.speedup import gpu_over_cpu
 from rigcheck.engine.registry import StageInfo
-from rigcheck.engine.run.childpath import shim_dir
+from rigcheck.engine.run.childpath import absolute_program, child_env, shim_dir
 from rigcheck.engine.run.order import StageOrder
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.stage import StageSpec
 from rigcheck.engine.trust.peers import PEER_TOLERANCE, peer_verdicts
+from rigcheck.engine.trust.reference import reference_verdicts
 
 Listener = Callable[[Event], None]
 Annotator = Callable[[Measurement], Measurement]
@@ -250,20 +251,19 @@ class Run:
         spec = StageSpec(info.name, child.device, request.profile, tuple(sorted(options.items())))
         order = StageOrder(spec, info.target, info.fingerprint)
         read_fd, write_fd = os.pipe()
-        env = dict(os.environ)
-        paths = [str(shim_dir()), *info.extra_paths]
-        if env.get("PYTHONPATH"):
-            paths.append(env["PYTHONPATH"])
-        env.update(PYTHONPATH=os.pathsep.join(paths), PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1")
-        env["RIGCHECK_SHARED_DIR"] = str(plan.log_dir / "shared")  # host work done once, read by every GPU's child
+        log_dir = plan.log_dir.absolute()  # the child's folder: `-m` imports from it, so never the caller's
+        env = child_env(str(shim_dir()), *info.extra_paths)
+        env.update(PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1")
+        env["RIGCHECK_SHARED_DIR"] = str(log_dir / "shared")  # host work done once, read by every GPU's child
         with open(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as log:  # owner only
             proc = subprocess.Popen(
-                [request.python, "-m", "rigcheck.engine.run.child", str(write_fd), order.to_json()],
+                [absolute_program(request.python), "-m", "rigcheck.engine.run.child", str(write_fd), order.to_json()],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 pass_fds=(write_fd,),
                 env=env,
+                cwd=log_dir,
                 start_new_session=True,  # a terminal Ctrl-C reaches the parent, which stops the child
             )
         os.close(write_fd)  # or the parent never sees EOF
@@ -290,6 +290,12 @@ class Run:
             for verdict in analyses:
                 self._emit(verdict)
                 statuses.append(verdict.status)
+        baseline = plan.request.options.get("baseline")  # --baseline: the user's own figures, not the model table
+        for verdict in reference_verdicts(
+            self._stage_figures, info.name, baseline if isinstance(baseline, dict) else None
+        ):
+            self._emit(verdict)
+            statuses.append(verdict.status)
         status = worst(statuses) or Status.SKIP
         if self._cancel_stage.is_set() and status.severity <= Status.PASS.severity:
             status = Status.SKIP  # a cancelled stage is not a PASS because the children that finished passed

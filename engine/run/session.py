@@ -100,13 +100,13 @@ class RunSession:
             state = "quiet" if quiet else "still busy: " + (last.describe() if last else "no reading")
             yield LogLine(info.name, f"waited {waited:.1f} s for a quiet host: {state}")
         busy_now = others_busy(self.sampler, 1.0)
-        if busy_now and self.policy.contended(busy_now.others, busy_now.cpus):
+        if busy_now and busy_now.contended(self.policy):
             yield Verdict(
                 info.name,
                 "quiet-check",
                 Status.WARN,
                 f"host busy before the stage: {busy_now.describe()}; figures that need those CPUs "
-                "will be marked SUSPECT",
+                "will be marked SUSPECT; next: stop what keeps them busy, or run with --wait-quiet SECONDS",
                 {"others_cpus": round(busy_now.others, 2), "cpus": busy_now.cpus},
             )
 

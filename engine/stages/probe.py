@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 from collections.abc import Iterator
 from typing import Any
 
 from rigcheck.engine.events import Event, Facts, Progress, Status, Verdict
+from rigcheck.engine.facts.arch_fit import arch_fit
 from rigcheck.engine.facts.driver import driver_facts
 from rigcheck.engine.facts.dtypes import cpu_matrix_dtypes
 from rigcheck.engine.facts.gpu_devices import join_amd, join_nvidia, torch_device, why_no_gpu
@@ -74,6 +76,8 @@ def run(context: StageContext) -> Iterator[Event]:
         else:
             devices.append(join_nvidia(device, driver.get("nvml") or {}))
     no_gpu = why_no_gpu(build["build"], available, count)
+    # first, before anything runs on the GPUs: a build without their kernels fails every later stage
+    yield from build_fit_verdicts(build, devices, dict(os.environ))
     yield Progress(STAGE, 3, 5, "dtypes")
     cpu = cpu_facts()
     cpu["matrix_dtypes"] = cpu_matrix_dtypes(cpu["flags"])
@@ -105,6 +109,22 @@ def run(context: StageContext) -> Iterator[Event]:
     yield from verdicts(spec.device, build, devices, no_gpu, cpu, env)
 
 
+def build_fit_verdicts(build: dict[str, Any], devices: list[dict[str, Any]], env: dict[str, str]) -> Iterator[Verdict]:
+    """Each GPU's architecture against the build's arch list; the fit is kept in the device's facts too."""
+    for device in devices:
+        fit = arch_fit(build["build"], build.get("arch_list") or [], device, env)
+        device["build_fit"] = {"status": fit.status.value, "explanation": fit.explanation}
+        label = f"cuda:{device['index']}"
+        yield Verdict(
+            STAGE,
+            f"build-fit {label}",
+            fit.status,
+            f"{label} {fit.explanation}",
+            {"arch": device.get("arch"), "arch_list": build.get("arch_list") or []},
+            device=label,
+        )
+
+
 def build_verdict(build: dict[str, Any], driver: dict[str, Any]) -> Verdict:
     parts = [f"torch {build['torch']} ({build['build']} build)"]
     if build["cuda"] or build["hip"]:
@@ -121,6 +141,14 @@ def build_verdict(build: dict[str, Any], driver: dict[str, Any]) -> Verdict:
         ", ".join(parts),
         {k: build[k] for k in ("torch", "cuda", "hip", "dnn_version")} | {"driver": driver.get("version")},
     )
+
+
+def _failed_next(device: dict[str, Any]) -> str:
+    """The next step after dtypes that failed to run: the build's fit where it is wrong, else the error."""
+    fit = device.get("build_fit") or {}
+    if fit.get("status") == Status.FAIL.value:
+        return " (the build has no kernels for this GPU: see build-fit)"
+    return " (the error of each is in probe's facts: rigcheck export last)"
 
 
 def verdicts(
@@ -143,12 +171,19 @@ def verdicts(
     )
     for device in devices:
         failed = {k: v for k, v in device["dtype_runs"].items() if k != "fp8" and v != "yes"}
+        slow = {k: v for k, v in (device.get("slow_dtypes") or {}).items() if k not in failed}
         yield Verdict(
             STAGE,
             f"cuda:{device['index']}",
             Status.WARN if failed else Status.PASS,
-            describe_device(device) + (f"; these dtypes failed to run: {', '.join(failed)}" if failed else ""),
-            {k: device.get(k) for k in ("memory_pool_bytes", "memory_torch_total", "arch")},
+            describe_device(device)
+            + (f"; these dtypes failed to run: {', '.join(failed)}" + _failed_next(device) if failed else "")
+            + (
+                f"; runs, but {'; '.join(slow.values())}: its matrix multiplies reach at most the fp32 rate"
+                if slow
+                else ""
+            ),
+            {k: device.get(k) for k in ("memory_pool_bytes", "memory_torch_total", "arch")} | {"slow_dtypes": slow},
             device=f"cuda:{device['index']}",
         )
     if no_gpu:

@@ -1,7 +1,8 @@
 """The results store: SQLite in WAL mode, each event written as it arrives, so a cut-off run keeps it all.
 
 Split by job: schema (the file, schema, migrations), write (runs and events going in), run_end (how a
-run ends, and the one writer of that), read (lists and reports coming out). `Store` is all of them over one
+run ends, and the one writer of that), read (lists and reports coming out), paths (what may be
+opened or made), errors (what goes wrong, in one line). `Store` is all of them over one
 connection.
 """
 

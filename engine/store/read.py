@@ -12,6 +12,7 @@ import statistics
 from typing import Any
 
 from rigcheck.engine.events import worst
+from rigcheck.engine.store.errors import StoreDamaged
 from rigcheck.engine.store.liveness import process_alive
 from rigcheck.engine.store.schema import StoreBase
 from rigcheck.engine.trust.contention import contention_report
@@ -19,7 +20,22 @@ from rigcheck.engine.trust.contention import contention_report
 DURATION_RUNS = 5  # a stage's expected time is the median of its last this-many runs
 
 
+def _unlistable(run: dict[str, Any]) -> str | None:
+    """Why a runs row cannot be listed (its stages are not a JSON list of names, it has no start time), or None."""
+    try:
+        stages = json.loads(run["stages"] or "[]")
+    except ValueError:
+        return "its stage list in the store is not valid JSON"
+    if not isinstance(stages, list) or not all(isinstance(name, str) for name in stages):
+        return "its stage list in the store is not a list of names"
+    if not isinstance(run["started"], int | float):
+        return "its start time in the store is not a number"
+    return None
+
+
 class StoreReader(StoreBase):
+    unlisted: tuple[str, ...] = ()  # what the last `runs()` left out, and why
+
     def samples(self, run_id: int) -> list[dict[str, Any]]:
         rows = self._read("SELECT data FROM samples WHERE run_id = ? ORDER BY t", (run_id,))
         return [json.loads(row["data"]) for row in rows]
@@ -63,8 +79,18 @@ class StoreReader(StoreBase):
         return [dict(row) for row in rows if self.is_live(dict(row))]
 
     def runs(self, limit: int = 50) -> list[dict[str, Any]]:
+        """The newest runs, less any whose row cannot be shown (`unlisted` then says which and why), so
+        one damaged row never hides every other run."""
         rows = self._read("SELECT * FROM runs ORDER BY id DESC LIMIT ?", (limit,))
-        return [dict(row) for row in rows]
+        listed, unlisted = [], []
+        for row in map(dict, rows):
+            problem = _unlistable(row)
+            if problem:
+                unlisted.append(f"run {row['id']} left out: {problem}")
+            else:
+                listed.append(row)
+        self.unlisted = tuple(unlisted)
+        return listed
 
     def run(self, run_id: int) -> dict[str, Any] | None:
         rows = self._read("SELECT * FROM runs WHERE id = ?", (run_id,))
@@ -93,7 +119,17 @@ class StoreReader(StoreBase):
         return [dict(row) for row in rows]
 
     def report(self, run_id: int) -> dict[str, Any] | None:
-        """Everything the store holds for one run, as plain data (the source of every export)."""
+        """Everything the store holds for one run, as plain data (the source of every export); StoreDamaged
+        (one line) where a value the store wrote as JSON no longer is."""
+        try:
+            return self._report(run_id)
+        except json.JSONDecodeError as error:
+            raise StoreDamaged(
+                f"store {self.path}: run {run_id} is damaged (a value stored as JSON no longer is: {error}); "
+                "the other runs are not affected"
+            ) from None
+
+    def _report(self, run_id: int) -> dict[str, Any] | None:
         run = self.run(run_id)
         if run is None:
             return None

@@ -66,7 +66,9 @@ class RunEnds(StoreBase):
     def sweep_dead_runs(self) -> list[int]:
         """Runs left running by an engine that no longer exists on this host were cut off: mark them
         interrupted (their finished stages stay as they are). Called when a rigcheck process starts,
-        never from a read."""
+        never from a read, and never where the store may only be read."""
+        if self.read_only:
+            return []
         host = socket.gethostname()
         ended = []
         for row in self._read("SELECT id, pid, started, host FROM runs WHERE status = ?", (RUNNING,)):

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-STORE_ENV = "RIGCHECK_STORE"
+from rigcheck.engine.store.errors import (
+    STORE_ENV,
+    StoreDamaged,
+    StoreError,
+    StoreReadOnly,
+    damaged_message,
+    is_damage,
+)
+from rigcheck.engine.store.paths import check_own_path, check_store_paths, make_private_folder
+
 BUSY_TIMEOUT_S = 30.0
 
 MIGRATIONS: list[str] = [
@@ -80,8 +91,14 @@ MIGRATIONS: list[str] = [
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-class StoreError(Exception):
-    """The store cannot be used; the message says where it is and why."""
+def _lenient_text(data: bytes) -> str:
+    """Text that is not UTF-8 (a damaged page) reads as replacement characters rather than failing the read."""
+    return data.decode("utf-8", "replace")
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write the store and the journals SQLite keeps beside it."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
 
 
 def default_store_path() -> Path:
@@ -98,7 +115,19 @@ def _dumps(value: Any) -> str:
 def _create_private(path: Path) -> None:
     """Make a missing store file readable by its owner only; SQLite gives its -wal and -shm files the same mode."""
     if not path.exists():
-        os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+        try:  # O_EXCL: never through a link that appeared since the path was checked
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600))
+        except FileExistsError:
+            check_own_path(path, "store")
+
+
+def _read_only_query(path: Path) -> str:
+    """SQLite's URI options for a store this process may only read. In a folder it cannot write either (a
+    read-only mount) SQLite cannot make the shared-memory file WAL readers need: with no write-ahead log
+    there, nothing is pending and the file may be read as it stands."""
+    if os.access(path.parent, os.W_OK) or path.with_name(path.name + "-wal").exists():
+        return "mode=ro"
+    return "mode=ro&immutable=1"
 
 
 class StoreBase:
@@ -107,15 +136,24 @@ class StoreBase:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
-        if self.path.is_dir():
-            raise StoreError(f"store {self.path} is a folder, not a rigcheck store")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            check_store_paths(self.path, self.log_dir(0).parent)
+            if not self.path.parent.is_dir():
+                self.path.parent.mkdir(parents=True, exist_ok=True)
             _create_private(self.path)
-            self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None)
+            self.read_only = not _writable(self.path)  # then opening it writes nothing at all
+            target = f"{self.path.absolute().as_uri()}?{_read_only_query(self.path)}" if self.read_only else self.path
+            self._db = sqlite3.connect(
+                target, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None, uri=self.read_only
+            )
             self._db.row_factory = sqlite3.Row
+            self._db.text_factory = _lenient_text
             self._migrate()
+        except StoreError:
+            raise
         except sqlite3.DatabaseError as error:
+            if is_damage(error):
+                raise StoreDamaged(damaged_message(self.path, error)) from None
             raise StoreError(
                 f"store {self.path} is unreadable or corrupt ({error}); it was left as it is: "
                 f"move it aside or point --store / {STORE_ENV} elsewhere"
@@ -130,7 +168,10 @@ class StoreBase:
             "SELECT user_version, (SELECT count(*) FROM sqlite_master) FROM pragma_user_version"
         ).fetchone()
         if version == 0 and tables:
-            raise sqlite3.DatabaseError("it holds tables but no rigcheck schema version")
+            raise StoreError(
+                f"store {self.path} is not a rigcheck store (it holds tables but no rigcheck schema version); "
+                f"it was left as it is: move it aside or point --store / {STORE_ENV} elsewhere"
+            )
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"store {self.path} has schema version {version}, newer than this "
@@ -139,9 +180,15 @@ class StoreBase:
         return version
 
     def _migrate(self) -> None:
-        if self._check_schema() == SCHEMA_VERSION:
+        version = self._check_schema()
+        if version == SCHEMA_VERSION:
             self._db.execute("PRAGMA synchronous=NORMAL")
             return
+        if self.read_only:
+            raise StoreError(
+                f"store {self.path} is read-only here and has schema version {version}, older than this "
+                f"rigcheck's ({SCHEMA_VERSION}); open it once where it can be written, or use a copy"
+            )
         self._enable_wal()
         self._db.execute("PRAGMA synchronous=NORMAL")
         while True:
@@ -183,20 +230,37 @@ class StoreBase:
     def make_log_dir(self, run_id: int) -> Path:
         """The run's log folder, made readable by its owner only (the logs quote paths, pids and errors)."""
         folder = self.log_dir(run_id)
-        folder.parent.mkdir(mode=0o700, exist_ok=True)
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        for made in (folder.parent, folder):
-            os.chmod(made, 0o700)
+        try:
+            for part in (folder.parent, folder):
+                make_private_folder(part)
+        except OSError as error:
+            raise StoreError(f"log folder {folder} cannot be made: {error.strerror or error}") from None
         return folder
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
 
+    def need_write(self) -> None:
+        """StoreReadOnly (one line) before a write to a store this process may only read."""
+        if self.read_only:
+            raise StoreReadOnly(f"store {self.path} is read-only here; nothing was written: use a store you can write")
+
     def _write(self, sql: str, params: tuple[Any, ...] = ()) -> int:
-        with self._lock:
+        self.need_write()
+        with self._lock, self._damage_said():
             return self._db.execute(sql, params).lastrowid or 0
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-        with self._lock:
+        with self._lock, self._damage_said():
             return self._db.execute(sql, params).fetchall()
+
+    @contextlib.contextmanager
+    def _damage_said(self) -> Iterator[None]:
+        """A damaged file found mid-way is StoreDamaged: one line naming the store and how to recover it."""
+        try:
+            yield
+        except sqlite3.DatabaseError as error:
+            if isinstance(error, StoreError) or not is_damage(error):
+                raise
+            raise StoreDamaged(damaged_message(self.path, error)) from None

@@ -49,7 +49,8 @@ class StoreWriter(RunEnds):
         """Begin a run unless a live run holds one of `devices` (then None and those runs), in one
         transaction so two engines starting at once cannot both take a device. With `force` the run
         begins anyway and the runs it shares a device with are still returned."""
-        with self._lock:
+        self.need_write()
+        with self._lock, self._damage_said():
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 taken = self._holders(devices)

@@ -1,4 +1,5 @@
-"""Host readings through psutil: load, per-CPU use, and how much is rigcheck's own versus everyone else's.
+"""Host readings through psutil: load, per-CPU use, and how much is rigcheck's own versus everyone else's,
+on the host and on the CPUs rigcheck may use (its affinity, cgroup cpuset and CPU quota).
 
 psutil keeps cpu_percent state per Process object and per call site: sample from one thread only.
 """
@@ -12,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from rigcheck.engine.hw.sysfs import read_int
-from rigcheck.engine.telemetry.others import BusiestOthers, Scan, descendants, scan_procfs, scan_psutil
+from rigcheck.engine.hw.cgroup import CpuLimits, group_cpu_seconds, parse_cpu_list, read_cpu_limits
+from rigcheck.engine.hw.sysfs import read_int, read_text
+from rigcheck.engine.telemetry.others import BusiestOthers, Scan, Viewers, descendants, scan_procfs, scan_psutil
 from rigcheck.engine.telemetry.procfs import CpuBusy, ProcessTicks
+from rigcheck.engine.telemetry.procnames import psutil_cmdline
 from rigcheck.engine.telemetry.rapl import POWERCAP, RaplPower
 from rigcheck.engine.telemetry.safe import safe
 from rigcheck.engine.telemetry.sample import HostSample, ProcessUse
@@ -37,6 +40,8 @@ class HostSource:
         powercap_root: Path = POWERCAP,
         cpu_root: Path = CPU_SYSFS,
         others_scan: Scan | None = None,
+        cpu_limits: CpuLimits | None = None,
+        viewers: Viewers | None = None,
     ) -> None:
         self.ps = psutil_module
         self.clock = clock
@@ -53,6 +58,13 @@ class HostSource:
         if others_scan is None:
             others_scan = scan_procfs if self._fast else lambda: scan_psutil(self.ps)
         self.others = BusiestOthers(others_scan, clock)
+        self.viewers = viewers or (Viewers() if self._fast else Viewers(lambda pid: psutil_cmdline(self.ps, pid)))
+        self._viewers: set[int] = set()
+        if cpu_limits is None:
+            cpu_limits = read_cpu_limits(host_cpus=self.cpus) if self._fast else CpuLimits(self.cpus)
+        self.limits = cpu_limits
+        self._set_positions = _set_positions(cpu_limits, cpu_root, self.cpus)
+        self._group_last: tuple[float, float] | None = None
         self.rapl = RaplPower(powercap_root, clock)
         self.cpu_max_mhz = cpu_max_mhz(self.ps, cpu_root)
         self._busy = CpuBusy() if self._fast else None
@@ -72,7 +84,8 @@ class HostSource:
             self._tree = descendants(self.root_pid, scan)
         else:
             self._refresh_tree()
-        own = self._tree | self._tracked
+        self._viewers = (safe(self.viewers.find, scan) or set()) if scan else set()
+        own = self._tree | self._tracked | self._viewers
         self._top = (safe(self.others.rank, scan, own) or ()) if scan else ()
         freq = safe(self.ps.cpu_freq)
         self._slow = (getattr(freq, "current", None) or None, self._temperature())
@@ -100,7 +113,7 @@ class HostSource:
         now = self.clock()
         total = 0.0
         alive = []
-        for pid in sorted(self._tree | self._tracked):
+        for pid in sorted(self._tree | self._tracked | self._viewers):
             try:
                 seconds = self._cpu_seconds(pid)
             except (OSError, psutil.Error):
@@ -116,6 +129,7 @@ class HostSource:
     def _forget(self, pid: int) -> None:
         self._tracked.discard(pid)
         self._tree.discard(pid)
+        self._viewers.discard(pid)
         self._last.pop(pid, None)
         reader = self._readers.pop(pid, None)
         if reader is not None and hasattr(reader, "close"):
@@ -130,6 +144,10 @@ class HostSource:
         own, pids = self._own_cpus()
         load = safe(os.getloadavg) if self._fast else safe(self.ps.getloadavg)
         busy = sum(per_cpu) / 100.0
+        limits = self.limits
+        set_busy = None
+        if self._set_positions is not None and per_cpu:
+            set_busy = sum(per_cpu[i] for i in self._set_positions if i < len(per_cpu)) / 100.0
         return HostSample(
             cpus=self.cpus,
             load1=load[0] if load else None,
@@ -142,7 +160,22 @@ class HostSource:
             top_others=self._top,
             cpu_max_mhz=self.cpu_max_mhz,
             package_power_w=self._power,
+            set_cpus=limits.set_size if limits.limited_set else None,
+            set_busy_cpus=set_busy,
+            quota_cpus=limits.quota_cpus if limits.tight_quota else None,
+            group_busy_cpus=self._group_busy(now) if limits.tight_quota else None,
+            cpu_limit=limits.describe(),
         )
+
+    def _group_busy(self, now: float) -> float | None:
+        """CPUs' worth used by every process in rigcheck's cgroup since the last reading."""
+        seconds = group_cpu_seconds(self.limits.usage_file)
+        if seconds is None:
+            return None
+        last, self._group_last = self._group_last, (seconds, now)
+        if last is None or now <= last[1]:
+            return None
+        return max(0.0, (seconds - last[0]) / (now - last[1]))
 
     def _temperature(self) -> float | None:
         sensors = safe(getattr(self.ps, "sensors_temperatures", lambda: {})) or {}
@@ -151,6 +184,16 @@ class HostSource:
             if readings:
                 return max(readings)
         return None
+
+
+def _set_positions(limits: CpuLimits, cpu_root: Path, cpus: int) -> tuple[int, ...] | None:
+    """Where the CPUs rigcheck may use sit in the per-CPU list (which lists online CPUs only, in order);
+    None where rigcheck may use every CPU."""
+    found = limits.cpu_set
+    if not limits.limited_set or not found:
+        return None
+    online = sorted(parse_cpu_list(read_text(cpu_root / "online")) or range(cpus))
+    return tuple(position for position, cpu in enumerate(online) if cpu in found)
 
 
 def cpu_max_mhz(ps: Any, cpu_root: Path = CPU_SYSFS) -> float | None:

@@ -28,6 +28,11 @@ def _watts(milliwatts: int | NvmlFailure) -> float | None:
     return None if value is None else value * 1e-3
 
 
+def _max_limit(answer: tuple[int, int] | NvmlFailure) -> float | None:
+    bounds = ok(answer)
+    return None if bounds is None else bounds[1] * 1e-3
+
+
 class NvmlSource:
     """Reads every NVIDIA GPU; `nvml` is an opened hw.nvml.Nvml (opened here when None), or a fake with
     its calls. `processes=False` leaves out the process lists (a stage child needs only the sensors)."""
@@ -66,6 +71,8 @@ class NvmlSource:
         self.max_sm = [ok(nvml.max_clock(h, CLOCK_SM)) for h in handles]
         self.max_mem = [ok(nvml.max_clock(h, CLOCK_MEM)) for h in handles]
         self.limits = [_watts(nvml.enforced_power_limit(h)) for h in handles]
+        self.default_limits = [_watts(nvml.default_power_limit(h)) for h in handles]
+        self.max_limits = [_max_limit(nvml.power_limit_range(h)) for h in handles]
 
     def read(self) -> list[GpuSample]:
         nvml = self.nvml
@@ -96,6 +103,8 @@ class NvmlSource:
                     temperature_c=ok(nvml.temperature(handle, TEMPERATURE_GPU)),
                     power_w=_watts(nvml.power_usage(handle)),
                     power_limit_w=self.limits[index],
+                    power_default_limit_w=self.default_limits[index],
+                    power_max_limit_w=self.max_limits[index],
                     utilization_pct=getattr(util, "gpu", None),
                     memory_used=getattr(memory, "used", None),
                     memory_total=getattr(memory, "total", None),

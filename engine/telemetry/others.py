@@ -2,7 +2,8 @@
 
 A scan reads every process, so it runs in the host reader's slow path (every 2 s), not at 10 Hz. The
 same scan gives the parent of each process, from which the host reader finds rigcheck's own tree
-without a second pass over /proc.
+without a second pass over /proc. rigcheck's viewers (`follow`, the app, `serve` and its tabs, `monitor`)
+are rigcheck's own too, though no descendants of the run: they are known by their command line.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from rigcheck.engine.telemetry.procnames import process_cmdline
 from rigcheck.engine.telemetry.sample import ProcessUse
 
 TOP = 5
@@ -116,3 +118,75 @@ class BusiestOthers:
     def read(self, own: Iterable[int]) -> tuple[ProcessUse, ...]:
         """Scan and rank in one call, for callers that know their own pids already."""
         return self.rank(self.scan(), own)
+
+
+VIEWER_COMMANDS = frozenset({"follow", "app", "serve", "monitor"})
+ENTRY_MODULES = frozenset({"rigcheck", "rigcheck.tui.cli"})
+HELP_WORDS = frozenset({"-h", "--help", "--version"})
+Cmdline = Callable[[int], list[str] | None]
+
+
+def _basename(word: str) -> str:
+    return word.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def rigcheck_arguments(argv: list[str]) -> list[str] | None:
+    """The arguments after rigcheck's entry point (the `rigcheck` script or binary, or `python -m
+    rigcheck.tui.cli`), or None where this is not rigcheck's command line."""
+    if not argv:
+        return None
+    first = _basename(argv[0])
+    if first == "rigcheck":
+        return argv[1:]
+    if not first.startswith(("python", "pypy")):
+        return None
+    for index, word in enumerate(argv[1:6], start=1):
+        if word == "-m":
+            module = argv[index + 1] if index + 1 < len(argv) else ""
+            return argv[index + 2 :] if module in ENTRY_MODULES else None
+        if not word.startswith("-"):  # the script the interpreter runs (a shebang's argv)
+            return argv[index + 1 :] if _basename(word) == "rigcheck" else None
+    return None
+
+
+def is_viewer_command(argv: list[str]) -> bool:
+    """A rigcheck process that only watches: `follow`, `app` (also bare `rigcheck`), `serve` or `monitor`."""
+    args = rigcheck_arguments(argv)
+    if args is None:
+        return False
+    while args and (args[0] == "--store" or args[0].startswith("--store=")):
+        args = args[2:] if args[0] == "--store" else args[1:]
+    if not args:
+        return True  # `rigcheck` alone opens the app
+    if args[0].startswith("-"):
+        return args[0] not in HELP_WORDS  # `rigcheck --device cuda:0` opens the app
+    return args[0] in VIEWER_COMMANDS
+
+
+class Viewers:
+    """rigcheck's viewers among a scan's processes. Only interpreters and `rigcheck` binaries have their
+    command line read, once per process: a process that ended or is a zombie reads as no viewer."""
+
+    NAMES = ("python", "pypy", "rigcheck")
+
+    def __init__(self, cmdline: Cmdline = process_cmdline) -> None:
+        self.cmdline = cmdline
+        self._known: dict[int, tuple[str, float, bool]] = {}  # pid -> (name, CPU seconds, viewer)
+
+    def find(self, scan: Mapping[int, ProcStat]) -> set[int]:
+        known: dict[int, tuple[str, float, bool]] = {}
+        for pid, stat in scan.items():
+            if not stat.name.startswith(self.NAMES):
+                continue
+            before = self._known.get(pid)
+            if before is not None and before[0] == stat.name and before[1] <= stat.seconds:
+                viewer = before[2]  # the same process as at the last scan
+            else:
+                try:
+                    argv = self.cmdline(pid)
+                except Exception:  # a reader that fails on a vanished process is a gap, never an error
+                    argv = None
+                viewer = bool(argv) and is_viewer_command(argv or [])
+            known[pid] = (stat.name, stat.seconds, viewer)
+        self._known = known
+        return {pid for pid, (_, _, viewer) in known.items() if viewer}

@@ -1,4 +1,5 @@
-"""A process's short name from /proc/PID/comm, for process lists; "?" where it cannot be read."""
+"""A process's short name from /proc/PID/comm and its command line from /proc/PID/cmdline, for process
+lists; "?" (or None for the command line) where it cannot be read."""
 
 from __future__ import annotations
 
@@ -22,3 +23,23 @@ def _psutil_name(pid: int) -> str:
         return psutil.Process(pid).name() or "?"
     except Exception:
         return "?"
+
+
+def process_cmdline(pid: int, proc: Path = PROC) -> list[str] | None:
+    """The process's arguments; None where it ended, is a zombie (whose command line reads empty) or may
+    not be read."""
+    try:
+        raw = (proc / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return None
+    words = [w.decode("utf-8", "replace") for w in raw.split(b"\0") if w]
+    return words or None
+
+
+def psutil_cmdline(ps: object, pid: int) -> list[str] | None:
+    """The same through a psutil module, for hosts without /proc; a process that ended, is a zombie or
+    may not be read is None, never an error."""
+    try:
+        return list(ps.Process(pid).cmdline()) or None  # type: ignore[attr-defined]
+    except Exception:
+        return None

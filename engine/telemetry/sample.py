@@ -42,6 +42,8 @@ class GpuSample:
     uuid: str | None = None  # "GPU-..." on NVIDIA; None where unknown
     processes: tuple[ProcessUse, ...] = ()  # every compute process on this GPU, rigcheck's own included
     max_mem_clock_mhz: float | None = None
+    power_default_limit_w: float | None = None  # the board's default power limit, to tell a lowered one
+    power_max_limit_w: float | None = None  # the most the limit may be raised to
 
 
 @dataclass(frozen=True)
@@ -57,10 +59,26 @@ class HostSample:
     top_others: tuple[ProcessUse, ...] = ()  # busiest processes not rigcheck's own, busiest first, at most 5
     cpu_max_mhz: float | None = None
     package_power_w: float | None = None  # CPU package power from RAPL; None where unreadable
+    # Where rigcheck may use fewer CPUs than the host has (affinity, cgroup cpuset or quota); None otherwise.
+    set_cpus: int | None = None  # the CPUs rigcheck may run on
+    set_busy_cpus: float | None = None  # CPUs' worth of busy time on those CPUs, all processes
+    quota_cpus: float | None = None  # a cgroup CPU quota tighter than the set
+    group_busy_cpus: float | None = None  # CPUs' worth used by every process in rigcheck's cgroup
+    cpu_limit: str | None = None  # what bounds the CPUs, in words
 
     @property
     def others_cpus(self) -> float:
         return max(0.0, self.busy_cpus - self.own_cpus)
+
+    @property
+    def set_others_cpus(self) -> float | None:
+        """Other processes' busy time on the CPUs rigcheck may run on."""
+        return None if self.set_busy_cpus is None else max(0.0, self.set_busy_cpus - self.own_cpus)
+
+    @property
+    def group_others_cpus(self) -> float | None:
+        """Other processes' share of rigcheck's cgroup quota."""
+        return None if self.group_busy_cpus is None else max(0.0, self.group_busy_cpus - self.own_cpus)
 
 
 def find_gpu(gpus: tuple[GpuSample, ...], bus_id: str | None = None, uuid: str | None = None) -> GpuSample | None:

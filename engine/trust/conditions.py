@@ -22,7 +22,8 @@ from typing import Any
 from rigcheck.engine.events import Measurement
 from rigcheck.engine.hw.devices import nvml_index
 from rigcheck.engine.measure.plausibility import over_limit
-from rigcheck.engine.telemetry.sample import GpuSample, Sample, find_gpu
+from rigcheck.engine.telemetry.power_limit import power_limit_state as limit_state
+from rigcheck.engine.telemetry.sample import GpuSample, HostSample, Sample, find_gpu
 
 SLOWDOWN_REASONS = {
     "hardware slowdown",
@@ -36,27 +37,42 @@ GPU_BUSY_PCT = 50.0
 @dataclass(frozen=True)
 class TrustPolicy:
     # Other processes interfere with a figure when they and the figure's own threads together want (nearly)
-    # every CPU of the host, and they took a real share: at least half a CPU, or 5% of the figure's threads.
+    # every CPU rigcheck may use, and they took a real share of them: the floor. The floor is 5% of the
+    # figure's threads, and at least half a CPU on a set of 16 CPUs or more, less on a smaller set (on 2 CPUs
+    # one burner that got 0.49 of a CPU halved a 2-thread figure). A process busy through the whole window
+    # at 0.4 of a CPU or more (a burner beside a figure on every CPU gets more; a daemon's blips less)
+    # counts whatever the floor: one such on 128 CPUs stalls a 128-thread product at every barrier.
     # "Nearly": on a saturated host a thread that has its CPU still shares its core with a busy sibling
     # (an H200 host with 32 burners on 32 CPUs slowed a small-batch GPU figure by 22% at 0.98 of a CPU).
     others_cpus_min: float = 0.5
+    floor_full_set_cpus: int = 16  # the set size from which the floor is the whole others_cpus_min
     others_share_of_threads: float = 0.05
+    steady_cpus_min: float = 0.4
     saturation_slack_cpus: float = 0.5
     clock_ratio_min: float = 0.85  # SM clock against its maximum, with no cause reported
     power_capped_clock_min: float = 0.90  # at the power cap, a clock this close to its max is the card's normal state
+    power_limit_slack: float = 0.01  # a limit this close to the default is the default
+    power_capped_clock_floor: float = 0.50  # at the default limit, a clock below this is not the load's doing
     reference_clock_min: float = 0.90  # against this GPU's own earlier clean runs of the same figure
     mem_clock_ratio_min: float = 0.90
     spread_max: float = 0.05  # interquartile range over median
     min_samples: int = 3  # fewer telemetry samples than this cannot judge a figure
     widen_s: float = 1.0  # a short figure's window is widened back to this long
 
-    def interferes(self, others: float, threads: int, cpus: int) -> bool:
-        taken = others >= max(self.others_cpus_min, self.others_share_of_threads * threads)
-        return taken and others + threads > cpus - self.saturation_slack_cpus
+    def floor(self, threads: float, cpus: float) -> float:
+        """The least CPU time other processes must take to count, for a figure of `threads` on `cpus`."""
+        by_threads = self.others_share_of_threads * min(threads, cpus)
+        return max(by_threads, self.others_cpus_min * min(1.0, cpus / self.floor_full_set_cpus))
 
-    def contended(self, others: float, cpus: int) -> bool:
+    def interferes(self, others: float, threads: float, cpus: float, steady: bool = False, quota: bool = False) -> bool:
+        """`quota`: the pool is a cgroup's CPU time, not CPUs, so no core is shared with a busy sibling."""
+        taken = (steady and others >= self.steady_cpus_min) or others >= self.floor(threads, cpus)
+        slack = 0.0 if quota else self.saturation_slack_cpus
+        return taken and others + threads > cpus - slack
+
+    def contended(self, others: float, cpus: float, steady: bool = False) -> bool:
         """Busy for a figure that wants every CPU (the CPU arms of the throughput stages do)."""
-        return self.interferes(others, cpus, cpus)
+        return self.interferes(others, cpus, cpus, steady)
 
 
 DEFAULT_POLICY = TrustPolicy()
@@ -94,6 +110,36 @@ def busiest_others(samples: list[Sample], own: set[int]) -> list[dict[str, Any]]
     return [{"pid": pid, "name": names[pid], "cpus": round(total / len(samples), 2)} for pid, total in ranked]
 
 
+def steady_others(samples: list[Sample], own: set[int]) -> list[dict[str, Any]]:
+    """Other host processes listed busy in every sample of the window, with their mean CPU use: those
+    that kept CPUs busy through the whole figure."""
+    if not samples:
+        return []
+    counts: dict[int, int] = {}
+    for sample in samples:
+        for pid in {proc.pid for proc in sample.host.top_others if proc.pid not in own}:
+            counts[pid] = counts.get(pid, 0) + 1
+    steady = {pid for pid, count in counts.items() if count == len(samples)}
+    return [proc for proc in busiest_others(samples, own) if proc["pid"] in steady]
+
+
+def _cpu_limits(hosts: list[HostSample]) -> dict[str, Any]:
+    """The CPUs rigcheck may use where fewer than the host's, and other processes' load on them."""
+    out: dict[str, Any] = {}
+    first = hosts[0]
+    if first.cpu_limit:
+        out["cpu_limit"] = first.cpu_limit
+    set_others = [h.set_others_cpus for h in hosts if h.set_others_cpus is not None]
+    if first.set_cpus and set_others:
+        out.update(cpu_set_size=first.set_cpus, cpu_set_others_cpus=round(statistics.fmean(set_others), 2))
+    group_others = [h.group_others_cpus for h in hosts if h.group_others_cpus is not None]
+    if first.quota_cpus:
+        out["cpu_quota"] = first.quota_cpus
+        if group_others:
+            out["cpu_quota_others_cpus"] = round(statistics.fmean(group_others), 2)
+    return out
+
+
 def _gpu_others(gpus: list[GpuSample], own: set[int]) -> list[dict[str, Any]]:
     """Other processes on this GPU, with name and memory where the driver reports them."""
     seen: dict[int, dict[str, Any]] = {}
@@ -124,7 +170,11 @@ def summarise(samples: list[Sample], gpu_index: int | None) -> dict[str, Any]:
         "cpu_mhz_mean": _mean(h.cpu_mhz for h in hosts),
         "cpu_temperature_max_c": max((h.temperature_c for h in hosts if h.temperature_c is not None), default=None),
         "cpu_package_power_w": _mean(h.package_power_w for h in hosts),
+        **_cpu_limits(hosts),
     }
+    steady = steady_others(samples, own_pids)
+    if steady:
+        out["host_steady_others"] = steady
     gpus: list[GpuSample] = [g for s in samples for g in s.gpus if g.index == gpu_index]
     if gpus:
         idle_share = sum("idle" in g.throttle for g in gpus) / len(gpus)
@@ -148,6 +198,9 @@ def summarise(samples: list[Sample], gpu_index: int | None) -> dict[str, Any]:
             temperature_max_c=max((g.temperature_c for g in gpus if g.temperature_c is not None), default=None),
             power_mean_w=_mean(g.power_w for g in gpus),
             power_limit_w=gpus[0].power_limit_w,
+            power_default_limit_w=gpus[0].power_default_limit_w,
+            power_max_limit_w=gpus[0].power_max_limit_w,
+            gpu_vendor=gpus[0].vendor,
             utilization_mean_pct=_mean(g.utilization_pct for g in gpus),
             throttle=sorted({r for g in gpus for r in g.throttle}),
             idle_share=round(idle_share, 2),
@@ -168,6 +221,54 @@ def _named(processes: list[dict[str, Any]], key: str, fmt: Callable[[Any], str])
 
 def _size(count: float) -> str:
     return f"{count / 2**30:.1f} GiB" if count >= 2**30 else f"{count / 2**20:.0f} MiB"
+
+
+def cpu_pools(conditions: dict[str, Any]) -> list[tuple[float, float, str, bool]]:
+    """The pools of CPUs a figure's threads compete for, each as (other processes' load on it, its size,
+    its name, whether it can name the busiest): the CPUs rigcheck may run on (the host's where nothing
+    narrows them) and, under a cgroup quota, the quota that rigcheck's cgroup shares."""
+    pools: list[tuple[float, float, str, bool]] = []
+    set_size, set_others = conditions.get("cpu_set_size"), conditions.get("cpu_set_others_cpus")
+    cpus, others = conditions.get("host_cpus"), conditions.get("host_others_cpus")
+    if set_size and set_others is not None:
+        pools.append((set_others, set_size, f"kept {set_others:.1f} of rigcheck's {set_size} CPUs busy", True))
+    elif cpus and others is not None:
+        pools.append((others, cpus, f"kept {others:.1f} of {cpus} CPUs busy", True))
+    quota, quota_others = conditions.get("cpu_quota"), conditions.get("cpu_quota_others_cpus")
+    if quota and quota_others is not None:
+        words = f"in rigcheck's cgroup used {quota_others:.1f} of its CPU quota of {quota:g}"
+        pools.append((quota_others, quota, words, False))
+    return pools
+
+
+def cpu_contention(conditions: dict[str, Any], threads: float, policy: TrustPolicy = DEFAULT_POLICY) -> list[str]:
+    """Why other processes' CPU load interfered with a figure of `threads` threads, one reason per pool."""
+    reasons = []
+    steady = conditions.get("host_steady_others") or []
+    kept_busy = any((p.get("cpus") or 0.0) >= policy.steady_cpus_min for p in steady)
+    for others, size, words, named in cpu_pools(conditions):
+        if not policy.interferes(others, threads, size, kept_busy and named, quota=not named):
+            continue
+        busiest = _named(conditions.get("host_top_others", []), "cpus", lambda c: f"{c:.1f} CPUs") if named else ""
+        reasons.append(
+            f"other processes {words} while this figure needed {threads:g}"
+            + (f": {busiest}" if busiest else "")
+            + "; next: stop them, or rerun with `--wait-quiet`"
+        )
+    return reasons
+
+
+def _smi(conditions: dict[str, Any], nvidia: str, amd: str) -> str:
+    """The vendor's command for the next step."""
+    return amd if str(conditions.get("gpu_vendor") or "").upper() == "AMD" else nvidia
+
+
+def _slowdown_next(conditions: dict[str, Any], slowdowns: list[str]) -> str:
+    if any("thermal" in r for r in slowdowns):
+        command = _smi(conditions, "nvidia-smi -q -d PERFORMANCE,TEMPERATURE", "rocm-smi --showtemp --showperflevel")
+        return f"`{command}`; check the fans, the airflow and the inlet temperature"
+    command = _smi(conditions, "nvidia-smi -q -d PERFORMANCE", "rocm-smi --showperflevel")
+    return f"`{command}`; a hardware slowdown or power brake comes from the board or the chassis (power supply, BMC)"
 
 
 @dataclass
@@ -195,21 +296,29 @@ def judge(
     if broken:
         return Judgement("BROKEN", [str(broken)], notes)
 
-    cpus, others = conditions.get("host_cpus"), conditions.get("host_others_cpus")
     threads = int(params.get("threads") or 1)
-    if cpus and others is not None and policy.interferes(others, threads, cpus):
-        busiest = _named(conditions.get("host_top_others", []), "cpus", lambda c: f"{c:.1f} CPUs")
+    reasons.extend(cpu_contention(conditions, threads, policy))
+    quota = conditions.get("cpu_quota")
+    if quota and threads > quota:
         reasons.append(
-            f"other processes kept {others:.1f} of {cpus} CPUs busy while this figure needed {threads}"
-            + (f": {busiest}" if busiest else "")
+            f"this figure's {threads} threads share a cgroup CPU quota of {quota:g} CPUs: the quota, not the CPUs, "
+            "set its pace; next: `cat /sys/fs/cgroup/cpu.max` (v1: cpu.cfs_quota_us), raise the quota or run "
+            "fewer threads"
         )
+    if conditions.get("cpu_limit"):
+        notes.append(str(conditions["cpu_limit"]))
     if conditions.get("other_gpu_processes"):
         procs = conditions["other_gpu_processes"]
-        reasons.append(f"{len(procs)} other process(es) on the GPU: " + _named(procs, "gpu_memory", _size))
+        reasons.append(
+            f"{len(procs)} other process(es) on the GPU: "
+            + _named(procs, "gpu_memory", _size)
+            + f"; next: `{_smi(conditions, 'nvidia-smi', 'rocm-smi --showpids')}` lists them: stop them or use "
+            "another GPU"
+        )
     throttle = conditions.get("throttle", [])
     slowdowns = [r for r in throttle if r in SLOWDOWN_REASONS]
     if slowdowns:
-        reasons.append(f"clocks held back by {', '.join(slowdowns)}")
+        reasons.append(f"clocks held back by {', '.join(slowdowns)}; next: {_slowdown_next(conditions, slowdowns)}")
     if conditions.get("widened"):
         notes.append("shorter than the telemetry's sampling: clocks not judged (its window held earlier work)")
     else:
@@ -235,6 +344,16 @@ def judge(
     return Judgement("TRUSTED", [], notes)
 
 
+def power_limit_state(conditions: dict[str, Any], policy: TrustPolicy = DEFAULT_POLICY) -> str:
+    """ "default", "lowered" or "unknown": the enforced power limit against the board's default and maximum."""
+    return limit_state(
+        conditions.get("power_limit_w"),
+        conditions.get("power_default_limit_w"),
+        conditions.get("power_max_limit_w"),
+        policy.power_limit_slack,
+    )
+
+
 def _judge_clocks(
     conditions: dict[str, Any],
     bound: str,
@@ -244,18 +363,27 @@ def _judge_clocks(
     notes: list[str],
     device_timed: bool = False,
 ) -> None:
-    """Clock and power: SUSPECT only when the clock is low for a reason outside the load itself."""
+    """Clock and power: SUSPECT only when the clock is low for a reason outside the load itself. A GPU held
+    at its power cap is the normal state of a heavy load when the limit is the board's default (an H200
+    holds about 1,470 of 1,980 MHz on a bf16 8192 product at 700 W); a lowered limit is not."""
     ratio = conditions.get("clock_ratio")
     throttle = conditions.get("throttle", [])
     power, power_limit = conditions.get("power_mean_w"), conditions.get("power_limit_w")
+    default = conditions.get("power_default_limit_w")
     capped = "power cap" in throttle
     at = f"{power:.0f} of {power_limit:.0f} W" if power and power_limit else "its power limit"
+    state = power_limit_state(conditions, policy)
+    lowered = ""
+    if state == "lowered":
+        lowered = f"power limit lowered to {power_limit:.0f} W, below this board's default {default:.0f} W"
+        notes.append(lowered)
     if bound != "compute" or ratio is None:
         if capped:
             notes.append(f"power-limited at {at}, which does not slow a {bound}-bound figure")
         mem_ratio = conditions.get("mem_clock_ratio")
         if bound == "memory" and mem_ratio is not None and mem_ratio < policy.mem_clock_ratio_min:
-            reasons.append(f"memory clock at {mem_ratio:.0%} of max")
+            command = _smi(conditions, "nvidia-smi -q -d CLOCK,PERFORMANCE", "rocm-smi --showclocks")
+            reasons.append(f"memory clock at {mem_ratio:.0%} of max; next: `{command}`")
         return
     # NVML's utilization lags short bursts (an event-timed matmul read 15%): device-timed work is busy by construction
     busy = device_timed or (conditions.get("utilization_mean_pct") or 0.0) >= GPU_BUSY_PCT
@@ -263,18 +391,40 @@ def _judge_clocks(
     if reference_clocks and mean and busy:
         reference = statistics.median(reference_clocks)
         if mean < policy.reference_clock_min * reference:
+            command = _smi(conditions, "nvidia-smi -q -d PERFORMANCE,POWER,TEMPERATURE", "rocm-smi")
             reasons.append(
                 f"SM clock {mean:,.0f} MHz, below the {reference:,.0f} MHz this GPU held for the same figure "
-                f"in {len(reference_clocks)} earlier clean run(s)"
+                f"in {len(reference_clocks)} earlier clean run(s); next: `{command}`, and `rigcheck compare` "
+                "with the earlier run"
             )
             return
     if capped and ratio >= policy.power_capped_clock_min:
         notes.append(f"power-limited at {at} with the SM clock at {ratio:.0%} of max: normal for this load")
+    elif capped and busy and state == "default" and ratio >= policy.power_capped_clock_floor:
+        notes.append(
+            f"power-limited at {power_limit:.0f} W, as this load is on this board "
+            f"(SM clock at {ratio:.0%} of max, {at})"
+        )
+    elif capped and busy and state == "lowered":
+        notes.remove(lowered)
+        reasons.append(
+            f"SM clock at {ratio:.0%} of max under a power limit lowered to {power_limit:.0f} W, below this "
+            f"board's default {default:.0f} W ({at}); next: `sudo nvidia-smi -pl {default:.0f}` restores it"
+        )
+    elif capped and busy and state == "default":
+        reasons.append(
+            f"SM clock at {ratio:.0%} of max under the power cap at the board's default limit ({at}): far below "
+            "what a power-limited board holds; next: `nvidia-smi -q -d PERFORMANCE,POWER,TEMPERATURE`"
+        )
     elif capped and busy:
-        reasons.append(f"SM clock at {ratio:.0%} of max under the power cap ({at})")
+        reasons.append(
+            f"SM clock at {ratio:.0%} of max under the power cap ({at}), and the board's default power limit "
+            "could not be read to rule out a lowered one; next: `nvidia-smi -q -d POWER`"
+        )
     elif ratio < policy.clock_ratio_min and busy and conditions.get("idle_share", 0.0) < 0.5:
         cause = ", ".join(r for r in throttle if r != "idle") or "no reason reported"
-        reasons.append(f"SM clock at {ratio:.0%} of max: {cause}")
+        command = _smi(conditions, "nvidia-smi -q -d PERFORMANCE,CLOCK", "rocm-smi --showperflevel --showclocks")
+        reasons.append(f"SM clock at {ratio:.0%} of max: {cause}; next: `{command}` (locked or application clocks?)")
 
 
 ReferenceClocks = Callable[[Measurement], list[float]]

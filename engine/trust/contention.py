@@ -1,4 +1,5 @@
-"""The contention report across a run: GPU clock by host-load band, and each figure against its clock."""
+"""The contention report across a run: GPU clock by host-load band (the load on the CPUs rigcheck may use,
+where fewer than the host's), and each figure against its clock."""
 
 from __future__ import annotations
 
@@ -9,14 +10,20 @@ BANDS = ((0.0, 0.10), (0.10, 0.25), (0.25, 0.50), (0.50, 1.01))
 GPU_BUSY_PCT = 50.0
 
 
+def others_share(host: dict[str, Any]) -> float:
+    """Other processes' share of the CPUs rigcheck may use: its set where one narrows them, else the host's."""
+    if host.get("set_cpus") and host.get("set_busy_cpus") is not None:
+        return max(0.0, host["set_busy_cpus"] - host.get("own_cpus", 0.0)) / host["set_cpus"]
+    return host["others_cpus"] / max(1, host["cpus"])
+
+
 def clock_by_load_band(samples: list[dict[str, Any]], gpu_index: int = 0) -> list[dict[str, Any]]:
     """Mean and lowest SM clock while the GPU was busy, for each band of host load by other processes."""
     rows = []
     for low, high in BANDS:
         clocks = []
         for sample in samples:
-            host = sample["host"]
-            share = host["others_cpus"] / max(1, host["cpus"])
+            share = others_share(sample["host"])
             if not low <= share < high:
                 continue
             for gpu in sample["gpus"]:

@@ -1,5 +1,6 @@
-"""Before a throughput stage: is the host quiet, by the same rule that judges each figure, and
-optionally wait until it is, saying which processes it is waiting for."""
+"""Before a throughput stage: is the host quiet, by the same rule that judges each figure (on the CPUs
+rigcheck may use, and its cgroup quota), and optionally wait until it is, saying which processes it is
+waiting for."""
 
 from __future__ import annotations
 
@@ -8,20 +9,34 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from rigcheck.engine.trust.conditions import DEFAULT_POLICY, TrustPolicy, busiest_others
+from rigcheck.engine.trust.conditions import DEFAULT_POLICY, TrustPolicy, cpu_contention, cpu_pools, summarise
 
 
 @dataclass(frozen=True)
 class HostBusy:
-    """Mean CPUs kept busy by other processes over a while, the CPU count, and the busiest of them."""
+    """Mean CPUs kept busy by other processes over a while on the CPUs rigcheck may use, how many those are,
+    and the busiest of them; `conditions` is the window summarised as a figure's would be."""
 
     others: float
-    cpus: int
+    cpus: float
     busiest: list[tuple[str, int, float]] = field(default_factory=list)  # (name, pid, CPUs)
+    conditions: dict[str, Any] = field(default_factory=dict)
 
     def describe(self) -> str:
         names = ", ".join(f"{name} (pid {pid}, {cpus:.1f} CPUs)" for name, pid, cpus in self.busiest[:3])
-        return f"other processes keep {self.others:.1f} of {self.cpus} CPUs busy" + (f": {names}" if names else "")
+        of = f"rigcheck's {self.cpus:g}" if self.conditions.get("cpu_set_size") else f"{self.cpus:g}"
+        return f"other processes keep {self.others:.1f} of {of} CPUs busy" + (f": {names}" if names else "")
+
+    def reasons(self, policy: TrustPolicy = DEFAULT_POLICY) -> list[str]:
+        """Why a figure that wants every CPU rigcheck may use would be SUSPECT now (empty: quiet)."""
+        if not self.conditions:
+            return ["other processes keep CPUs busy"] if policy.contended(self.others, self.cpus) else []
+        pools = cpu_pools(self.conditions)
+        wanted = min((size for _, size, _, _ in pools), default=1.0)  # every CPU rigcheck may use at once
+        return cpu_contention(self.conditions, wanted, policy)
+
+    def contended(self, policy: TrustPolicy = DEFAULT_POLICY) -> bool:
+        return bool(self.reasons(policy))
 
 
 def others_busy(sampler: Any, seconds: float) -> HostBusy | None:
@@ -29,10 +44,14 @@ def others_busy(sampler: Any, seconds: float) -> HostBusy | None:
     samples = [s for s in sampler.window(now - seconds, now) if s.t >= now - seconds]
     if not samples:
         return None
-    own = {pid for s in samples for pid in s.host.own_pids}
-    busiest = [(p["name"], p["pid"], p["cpus"]) for p in busiest_others(samples, own)]
-    others = sum(s.host.others_cpus for s in samples) / len(samples)
-    return HostBusy(others, samples[0].host.cpus, busiest)
+    conditions = summarise(samples, None)
+    busiest = [(p["name"], p["pid"], p["cpus"]) for p in conditions["host_top_others"]]
+    if conditions.get("cpu_set_size"):
+        others, cpus = conditions["cpu_set_others_cpus"], conditions["cpu_set_size"]
+    else:
+        others = sum(s.host.others_cpus for s in samples) / len(samples)
+        cpus = samples[0].host.cpus
+    return HostBusy(others, cpus, busiest, conditions)
 
 
 def wait_quiet(
@@ -44,14 +63,14 @@ def wait_quiet(
     stop: Callable[[], bool] = lambda: False,
 ) -> Generator[HostBusy, None, tuple[bool, float, HostBusy | None]]:
     """Wait up to max_wait_s for quiet_for_s seconds of a host quiet enough for a figure that wants every
-    CPU, yielding what it is waiting for now and then. Returns (quiet, waited, last reading)."""
+    CPU rigcheck may use, yielding what it is waiting for now and then. Returns (quiet, waited, last reading)."""
     start = time.monotonic()
     said = float("-inf")
     time.sleep(min(quiet_for_s, max_wait_s))
     while True:
         busy = others_busy(sampler, quiet_for_s)
         waited = time.monotonic() - start
-        if busy is not None and not policy.contended(busy.others, busy.cpus):
+        if busy is not None and not busy.contended(policy):
             return True, waited, busy
         if waited >= max_wait_s or stop():
             return False, waited, busy

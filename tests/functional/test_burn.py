@@ -38,6 +38,9 @@ def test_a_wrong_element_at_iteration_n_fails_the_run_and_names_it(run_stages) -
     verdict = found["correctness"]
     assert verdict.status == Status.FAIL
     assert verdict.explanation.startswith("cpu returned 13 wrong element(s) at iteration 40")
+    assert verdict.explanation.endswith(
+        "next: test the memory (memtest86+) and check the CPU's cooling; wrong results are faulty hardware"
+    )
     assert verdict.numbers["first_wrong_iteration"] == 40 and verdict.numbers["wrong_elements"] == 13
     assert run.exit_code == 1
 
@@ -100,16 +103,33 @@ def test_the_fall_names_thermal_slowdown_from_its_conditions() -> None:
         "power_mean_w": 540.0,
         "power_limit_w": 700.0,
         "throttle": ["software thermal slowdown"],
+        "vendor": "NVIDIA",
     }
     cool = {"sm_clock_mean_mhz": 1980.0, "temperature_max_c": 55, "power_mean_w": 690.0, "throttle": []}
     verdict = over_time("cuda:0", intervals, lambda d, t0, t1: cool if t0 < 1050 else hot)
     assert verdict.status == Status.WARN
     assert verdict.explanation == (
         "cuda:0 throughput fell 26% over the burn (first minute 700, last minute 520 TFLOP/s): thermal slowdown "
-        "(SM clock 1980 -> 1620 MHz, temperature 55 -> 91 C, power 540 W of 700 W)"
+        "(SM clock 1980 -> 1620 MHz, temperature 55 -> 91 C, power 540 W of 700 W); next: "
+        "`nvidia-smi -q -d PERFORMANCE,TEMPERATURE`; check the fans, the airflow and the inlet temperature"
     )
     assert likely_cause(cool, cool | {"throttle": ["power cap"]}).startswith("the power cap")
     assert likely_cause(cool, cool).startswith("not the clock")
+
+
+def test_the_power_cap_as_a_cause_tells_a_lowered_limit_from_the_default() -> None:
+    cool = {"sm_clock_mean_mhz": 1980.0, "temperature_max_c": 55, "power_mean_w": 690.0, "vendor": "NVIDIA"}
+    capped = {"sm_clock_mean_mhz": 1470.0, "power_mean_w": 495.0, "throttle": ["power cap"], "vendor": "NVIDIA"}
+    lowered = capped | {"power_limit_w": 500.0, "power_default_limit_w": 700.0, "power_max_limit_w": 700.0}
+    cause = likely_cause(cool, lowered)
+    assert cause.startswith("the power cap, at a limit lowered to 500 W below the board's default 700 W")
+    assert cause.endswith("next: `sudo nvidia-smi -pl 700` restores the default")
+    default = lowered | {"power_limit_w": 700.0}
+    assert likely_cause(cool, default).startswith("the power cap at the board's default limit")
+    unknown = capped | {"power_limit_w": 700.0}
+    assert likely_cause(cool, unknown).endswith("next: `nvidia-smi -q -d POWER` shows the limits")
+    # every cause names the next step, the unknown one too
+    assert likely_cause({}, {}).endswith("next: `rigcheck monitor` beside a rerun shows the clocks and other work")
 
 
 def test_a_gpu_slower_than_its_peers_is_named_and_one_gpu_is_not_compared() -> None:
@@ -123,7 +143,9 @@ def test_a_gpu_slower_than_its_peers_is_named_and_one_gpu_is_not_compared() -> N
         "cuda:3": Status.PASS,
     }
     assert found["cuda:2"].explanation == (
-        "cuda:2 sustained 610 TFLOP/s, 14% below cuda:0 (710), the best of 4 NVIDIA H200 (132 SMs)"
+        "cuda:2 sustained 610 TFLOP/s, 14% below cuda:0 (710), the best of 4 NVIDIA H200 (132 SMs); next: "
+        "`nvidia-smi -q -d PERFORMANCE,POWER,TEMPERATURE` (AMD: `rocm-smi`) on both: clocks, power limit and "
+        "throttle reasons tell them apart"
     )
     alone = list(peers({"cuda:0": started["cuda:0"]}, {"cuda:0": 710.0}))
     assert [v.status for v in alone] == [Status.SKIP]
@@ -171,7 +193,8 @@ def test_a_device_that_errors_mid_burn_fails_and_keeps_its_intervals() -> None:
     assert [(e.device, e.status) for e in errors] == [("cuda:1", Status.FAIL)]
     assert errors[0].explanation == (
         "the burn on cuda:1 stopped with an error after 1 interval(s): "
-        "RuntimeError: CUDA error: unspecified launch failure"
+        "RuntimeError: CUDA error: unspecified launch failure; next: the kernel log "
+        "(`sudo dmesg | grep -iE 'xid|amdgpu'`) and `rigcheck run health --device cuda:1`"
     )
     sustained = [e for e in events if isinstance(e, Measurement)]
     assert [(m.device, m.value) for m in sustained] == [("cuda:0", 700.0), ("cuda:1", 690.0)]

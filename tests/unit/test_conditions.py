@@ -32,12 +32,18 @@ def test_quiet_and_full_clock_is_trusted() -> None:
 def test_host_contention_that_took_the_figures_cpus_is_named() -> None:
     judged = judge(summarise(samples(others=31.5), 0), figure())
     assert judged.trust == "SUSPECT"
-    assert judged.reasons == ["other processes kept 31.5 of 32 CPUs busy while this figure needed 1"]
+    assert judged.reasons == [
+        "other processes kept 31.5 of 32 CPUs busy while this figure needed 1; next: stop them, or rerun with "
+        "`--wait-quiet`"
+    ]
 
 
 def test_low_clock_without_a_cause_in_the_load_is_suspect() -> None:
     judged = judge(summarise(samples(sm_clock=1208), 0), figure())
-    assert judged.trust == "SUSPECT" and judged.reasons == ["SM clock at 61% of max: no reason reported"]
+    assert judged.trust == "SUSPECT" and judged.reasons == [
+        "SM clock at 61% of max: no reason reported; next: `nvidia-smi -q -d PERFORMANCE,CLOCK` "
+        "(locked or application clocks?)"
+    ]
 
 
 def test_thermal_throttle_other_gpu_processes_and_noise() -> None:
@@ -46,8 +52,10 @@ def test_thermal_throttle_other_gpu_processes_and_noise() -> None:
     judged = judge(conditions, figure(100.0, 12.0))
     assert judged.trust == "SUSPECT"
     assert judged.reasons == [
-        "1 other process(es) on the GPU: ? (pid 777, 0 MiB)",
-        "clocks held back by hardware thermal slowdown",
+        "1 other process(es) on the GPU: ? (pid 777, 0 MiB); next: `nvidia-smi` lists them: stop them or use "
+        "another GPU",
+        "clocks held back by hardware thermal slowdown; next: `nvidia-smi -q -d PERFORMANCE,TEMPERATURE`; "
+        "check the fans, the airflow and the inlet temperature",
     ]
     assert judged.notes == ["timing spread 12% of the median"]
 
@@ -82,7 +90,10 @@ def test_annotator_attaches_conditions_from_the_window() -> None:
     conditions = annotated.conditions
     assert 6 <= conditions["samples"] <= 10
     assert conditions["trust"] == "SUSPECT"
-    assert conditions["trust_reasons"] == ["other processes kept 3.5 of 4 CPUs busy while this figure needed 1"]
+    assert conditions["trust_reasons"] == [
+        "other processes kept 3.5 of 4 CPUs busy while this figure needed 1; next: stop them, or rerun with "
+        "`--wait-quiet`"
+    ]
 
 
 def test_sampler_runs_without_drift() -> None:

@@ -19,8 +19,9 @@ from rigcheck.engine.events import Event, LogLine, Measurement, Progress, Status
 from rigcheck.engine.stage import StageContext
 from rigcheck.engine.stages.burn.loop import BurnSettings, DeviceBurn, Failed, Interval, Started
 from rigcheck.engine.stages.burn.telemetry import ChildTelemetry
-from rigcheck.engine.stages.burn.verdicts import STAGE, agreement, correctness, over_time, peers
+from rigcheck.engine.stages.burn.verdicts import STAGE, agreement, correctness, error_next, over_time, peers
 from rigcheck.engine.stages.common.devices import by_profile, resolve_devices
+from rigcheck.engine.stages.common.figures import device_identity
 
 DURATION_S = {"quick": 30.0, "standard": 60.0, "full": 300.0}  # when --duration is not given
 MEMORY_SHARE = 0.3  # of free GPU memory swept by copies in the full profile
@@ -47,7 +48,9 @@ def settings_for(device: torch.device, profile: str, duration: float, fault: str
     return BurnSettings(duration, interval, n, dtype, check_every=8, copy_bytes=copy_bytes, fault=fault)
 
 
-def interval_measurement(item: Interval, settings: BurnSettings, began: float) -> Measurement:
+def interval_measurement(
+    item: Interval, settings: BurnSettings, began: float, identity: dict[str, object] | None = None
+) -> Measurement:
     dtype = str(settings.dtype).removeprefix("torch.")
     params = {
         "interval": item.index,
@@ -60,6 +63,7 @@ def interval_measurement(item: Interval, settings: BurnSettings, began: float) -
         "timer": item.timer,
         "copy_gb_s": item.copy_gb_s,
         "wrong_elements": sum(n for _, n in item.wrong),
+        **(identity or {}),  # the parent pairs it with its GPU's telemetry and earlier clean runs by these
     }
     name = f"burn {dtype} {settings.n} at {item.t_end - began:.0f} s"
     return Measurement(
@@ -67,11 +71,14 @@ def interval_measurement(item: Interval, settings: BurnSettings, began: float) -
     )
 
 
-def sustained(device: str, intervals: list[Interval], settings: BurnSettings) -> Measurement:
+def sustained(
+    device: str, intervals: list[Interval], settings: BurnSettings, identity: dict[str, object] | None = None
+) -> Measurement:
     rates = [i.tflops for i in intervals]
     spread = statistics.quantiles(rates, n=4)[2] - statistics.quantiles(rates, n=4)[0] if len(rates) >= 2 else None
     dtype = str(settings.dtype).removeprefix("torch.")
     params = {"intervals": len(rates), "n": settings.n, "dtype": dtype, "best": max(rates), "lowest": min(rates)}
+    params |= identity or {}
     copies = [i.copy_gb_s for i in intervals if i.copy_gb_s]
     if copies:
         params["copy_gb_s_median"] = statistics.median(copies)
@@ -102,6 +109,7 @@ def run(context: StageContext) -> Iterator[Event]:
     duration = duration_for(spec)
     fault = str(spec.option("burn_fault") or "")
     settings = {str(d): settings_for(d, spec.profile, duration, fault) for d in devices}
+    identities = {str(d): device_identity(d) for d in devices}
     telemetry = ChildTelemetry.open(torch, devices)
     stop, out = threading.Event(), queue.Queue()
     workers = [threading.Thread(target=DeviceBurn(d, settings[str(d)], out, stop).run, daemon=True) for d in devices]
@@ -128,7 +136,7 @@ def run(context: StageContext) -> Iterator[Event]:
                 failed[item.device] = item.error
             elif isinstance(item, Interval):
                 intervals[item.device].append(item)
-                yield interval_measurement(item, settings[item.device], began)
+                yield interval_measurement(item, settings[item.device], began, identities[item.device])
                 yield Progress(STAGE, min(int(time.time() - began), int(duration)), int(duration), "burning")
     finally:
         stop.set()
@@ -136,7 +144,7 @@ def run(context: StageContext) -> Iterator[Event]:
             worker.join()
         if telemetry is not None:
             telemetry.stop()
-    yield from verdicts(intervals, started, failed, settings, telemetry)
+    yield from verdicts(intervals, started, failed, settings, telemetry, identities)
 
 
 def verdicts(
@@ -145,21 +153,27 @@ def verdicts(
     failed: dict[str, str],
     settings: dict[str, BurnSettings],
     telemetry: ChildTelemetry | None,
+    identities: dict[str, dict[str, object]] | None = None,
 ) -> Iterator[Event]:
     def conditions(device: str, t0: float, t1: float) -> dict[str, Any]:
         return telemetry.summary(device, t0, t1) if telemetry is not None else {}
 
+    vendor = getattr(telemetry.source, "vendor", None) if telemetry is not None else None
+
     rates: dict[str, float] = {}
     for device, found in intervals.items():
         if device in failed:
-            text = f"the burn on {device} stopped with an error after {len(found)} interval(s): {failed[device]}"
+            text = (
+                f"the burn on {device} stopped with an error after {len(found)} interval(s): {failed[device]}; "
+                + error_next(device)
+            )
             yield Verdict(STAGE, "error", Status.FAIL, text, {"error": failed[device]}, device=device)
         if not found:
             continue
-        result = sustained(device, found, settings[device])
+        result = sustained(device, found, settings[device], (identities or {}).get(device))
         rates[device] = result.value
         yield result
-        yield correctness(device, found, settings[device].check_every)
+        yield correctness(device, found, settings[device].check_every, vendor)
         yield over_time(device, found, conditions)
-    yield from peers(started, rates)
+    yield from peers(started, rates, vendor)
     yield from agreement(started)

@@ -79,7 +79,8 @@ class ChildTelemetry:
             close()
 
     def summary(self, device: str, t0: float, t1: float) -> dict[str, Any]:
-        """Mean SM clock, hottest temperature, mean power and every throttle reason seen in [t0, t1]."""
+        """Mean SM clock, hottest temperature, mean power, the power limit against the board's default and
+        maximum, and every throttle reason seen in [t0, t1]."""
         index = self.indexes.get(device)
         gpus = [g for t, sample in self.samples if t0 <= t <= t1 for g in sample if g.index == index]
         if not gpus:
@@ -93,5 +94,8 @@ class ChildTelemetry:
             "temperature_max_c": max(temps) if temps else None,
             "power_mean_w": round(statistics.fmean(power), 1) if power else None,
             "power_limit_w": gpus[0].power_limit_w,
+            "power_default_limit_w": gpus[0].power_default_limit_w,
+            "power_max_limit_w": gpus[0].power_max_limit_w,
+            "vendor": gpus[0].vendor,
             "throttle": sorted({r for g in gpus for r in g.throttle}),
         }

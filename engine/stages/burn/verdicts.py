@@ -1,4 +1,5 @@
-"""The burn's verdicts: wrong elements, throughput that falls over time (with its likely cause), slow peers."""
+"""The burn's verdicts: wrong elements, throughput that falls over time (with its likely cause), slow peers.
+Each verdict that is not a PASS names its likely cause and the next thing to run or change."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from rigcheck.engine.events import Status, Verdict
 from rigcheck.engine.stages.burn.loop import Interval, Started
+from rigcheck.engine.telemetry.power_limit import power_limit_state
 
 STAGE = "burn"
 FALL_LIMIT = 0.10  # the last minute this much below the first is a fault
@@ -17,7 +19,32 @@ WINDOW_S = 60.0
 Conditions = Callable[[str, float, float], dict[str, Any]]
 
 
-def correctness(device: str, intervals: list[Interval], check_every: int) -> Verdict:
+def smi(device: str, vendor: str | None, nvidia: str, amd: str) -> str:
+    """The vendor's command for a next step, both where the vendor is not known."""
+    if not device.startswith("cuda"):
+        return ""
+    if vendor == "AMD":
+        return f"`{amd}`"
+    return f"`{nvidia}`" if vendor == "NVIDIA" else f"`{nvidia}` (AMD: `{amd}`)"
+
+
+def faulty_next(device: str, vendor: str | None, memory: bool = False) -> str:
+    """What to run after wrong results: the device's own error counters, and verify."""
+    if not device.startswith("cuda"):
+        return "next: test the memory (memtest86+) and check the CPU's cooling; wrong results are faulty hardware"
+    counters = smi(device, vendor, "nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT", "rocm-smi --showrasinfo all")
+    then = "" if memory else f" and `rigcheck run verify --device {device}`"
+    return f"next: {counters}{then}; wrong results are faulty hardware"
+
+
+def error_next(device: str) -> str:
+    """What to run after a device stopped with an error mid-burn."""
+    if not device.startswith("cuda"):
+        return "next: the stage's log (`rigcheck show last`) and the kernel log (`sudo dmesg`)"
+    return f"next: the kernel log (`sudo dmesg | grep -iE 'xid|amdgpu'`) and `rigcheck run health --device {device}`"
+
+
+def correctness(device: str, intervals: list[Interval], check_every: int, vendor: str | None = None) -> Verdict:
     wrong = [w for i in intervals for w in i.wrong]
     copy_wrong = [w for i in intervals for w in i.copy_wrong]
     checks = sum(i.checks for i in intervals)
@@ -41,12 +68,14 @@ def correctness(device: str, intervals: list[Interval], check_every: int) -> Ver
         )
         text = (
             f"{device} returned {count} wrong element(s) at iteration {at} (each result compared with the first){more}"
+            f"; {faulty_next(device, vendor)}"
         )
         return Verdict(STAGE, "correctness", Status.FAIL, text, numbers, device=device)
     if copy_wrong:
         at, count = copy_wrong[0]
         text = (
             f"{device} memory copy came back with {count} wrong word(s) after iteration {at}: its memory corrupts data"
+            f"; {faulty_next(device, vendor, memory=True)}"
         )
         return Verdict(STAGE, "correctness", Status.FAIL, text, numbers, device=device)
     if not checks:
@@ -70,11 +99,16 @@ def windows(intervals: list[Interval]) -> tuple[list[Interval], list[Interval], 
 
 
 def likely_cause(first: dict[str, Any], last: dict[str, Any]) -> str:
-    """The cause of a fall in throughput, in words, from the conditions of the two windows."""
+    """The cause of a fall in throughput, in words, from the conditions of the two windows, and the next
+    thing to run or change."""
     if not first or not last:
-        return "no clock telemetry in the stage on this device, so the cause is unknown"
+        return (
+            "no clock telemetry in the stage on this device, so the cause is unknown; "
+            "next: `rigcheck monitor` beside a rerun shows the clocks and other work"
+        )
     reasons = set(last.get("throttle") or [])
     clock0, clock1 = first.get("sm_clock_mean_mhz"), last.get("sm_clock_mean_mhz")
+    vendor = last.get("vendor")
     parts = []
     if clock0 and clock1:
         parts.append(f"SM clock {clock0:.0f} -> {clock1:.0f} MHz")
@@ -86,21 +120,43 @@ def likely_cause(first: dict[str, Any], last: dict[str, Any]) -> str:
     seen = ", ".join(parts)
     if reasons & {"software thermal slowdown", "hardware thermal slowdown"}:
         cause = "thermal slowdown"
+        step = smi("cuda", vendor, "nvidia-smi -q -d PERFORMANCE,TEMPERATURE", "rocm-smi --showtemp --showperflevel")
+        step += "; check the fans, the airflow and the inlet temperature"
     elif "power brake" in reasons or "hardware slowdown" in reasons:
         cause = "a hardware slowdown signal" + (" (power brake)" if "power brake" in reasons else "")
+        step = smi("cuda", vendor, "nvidia-smi -q -d PERFORMANCE", "rocm-smi --showperflevel")
+        step += "; it comes from the board or the chassis (power supply, BMC)"
     elif "power cap" in reasons:
-        cause = "the power cap"
+        cause, step = _power_cap(last)
     elif clock0 and clock1 and clock1 < clock0 * 0.97:
         cause = "a falling clock with no reason reported"
+        step = smi("cuda", vendor, "nvidia-smi -q -d PERFORMANCE,CLOCK", "rocm-smi --showperflevel --showclocks")
     else:
         cause = "not the clock, which held: look for other work on the device or the host"
-    return f"{cause} ({seen})" if seen else cause
+        step = smi("cuda", vendor, "nvidia-smi", "rocm-smi --showpids") + " for the device, `top` for the host"
+    return (f"{cause} ({seen})" if seen else cause) + f"; next: {step}"
+
+
+def _power_cap(last: dict[str, Any]) -> tuple[str, str]:
+    """The power cap as a cause: a lowered limit is the cause to undo; at the default it is how the board runs."""
+    limit, default = last.get("power_limit_w"), last.get("power_default_limit_w")
+    state = power_limit_state(limit, default, last.get("power_max_limit_w"))
+    if state == "lowered":
+        cause = f"the power cap, at a limit lowered to {limit:.0f} W below the board's default {default:.0f} W"
+        return cause, f"`sudo nvidia-smi -pl {default:.0f}` restores the default"
+    if state == "default":
+        cause = "the power cap at the board's default limit: a hotter board holds a lower clock for the same power"
+        return cause, "`nvidia-smi -q -d POWER,TEMPERATURE`; check the cooling"
+    return "the power cap (the board's default limit is unknown)", "`nvidia-smi -q -d POWER` shows the limits"
 
 
 def over_time(device: str, intervals: list[Interval], conditions: Conditions) -> Verdict:
     found = windows(intervals)
     if found is None:
-        text = f"{device}: too few intervals ({len(intervals)}) to compare the start of the burn with its end"
+        text = (
+            f"{device}: too few intervals ({len(intervals)}) to compare the start of the burn with its end; "
+            "next: a longer `--duration`"
+        )
         return Verdict(STAGE, "over-time", Status.SKIP, text, {"intervals": len(intervals)}, device=device)
     first, last, span = found
     early = statistics.median(i.tflops for i in first)
@@ -124,7 +180,7 @@ def over_time(device: str, intervals: list[Interval], conditions: Conditions) ->
     return Verdict(STAGE, "over-time", Status.PASS, text, numbers, tolerance=FALL_LIMIT, device=device)
 
 
-def peers(started: dict[str, Started], sustained: dict[str, float]) -> Iterator[Verdict]:
+def peers(started: dict[str, Started], sustained: dict[str, float], vendor: str | None = None) -> Iterator[Verdict]:
     """Each GPU against the best of the same model doing the same work; one GPU has no peer."""
     groups: dict[tuple[str, int, str], list[str]] = {}
     for device, info in started.items():
@@ -147,7 +203,9 @@ def peers(started: dict[str, Started], sustained: dict[str, float]) -> Iterator[
             if share < 1 - PEER_LIMIT:
                 text = (
                     f"{device} sustained {sustained[device]:.4g} TFLOP/s, {1 - share:.0%} below {best} "
-                    f"({sustained[best]:.4g}), the best of {len(devices)} {name}"
+                    f"({sustained[best]:.4g}), the best of {len(devices)} {name}; next: "
+                    + smi(device, vendor, "nvidia-smi -q -d PERFORMANCE,POWER,TEMPERATURE", "rocm-smi")
+                    + " on both: clocks, power limit and throttle reasons tell them apart"
                 )
                 yield Verdict(STAGE, "peers", Status.WARN, text, numbers, tolerance=PEER_LIMIT, device=device)
             else:
@@ -174,12 +232,15 @@ def agreement(started: dict[str, Started]) -> Iterator[Verdict]:
             text = f"the first results of {', '.join(devices)} ({name}) are bit-identical"
             yield Verdict(STAGE, "agreement", Status.PASS, text, numbers)
         elif count == 1 or count * 2 == len(devices):
-            text = f"{', '.join(devices)} ({name}) disagree about the same product: at least one computes wrong"
+            text = (
+                f"{', '.join(devices)} ({name}) disagree about the same product: at least one computes wrong; "
+                "next: `rigcheck run verify` on each"
+            )
             yield Verdict(STAGE, "agreement", Status.WARN, text, numbers)
         else:
             for device in odd:
                 text = (
                     f"{device}'s first result differs from {count} of its {len(devices) - 1} peers ({name}) "
-                    "on the same product"
+                    f"on the same product; next: `rigcheck run verify --device {device}`"
                 )
                 yield Verdict(STAGE, "agreement", Status.WARN, text, numbers, device=device)

@@ -1,5 +1,6 @@
 """The physical limit of each figure on the device it was measured on: datasheet peaks, else a bound
-from the chip's units and clock; the host link from the driver or sysfs; the CPU from its flags."""
+from the chip's units and clock; the host link from the driver or sysfs; the CPU from its flags.
+A dtype the GPU only emulates or runs rate-limited is bounded by the fp32 rate it falls back to."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 from pathlib import Path
 
 import torch
+from rigcheck.engine.facts.dtypes import slow_dtypes
 from rigcheck.engine.facts.host import cpu_facts
 from rigcheck.engine.hw.nvml import NvmlFailure, NvmlUnavailable, ok, open_nvml
 from rigcheck.engine.hw.pci import PCI_DEVICES, normalise_bus_id, sysfs_max_link, torch_bus_id
@@ -19,6 +21,10 @@ GENEROUS_CLOCK_GHZ = 2.6  # above every shipping GPU's boost clock, for bounds w
 # Dense matrix FLOPs per clock per SM/CU, by architecture and dtype (from the vendors' whitepapers,
 # rounded up where a family varies).
 UNIT_FLOP_PER_CLOCK: dict[str, dict[str, int]] = {
+    "sm_50": {"fp32": 256},
+    "sm_52": {"fp32": 256},
+    "sm_60": {"fp32": 128, "fp16": 256},
+    "sm_61": {"fp32": 256},
     "sm_70": {"fp32": 128, "fp16": 1024},
     "sm_75": {"fp32": 128, "fp16": 1024},
     "sm_80": {"fp32": 128, "tf32": 1024, "fp16": 2048, "bf16": 2048},
@@ -49,12 +55,21 @@ def _unit_rates(arch: str) -> dict[str, int] | None:
 
 
 def gpu_matmul_limit(device: torch.device, dtype: str) -> Limit | None:
-    """TFLOP/s: the datasheet's dense peak, else units x a generous clock x FLOPs per clock."""
+    """TFLOP/s: the datasheet's dense peak, else units x a generous clock x FLOPs per clock; for a dtype
+    this GPU emulates or rate-limits, the fp32 limit, since its matrix multiplies convert to fp32."""
+    arch = arch_of(device)
+    slow = slow_dtypes(arch).get(dtype)
+    if slow is None:
+        return _native_limit(device, dtype, arch)
+    fp32 = _native_limit(device, "fp32", arch)
+    return Limit(fp32.value, f"{slow}, so at most the fp32 rate: {fp32.basis}") if fp32 else None
+
+
+def _native_limit(device: torch.device, dtype: str, arch: str) -> Limit | None:
     name = torch.cuda.get_device_name(device)
     peak, source = matmul_peak(name, dtype)
     if peak:
         return Limit(peak, f"datasheet dense {dtype} peak: {source}")
-    arch = arch_of(device)
     rates = _unit_rates(arch)
     per_clock = rates.get(dtype) if rates else None
     if per_clock is None:

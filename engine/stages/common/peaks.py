@@ -12,6 +12,8 @@ MATMUL_PEAKS_TFLOPS: list[tuple[str, dict[str, float], str]] = [
     ("H200", _HOPPER_SXM, "NVIDIA H200 Tensor Core GPU datasheet (SXM)"),
     ("H100 80GB HBM3", _HOPPER_SXM, "NVIDIA H100 Tensor Core GPU datasheet (SXM)"),
     ("A100", {"fp32": 19.5, "tf32": 156.0, "fp16": 312.0, "bf16": 312.0}, "NVIDIA A100 datasheet"),
+    # fp32 only: its fp16 runs at 1/64 of that and it has no bf16; both are bounded by fp32 (limits.py)
+    ("Tesla P40", {"fp32": 12.0}, "NVIDIA Tesla P40 datasheet: 12 TFLOPS single precision"),
     (
         "MI300X",
         {"fp32": 163.4, "tf32": 653.7, "fp16": 1307.4, "bf16": 1307.4, "fp8": 2614.9},

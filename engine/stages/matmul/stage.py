@@ -9,6 +9,7 @@ from typing import Any
 import numpy
 import torch
 from rigcheck.engine.events import Event, LogLine, Measurement, Progress, Status, Verdict
+from rigcheck.engine.measure.references import reference_for
 from rigcheck.engine.stage import StageContext
 from rigcheck.engine.stages.common.devices import has_tf32, resolve_devices
 from rigcheck.engine.stages.common.figures import checked, device_identity, usable
@@ -16,6 +17,7 @@ from rigcheck.engine.stages.common.limits import cpu_limit, gpu_matmul_limit
 from rigcheck.engine.stages.common.peaks import matmul_peak
 from rigcheck.engine.stages.common.timing import BENCHMARK_VERSION, on_device, time_calls, time_grouped
 from rigcheck.engine.stages.matmul.calls import fp8_dtype, matmul_call, rotating_calls
+from rigcheck.engine.stages.matmul.reference import judged
 from rigcheck.engine.stages.matmul.search import max_find
 
 STAGE = "matmul"
@@ -84,6 +86,12 @@ def measure_point(
     yield from checked(figure, stats, limit)
 
 
+def model_hints(device: torch.device) -> tuple[int | None, str | None]:
+    """SM count and architecture, which tell apart models whose names alone do not (H100 SXM and PCIe)."""
+    props = torch.cuda.get_device_properties(device)
+    return getattr(props, "multi_processor_count", None), getattr(props, "gcnArchName", None)
+
+
 def threads_used(library: str) -> int:
     """The CPUs a CPU figure's own threads wanted: torch's pool, or numpy's BLAS pool."""
     if library == "numpy":
@@ -135,10 +143,23 @@ def sweep(context: StageContext, device: torch.device) -> Iterator[Event]:
                     yield LogLine(STAGE, f"{event.name}: noisy, spread {event.params['spread_rel']:.0%}", "warn")
             yield event
     set_tf32(False)
-    yield from summary_verdicts(results, label)
+    if device.type == "cuda":
+        sms, arch = model_hints(device)
+        yield from summary_verdicts(results, label, device_name, context.spec.option("baseline"), sms, arch)
+    else:
+        yield from summary_verdicts(results, label)
 
 
-def summary_verdicts(results: list[Measurement], label: str) -> Iterator[Verdict]:
+def summary_verdicts(
+    results: list[Measurement],
+    label: str,
+    device_name: str | None = None,
+    baseline: dict[str, Any] | None = None,
+    sms: int | None = None,
+    arch: str | None = None,
+) -> Iterator[Verdict]:
+    """The best figure of each dtype, judged on a GPU against its model's reference (or the baseline's); and the
+    noisy figures. `device_name` is None on the CPU: no reference there."""
     by_dtype: dict[str, Measurement] = {}
     for m in filter(usable, results):
         key = m.params["dtype"] + ("" if m.params["library"] == "torch" else f" ({m.params['library']})")
@@ -149,12 +170,16 @@ def summary_verdicts(results: list[Measurement], label: str) -> Iterator[Verdict
     for key, best in by_dtype.items():
         share = best.params["share_of_peak"]
         tail = f", {share:.0%} of the datasheet's {best.params['peak']:g}" if share else ""
+        status, cited, ending, against = Status.PASS, "", "", {}
+        if device_name is not None:
+            reference = reference_for(device_name, f"best-{key}", baseline, sms, arch)
+            status, cited, ending, against = judged(best.value, reference, device_name, best.name)
         yield Verdict(
             STAGE,
             f"best-{key}",
-            Status.PASS,
-            f"best {key} on {label}: {best.value:.4g} {best.unit} median at {best.params['m']}{tail}",
-            {"value": best.value, "unit": best.unit, "share_of_peak": share, "shape": best.name},
+            status,
+            f"best {key} on {label}: {best.value:.4g} {best.unit} median at {best.params['m']}{cited}{tail}{ending}",
+            {"value": best.value, "unit": best.unit, "share_of_peak": share, "shape": best.name} | against,
             device=label,
         )
     if noisy:

@@ -1,0 +1,65 @@
+"""A stored run as a baseline file (`export RUN --format baseline`): each GPU model's figures, for `run --baseline`
+to judge other machines against this known-good one (or fleet) instead of the model table.
+
+Like SuperBench's baseline.json, one value per "model/figure" key; each with where it came from. Only sound
+figures go in: none broken, disturbed, noisy or unjudged, and none bound by launch overhead.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections import defaultdict
+from typing import Any
+
+from rigcheck.engine.measure.baseline_file import BASELINE_FORMAT, BASELINE_VERSION
+
+UNSOUND = {"BROKEN", "SUSPECT", "NOISY", "UNJUDGED"}
+
+
+def _figure_rows(report: dict[str, Any]) -> list[tuple[str, str, float, str, str]]:
+    """(model, figure, value, unit, where) for each sound GPU figure and each best-of verdict of the run."""
+    out = []
+    for m in report.get("measurements", []):
+        params, conditions = m.get("params") or {}, m.get("conditions") or {}
+        model = conditions.get("gpu_name") or params.get("gpu_name") or params.get("device_name")
+        sound = not (params.get("broken") or params.get("launch_bound") or conditions.get("trust") in UNSOUND)
+        if str(m.get("device", "")).startswith("cuda") and model and sound and m.get("value"):
+            where = f"{m.get('host') or ''} {m['device']}".strip()
+            out.append((str(model), m["name"], float(m["value"]), m.get("unit") or "", where))
+    for v in report.get("verdicts", []):
+        numbers, check = v.get("numbers") or {}, v.get("check_name") or ""
+        if not (str(v.get("device", "")).startswith("cuda") and numbers.get("model")):
+            continue
+        where = f"{v.get('host') or ''} {v['device']}".strip()
+        if check.startswith("best-") and numbers.get("value"):
+            out.append((numbers["model"], check, float(numbers["value"]), numbers.get("unit") or "", where))
+        elif check == "max-find" and numbers.get("mean"):
+            out.append(
+                (numbers["model"], f"max-find {numbers.get('dtype', 'bf16')}", float(numbers["mean"]), "TFLOP/s", where)
+            )
+    return out
+
+
+def to_baseline(report: dict[str, Any]) -> str:
+    """The baseline file's text; ValueError when the run holds no GPU figure to make one of."""
+    run = report["run"]
+    grouped: dict[tuple[str, str], list[tuple[float, str, str]]] = defaultdict(list)
+    for model, figure, value, unit, where in _figure_rows(report):
+        grouped[(model, figure)].append((value, unit, where))
+    if not grouped:
+        raise ValueError(f"run {run['id']} has no sound GPU figure to make a baseline of")
+    day = time.strftime("%Y-%m-%d", time.localtime(run.get("started") or 0))
+    made = f"rigcheck run {run['id']} on {run.get('host') or 'its host'}, {day}, profile {run.get('profile')}"
+    figures = {}
+    for (model, figure), found in sorted(grouped.items()):
+        where = sorted({w for _, _, w in found})
+        source = f"{made}: {where[0]}" if len(found) == 1 else f"{made}: median of {len(found)} ({', '.join(where)})"
+        figures[f"{model}/{figure}"] = {
+            "value": round(statistics.median(v for v, _, _ in found), 4),
+            "unit": found[0][1],
+            "source": source[:200],
+        }
+    baseline = {"format": BASELINE_FORMAT, "version": BASELINE_VERSION, "source": made, "figures": figures}
+    return json.dumps(baseline, indent=2) + "\n"

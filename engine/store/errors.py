@@ -1,0 +1,34 @@
+"""What goes wrong with a store, as exceptions that carry one line naming the store and what to do."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+STORE_ENV = "RIGCHECK_STORE"
+
+
+class StoreError(Exception):
+    """The store cannot be used; the message says where it is and why."""
+
+
+class StoreDamaged(StoreError, sqlite3.DatabaseError):
+    """The file is damaged; a sqlite3 error too, so a run's writer ends the run as for any store failure."""
+
+
+class StoreReadOnly(StoreError, sqlite3.OperationalError):
+    """A write to a store this process may only read."""
+
+
+def damaged_message(path: Path, error: BaseException) -> str:
+    return (
+        f"store {path} is damaged ({error}); it was left as it is: recover what it holds with "
+        f"`sqlite3 {path} .recover | sqlite3 NEW.db`, then use --store NEW.db (or {STORE_ENV})"
+    )
+
+
+def is_damage(error: sqlite3.Error) -> bool:
+    """SQLITE_CORRUPT: the file's pages are bad (a busy or full disk is not damage; a file that is not SQLite
+    at all keeps the plainer message)."""
+    name = getattr(error, "sqlite_errorname", "")  # Python 3.11+
+    return name.startswith("SQLITE_CORRUPT") or "malformed" in str(error)

@@ -1,0 +1,44 @@
+"""The CPU's second clock is the wall clock (CLOCK_REALTIME), outside perf_counter's monotonic family;
+an NTP step of it is "the second clock stepped", never a broken timer."""
+
+from __future__ import annotations
+
+import torch
+from rigcheck.engine.measure.stats import TimingStats
+from rigcheck.engine.stages.common.figures import timing_params
+from rigcheck.engine.stages.common.timing import time_calls
+
+HOST = ("perf_counter", "CLOCK_REALTIME")
+
+
+def test_cpu_figures_are_checked_by_the_wall_clock() -> None:
+    a = torch.randn(64, 64)
+    stats = time_calls(lambda: a @ a, torch.device("cpu"), min_reps=5, min_seconds=0.05)
+    assert (stats.primary, stats.check) == HOST
+    assert len(stats.check_times) == len(stats.times) and stats.disagreement() is None
+
+
+def test_a_step_of_the_wall_clock_is_a_step_not_a_broken_timer() -> None:
+    times = tuple([0.005] * 12)
+    back = (0.005,) * 5 + (-0.7,) + (0.005,) * 6  # NTP stepped the clock back 0.7 s inside one call
+    forward = (0.005,) * 3 + (3600.005,) + (0.005,) * 8  # or an hour forward
+    for checks in (back, forward):
+        stats = TimingStats(times, checks, *HOST)
+        assert stats.disagreement() is None
+        note = stats.check_stepped()
+        assert note is not None and note.startswith("the second clock stepped: CLOCK_REALTIME jumped during 1 of 12")
+        assert timing_params(stats)["check_stepped"] == note
+    clean = TimingStats(times, tuple([0.00502] * 12), *HOST)
+    assert clean.disagreement() is None and clean.check_stepped() is None
+
+
+def test_a_monotonic_family_running_slow_is_two_clocks_that_disagree() -> None:
+    # perf_counter's family at half speed: every call reads half the wall clock's time
+    halved = TimingStats(tuple([0.005] * 12), tuple([0.010] * 12), *HOST)
+    reason = halved.disagreement()
+    assert reason is not None and reason.startswith(
+        "two host clocks disagree (perf_counter 5 ms, CLOCK_REALTIME 10 ms)"
+    )
+    # nearly stopped: every timing looks like a jump, which is no step (steps are rare), but a fault
+    stopped = TimingStats(tuple([0.0001] * 12), tuple([0.2] * 12), *HOST)
+    assert stopped.check_stepped() is None and stopped.disagreement() is not None
