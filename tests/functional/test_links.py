@@ -281,7 +281,7 @@ def test_collective_figures_fail_on_wrong_elements_and_on_clocks_that_disagree()
     bad = StepResult("reduce_scatter", 4 * MIB, 2, (0.001,) * 3, 2, wrong, "events", "wall clock", "device timer odd")
     events = list(step_events(bad, None, {}))
     fails = [e for e in events if isinstance(e, Verdict) and e.status == Status.FAIL]
-    assert events[0].params["broken"] == "device timer odd"
+    assert events[0].params["broken"] == "device timer odd: the timer is broken"  # the clocks disagree
     assert any("reduce_scatter 4 MiB: 2 wrong element(s) on rank 1" in v.explanation for v in fails)
     assert any("the figure is not a result" in v.explanation for v in fails)
 
