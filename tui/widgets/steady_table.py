@@ -1,0 +1,50 @@
+"""A DataTable whose growth lays out the screen only when its own box changes.
+
+A DataTable sets its virtual size after every new row, and that setting lays out the whole screen and
+repaints all of it (20-50 ms on a small VM, while pushed events wait). A table that already scrolls
+keeps its box when rows are added and no column widens; a table not on screen (a hidden tab) is laid
+out anew when it is shown. In both cases repainting the table and its scrollbars is all that is needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TypeVar
+
+from textual.geometry import NULL_REGION, Region, Size
+from textual.widgets import DataTable
+from textual.widgets.data_table import RowKey
+
+CellType = TypeVar("CellType")
+
+
+class SteadyTable(DataTable[CellType]):
+    _sizing_from: Size | None = None  # the virtual size before the new rows, while they are measured
+    layouts_skipped = 0  # how many screen layouts the table spared
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        self._sizing_from = self.virtual_size
+        try:
+            super()._update_dimensions(new_rows)
+        finally:
+            self._sizing_from = None
+
+    def _box_kept(self, before: Size) -> bool:
+        """Does the table keep its place and size on screen with its new virtual size?"""
+        if self.region == NULL_REGION:
+            return True  # not on screen: showing it lays it out
+        after, viewport = self.virtual_size, self.scrollable_content_region.size
+        return after.width == before.width and self.show_vertical_scrollbar and after.height > viewport.height
+
+    def refresh(
+        self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False
+    ) -> SteadyTable[CellType]:
+        before = self._sizing_from
+        if layout and before is not None and self._box_kept(before):
+            self._sizing_from = None  # the scrollbars' update below must not come back here
+            self.layouts_skipped += 1
+            if self.region != NULL_REGION:
+                self._scroll_update(self.virtual_size)
+            layout = False
+        super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+        return self
