@@ -1,9 +1,11 @@
-"""A DataTable whose growth lays out the screen only when its own box changes.
+"""A DataTable that takes new rows cheaply: no new layout of the screen, no new render of the old rows.
 
 A DataTable sets its virtual size after every new row, and that setting lays out the whole screen and
 repaints all of it (20-50 ms on a small VM, while pushed events wait). A table that already scrolls
 keeps its box when rows are added and no column widens; a table not on screen (a hidden tab) is laid
 out anew when it is shown. In both cases repainting the table and its scrollbars is all that is needed.
+A DataTable also forgets every rendered cell when a row is added; a row added at the end changes no
+other row unless a column widens, so the rendered cells are kept until one does.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TypeVar
 
+from rich.text import TextType
 from textual.geometry import NULL_REGION, Region, Size
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
@@ -22,12 +25,30 @@ class SteadyTable(DataTable[CellType]):
     _sizing_from: Size | None = None  # the virtual size before the new rows, while they are measured
     layouts_skipped = 0  # how many screen layouts the table spared
 
+    def add_row(
+        self,
+        *cells: CellType,
+        height: int | None = 1,
+        key: str | None = None,
+        label: TextType | None = None,
+    ) -> RowKey:
+        count = self._update_count
+        row_key = super().add_row(*cells, height=height, key=key, label=label)
+        if height is not None and label is None:  # a plain row at the end: the others render as before
+            self._update_count = count
+            self._offset_cache.clear()
+        return row_key
+
     def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        widths = [column.get_render_width(self) for column in self.ordered_columns]
         self._sizing_from = self.virtual_size
         try:
             super()._update_dimensions(new_rows)
         finally:
             self._sizing_from = None
+        if widths != [column.get_render_width(self) for column in self.ordered_columns]:
+            self._update_count += 1  # a column widened: every row renders anew
+            self.refresh()
 
     def _box_kept(self, before: Size) -> bool:
         """Does the table keep its place and size on screen with its new virtual size?"""
