@@ -4,8 +4,9 @@ A DataTable sets its virtual size after every new row, and that setting lays out
 repaints all of it (20-50 ms on a small VM, while pushed events wait). A table that already scrolls
 keeps its box when rows are added and no column widens; a table not on screen (a hidden tab) is laid
 out anew when it is shown. In both cases repainting the table and its scrollbars is all that is needed.
-A DataTable also forgets every rendered cell when a row is added; a row added at the end changes no
-other row unless a column widens, so the rendered cells are kept until one does.
+A DataTable also forgets every rendered cell when a row is added or a cell changes; a row added at the
+end changes no other row unless a column widens, and a changed cell (its column's width kept) changes
+only its own row, so only that is rendered anew.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TypeVar
 from rich.text import TextType
 from textual.geometry import NULL_REGION, Region, Size
 from textual.widgets import DataTable
-from textual.widgets.data_table import RowKey
+from textual.widgets.data_table import ColumnKey, RowKey
 
 CellType = TypeVar("CellType")
 
@@ -38,6 +39,24 @@ class SteadyTable(DataTable[CellType]):
             self._update_count = count
             self._offset_cache.clear()
         return row_key
+
+    def update_cell(
+        self, row_key: RowKey | str, column_key: ColumnKey | str, value: CellType, *, update_width: bool = False
+    ) -> None:
+        row = RowKey(row_key) if isinstance(row_key, str) else row_key
+        column = ColumnKey(column_key) if isinstance(column_key, str) else column_key
+        if update_width or row not in self._row_locations or column not in self._column_locations:
+            super().update_cell(row_key, column_key, value, update_width=update_width)
+            return
+        self._data[row][column] = value
+        index = self._row_locations.get(row)
+        self._row_renderable_cache.discard((self._update_count, index))
+        for key in [k for k in self._cell_render_cache.keys() if k[0] == row and k[1] == column]:  # noqa: SIM118
+            self._cell_render_cache.discard(key)
+        for key in [k for k in self._row_render_cache.keys() if k[0] == row]:  # noqa: SIM118
+            self._row_render_cache.discard(key)
+        self._line_cache.clear()  # lines are joined from the rows' cached renders: cheap to join again
+        self.refresh_row(index)
 
     def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
         widths = [column.get_render_width(self) for column in self.ordered_columns]
