@@ -165,3 +165,30 @@ async def test_a_new_row_renders_alone_unless_a_column_widens(monkeypatch: pytes
         assert {9, 10, 11, 12, 13} <= set(computed)  # the column widened: every row shown renders anew
         shot = app.export_screenshot().replace("&#160;", " ")
         assert "a much wider row" in shot and "row 12" in shot
+
+
+async def test_a_changed_cell_renders_its_row_alone_and_is_drawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    rendered: list[object] = []
+    original = SteadyTable._render_cell
+
+    def counted(self: SteadyTable, row_index: int, column_index: int, *args: object, **kwargs: object) -> object:
+        rendered.append(row_index)
+        return original(self, row_index, column_index, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SteadyTable, "_render_cell", counted)
+    app = Tables()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one("#shown", SteadyTable)
+        for n in range(4):
+            table.add_row(f"row {n}", key=f"k{n}")
+        await pilot.pause(0.3)
+        rendered.clear()
+        table.update_cell("k2", "name", "new 2")
+        await pilot.pause(0.3)
+        assert rendered and set(rendered) == {2}  # the other rows kept their rendering
+        shot = app.export_screenshot().replace("&#160;", " ")
+        assert "new 2" in shot and "row 2" not in shot and "row 3" in shot
+        rendered.clear()
+        table.update_cell("k2", "name", "new 2")  # the same value again: the row is drawn the same
+        await pilot.pause(0.3)
+        assert set(rendered) <= {2}
