@@ -1,4 +1,4 @@
-"""The app's cost: CPU of the idle app (telemetry at 10 Hz, plots at 4 Hz) and key latency under 200 events/s.
+"""The app's cost: CPU of the idle app (telemetry at 10 Hz, plots at 2 Hz idle) and key latency under 200 events/s.
 
 Usage: python bench/tui_perf.py [IDLE_SECONDS]
 Runs the app headless (Textual's test driver renders every frame but writes no terminal).
@@ -84,7 +84,7 @@ def main() -> None:
         idle = asyncio.run(idle_cost(seconds, Path(folder)))
         idle_gpu = asyncio.run(idle_cost(seconds, Path(folder), fake_gpu=True))
         latencies, lines = asyncio.run(key_latency(Path(folder)))
-    print(f"idle app: {idle:.2f}% of one core over {seconds:.0f} s (telemetry 10 Hz, redraw 4 Hz, 120x40)")
+    print(f"idle app: {idle:.2f}% of one core over {seconds:.0f} s (telemetry 10 Hz, redraw 2 Hz with no run, 120x40)")
     print(f"idle app plotting an idle GPU (fake NVML, flat 345 MHz): {idle_gpu:.2f}% of one core")
     print(
         f"key latency while a stage streams ~200 events/s: median {statistics.median(latencies):.1f} ms, "

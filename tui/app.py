@@ -3,8 +3,8 @@
 Runs are started in their own engine process (they outlive the app); a follower thread receives the
 run's events as the engine pushes them and posts them to the app as messages (tui/messages.py), so the
 app's thread never reads the store on a timer. The app opens on a run in progress. Plots and gauges
-redraw at 4 Hz: while a run is live, from the samples its engine streams (those its trust labels are
-made from); otherwise from the app's own sampler.
+redraw at 4 Hz while a run is live, from the samples its engine streams (those its trust labels are
+made from); otherwise at 2 Hz from the app's own sampler.
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 
 W = TypeVar("W", bound=Widget)
 REDRAW_S = 0.25
+IDLE_REDRAW_EVERY = 2  # with no run live, gauges and plots redraw at every second tick (2 Hz): the idle app's cost
 PLOT_WINDOW_S = 60.0
 FIGURES_S = 0.5  # new figures go into their tables at most this often: each new row lays out the whole screen
 THEME_CSS = Path(rigcheck.themes.__file__).parent / "app.tcss"
@@ -176,7 +177,8 @@ class RigcheckApp(App[int]):
             self.add_class("ascii")
         self._load_last_probe()
         self._refresh_choice()
-        self.set_interval(REDRAW_S, self.refresh_live)
+        self._ticks = 0
+        self.set_interval(REDRAW_S, self._refresh_live_tick)
         self.refresh_live()
         self.call_after_refresh(self.refresh_live)  # again once laid out, with the panels' real sizes
         self._check_size(*self.size)
@@ -225,6 +227,11 @@ class RigcheckApp(App[int]):
         if link is not None and link.telemetry.latest() is not None:
             return link.telemetry
         return self.sampler
+
+    def _refresh_live_tick(self) -> None:
+        self._ticks += 1
+        if self.running or self._ticks % IDLE_REDRAW_EVERY == 0:
+            self.refresh_live()
 
     def refresh_live(self) -> None:
         source = self.telemetry

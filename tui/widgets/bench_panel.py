@@ -7,11 +7,12 @@ from rigcheck.engine.events import Measurement
 from rigcheck.engine.report.rows import Row, meaning, measurement_row, trust_of, value_text
 from rigcheck.tui.glyphs import UNICODE, Glyphs
 from rigcheck.tui.screens.detail import DetailScreen
+from rigcheck.tui.widgets.steady_table import SteadyTable
 from rigcheck.tui.widgets.styling import status_text
 from textual.widgets import DataTable
 
 
-class BenchPanel(DataTable[Text | str]):
+class BenchPanel(SteadyTable[Text | str]):
     def __init__(self, glyphs: Glyphs = UNICODE, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.glyphs = glyphs

@@ -105,7 +105,12 @@ class ProcessesPanel(VerticalScroll):
     def plain(self) -> str:
         return "\n".join(line for line, _ in self._shown or [])
 
+    def on_show(self) -> None:
+        self._draw()  # what came while its tab was hidden
+
     def _draw(self) -> None:
+        if not self.is_on_screen:
+            return  # a hidden tab's text is not laid out: on_show draws it
         lines = processes_lines(self._sample, self._figure)
         if lines == self._shown:
             return  # an unchanged list is not laid out again 4 times a second

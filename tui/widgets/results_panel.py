@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from rigcheck.engine.report.rows import Row, detail_text, meaning, status_of, value_text
 from rigcheck.tui.screens.detail import DetailScreen
+from rigcheck.tui.widgets.steady_table import SteadyTable
 from rigcheck.tui.widgets.styling import status_text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -16,7 +17,7 @@ COLUMNS = ("stage", "name", "device", "status", "value", "meaning")
 
 class ResultsPanel(Vertical):
     def compose(self) -> ComposeResult:
-        table: DataTable[Text | str] = DataTable(id="results-table", cursor_type="row")
+        table: SteadyTable[Text | str] = SteadyTable(id="results-table", cursor_type="row")
         yield table
         yield Static(id="result-detail")
 

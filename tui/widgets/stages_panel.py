@@ -6,6 +6,7 @@ from rich.text import Text
 from rigcheck.engine.events import Status
 from rigcheck.tui.glyphs import UNICODE, Glyphs, bar
 from rigcheck.tui.widgets.live_text import LiveText
+from rigcheck.tui.widgets.steady_table import SteadyTable
 from rigcheck.tui.widgets.styling import status_text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -50,7 +51,7 @@ class StagesPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(id="stages-header")
         yield LiveText(id="stages-expected")  # changes with every progress event: repaints only its own line
-        table: DataTable[Text | str] = DataTable(id="stages-table", cursor_type="row", zebra_stripes=False)
+        table: SteadyTable[Text | str] = SteadyTable(id="stages-table", cursor_type="row", zebra_stripes=False)
         yield table
 
     def on_mount(self) -> None:
