@@ -46,7 +46,7 @@ def engine_processes() -> list[psutil.Process]:
     found = []
     for proc in psutil.Process().children():
         with contextlib.suppress(psutil.Error):
-            if "rigcheck.engine.run.engine_main" in proc.cmdline():
+            if any("rigcheck.engine.run.engine_main" in arg for arg in proc.cmdline()):  # `-m` or the `-c` bootstrap
                 found.append(proc)
     return found
 

@@ -69,6 +69,7 @@ from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 W = TypeVar("W", bound=Widget)
 REDRAW_S = 0.25
 IDLE_REDRAW_EVERY = 2  # with no run live, gauges and plots redraw at every second tick (2 Hz): the idle app's cost
+IDLE_SAMPLE_S = 0.5  # ...and the app's own sampler reads the hardware twice a second, not ten times
 PLOT_WINDOW_S = 60.0
 FIGURES_S = 0.5  # new figures go into their tables at most this often: each new row lays out the whole screen
 THEME_CSS = Path(rigcheck.themes.__file__).parent / "app.tcss"
@@ -107,6 +108,8 @@ class RigcheckApp(App[int]):
         self._gpus = gpus  # as the stage interpreter's torch sees them; None: count them from telemetry
         self.store = store
         self.sampler = sampler
+        self._live_sample_s = float(getattr(sampler, "interval", 0.1))  # the rate it was started at, for live runs
+        self._idle_sample_s = max(IDLE_SAMPLE_S, self._live_sample_s)
         self.stage_infos = stages or list(STAGES.values())
         self.profile = profile
         self.python = python
@@ -230,6 +233,8 @@ class RigcheckApp(App[int]):
 
     def _refresh_live_tick(self) -> None:
         self._ticks += 1
+        if self.sampler is not None and hasattr(self.sampler, "pace"):
+            self.sampler.pace(self._idle_sample_s if not self.running else self._live_sample_s)
         if self.running or self._ticks % IDLE_REDRAW_EVERY == 0:
             self.refresh_live()
 

@@ -24,6 +24,7 @@ class Sampler:
         gpus: list[GpuSource] | None = None,
     ) -> None:
         self.interval = interval
+        self._repaced = False  # set by pace(): the loop starts a new schedule at the new interval
         self.host = host or HostSource()
         if gpus is None:
             gpus, self.notes = available_gpu_sources()
@@ -45,10 +46,18 @@ class Sampler:
                 continue  # a sensor that fails this time shows as missing, never stops the loop
         return Sample(time.time(), self.host.read(), tuple(readings))
 
+    def pace(self, interval: float) -> None:
+        """Sample every `interval` seconds from the next tick on: the app slows its own sampler while no run
+        is live (the figures' conditions come from the engine's sampler, never from this one)."""
+        if interval > 0 and interval != self.interval:
+            self.interval, self._repaced = interval, True
+
     def _loop(self) -> None:
         start = time.monotonic()
         tick = 0
         while not self._stop.is_set():
+            if self._repaced:
+                start, tick, self._repaced = time.monotonic(), 0, False
             sample = self.read_once()
             with self._lock:
                 self.buffer.append(sample)

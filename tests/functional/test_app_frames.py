@@ -9,7 +9,7 @@ import pytest
 from fakes import FakeSampler, h200_samples
 from pilot_helpers import wait_until
 from rigcheck.engine.store import Store
-from rigcheck.tui.app import IDLE_REDRAW_EVERY, RigcheckApp
+from rigcheck.tui.app import IDLE_REDRAW_EVERY, IDLE_SAMPLE_S, RigcheckApp
 from rigcheck.tui.widgets.processes_panel import ProcessesPanel
 from rigcheck.tui.widgets.steady_table import SteadyTable
 from textual.app import App, ComposeResult
@@ -135,6 +135,33 @@ async def test_the_idle_app_redraws_at_half_the_live_rate(tmp_path: Path, monkey
             app._refresh_live_tick()
         app.link = None
         assert len(drawn) == 4  # a live run: every tick
+
+
+class PacedSampler(FakeSampler):
+    """A fake sampler that records the pace the app asks of it."""
+
+    def __init__(self) -> None:
+        super().__init__(h200_samples())
+        self.interval = 0.1
+        self.paces: list[float] = []
+
+    def pace(self, interval: float) -> None:
+        self.paces.append(interval)
+
+
+async def test_the_idle_app_slows_its_own_sampler_and_a_live_run_speeds_it_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sampler = PacedSampler()
+    app = RigcheckApp(Store(tmp_path / "s.db"), sampler, device="cpu")
+    async with app.run_test(size=(120, 40)):
+        monkeypatch.setattr(app, "refresh_live", lambda: None)
+        app._refresh_live_tick()
+        assert sampler.paces[-1] == IDLE_SAMPLE_S  # no run: twice a second
+        app.link = Running()  # type: ignore[assignment]
+        app._refresh_live_tick()
+        app.link = None
+        assert sampler.paces[-1] == 0.1  # a live run: the rate it was started at
 
 
 async def test_a_new_row_renders_alone_unless_a_column_widens(monkeypatch: pytest.MonkeyPatch) -> None:

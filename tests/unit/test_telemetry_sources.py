@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,31 @@ def test_factory_keeps_what_starts_and_notes_what_does_not() -> None:
     assert [type(s).__name__ for s in sources] == ["AmdGpuInfoSource"]
     assert closed == [True]  # the sysfs fallback is dropped when pyamdgpuinfo works
     assert "NVML Shared Library Not Found" in notes[0]
+
+
+def test_a_sampler_paced_slower_keeps_sampling_at_the_new_interval() -> None:
+    from rigcheck.engine.telemetry.sample import HostSample
+    from rigcheck.engine.telemetry.sampler import Sampler
+
+    class CountingHost:
+        reads = 0
+
+        def read(self) -> HostSample:
+            CountingHost.reads += 1
+            return HostSample(cpus=2, load1=0.0, busy_cpus=0.0, own_cpus=0.0)
+
+    sampler = Sampler(interval=0.02, host=CountingHost(), gpus=[]).start()  # type: ignore[arg-type]
+    try:
+        deadline = time.monotonic() + 30
+        while CountingHost.reads < 5 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        sampler.pace(0.4)
+        time.sleep(0.1)  # the tick in flight ends
+        before, t0 = CountingHost.reads, time.monotonic()
+        while CountingHost.reads < before + 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        elapsed = time.monotonic() - t0
+    finally:
+        sampler.stop()
+    assert sampler.interval == 0.4 and CountingHost.reads >= before + 2  # it goes on after the change
+    assert elapsed >= 0.35  # two reads at the new pace take at least one interval, not two old ticks
