@@ -125,11 +125,14 @@ def sweep(context: StageContext, device: torch.device) -> Iterator[Event]:
         # one library at a time: torch's OpenMP threads spin after each call and would slow numpy's BLAS
         points = [(d, s, lib) for d, lib in (("fp32", "torch"), ("bf16", "torch"), ("fp32", "numpy")) for s in sizes]
     results: list[Measurement] = []
+    slow: dict[tuple[str, str], float] = {}  # (dtype, library) -> its rate as a share of fp32's, once too slow
     if device.type == "cpu":
         warm_up_cpu()
     for index, (dtype, size, library) in enumerate(points):
         if context.cancelled:
             return
+        if (dtype, library) in slow:
+            continue
         yield Progress(STAGE, index, len(points), f"{dtype} {size} ({library}) on {label}")
         try:
             events = list(measure_point(dtype, size, size, size, device, device_name, library))
@@ -139,6 +142,19 @@ def sweep(context: StageContext, device: torch.device) -> Iterator[Event]:
         for event in events:
             if isinstance(event, Measurement):
                 results.append(event)
+                share = emulated_share(event, results) if device.type == "cpu" else None
+                if share is not None and size != points[-1][1]:
+                    slow[(dtype, library)] = share
+                    yield Verdict(
+                        STAGE,
+                        f"{dtype}-larger",
+                        Status.SKIP,
+                        f"{dtype} on this CPU runs at {share:.1%} of fp32 ({event.value:.3g} GFLOP/s at {size}): "
+                        f"no native {dtype} matrix unit (AVX-512 BF16 or AMX), so the larger {dtype} sizes, which "
+                        "would take minutes each, are skipped",
+                        {"share_of_fp32": share},
+                        device=label,
+                    )
                 if event.params["noisy"]:
                     yield LogLine(STAGE, f"{event.name}: noisy, spread {event.params['spread_rel']:.0%}", "warn")
             yield event
@@ -148,6 +164,22 @@ def sweep(context: StageContext, device: torch.device) -> Iterator[Event]:
         yield from summary_verdicts(results, label, device_name, context.spec.option("baseline"), sms, arch)
     else:
         yield from summary_verdicts(results, label)
+
+
+EMULATED_SHARE = 1 / 16  # a CPU dtype slower than this share of fp32 at the same size runs without hardware
+
+
+def emulated_share(figure: Measurement, results: list[Measurement]) -> float | None:
+    """The share of fp32's rate a CPU figure of another dtype reached at the same size, where it is so low
+    that the dtype runs without hardware support; None otherwise."""
+    dtype, size = figure.params.get("dtype"), figure.params.get("m")
+    if dtype in (None, "fp32"):
+        return None
+    fp32 = [r.value for r in results if r.params.get("dtype") == "fp32" and r.params.get("m") == size and r.value > 0]
+    if not fp32 or figure.value <= 0:
+        return None
+    share = figure.value / max(fp32)
+    return share if share < EMULATED_SHARE else None
 
 
 def summary_verdicts(
