@@ -12,16 +12,7 @@ import torch
 from rigcheck.engine.measure.stats import LAUNCH_BOUND_S, TimingStats
 
 BENCHMARK_VERSION = "rigcheck-bench-2"
-_RAW = getattr(time, "CLOCK_MONOTONIC_RAW", None)
-
-
 CHECK_CLOCK = "CLOCK_REALTIME"
-
-
-def raw_clock() -> float:
-    """A host clock not slewed by NTP: CLOCK_MONOTONIC_RAW where the OS has it, else the wall-clock time.
-    It shares perf_counter's family (a fault there moves both): CPU figures are checked by `check_clock`."""
-    return time.clock_gettime(_RAW) if _RAW is not None else time.time()
 
 
 def check_clock() -> float:
