@@ -20,6 +20,7 @@ class StageInfo:
     cpu_part: bool = False  # ...and its GPU-independent host work once, in one more child after them
     default_in: tuple[str, ...] = ("quick", "standard", "full")  # profiles whose `run` without stage names runs it
     timed: bool = False  # its `duration` option sets how long it runs, so its time limit grows with it
+    min_gpus: int = 0  # fewer GPUs asked for by name: the parent SKIPs it without starting a child
 
     def timeout(self, profile: str, options: dict[str, object] | None = None) -> float:
         limit = self.timeouts.get(profile, max(self.timeouts.values()))
@@ -29,6 +30,8 @@ class StageInfo:
 
 FLEET_HOSTS_STAGE = "fleet"  # the fleet run's host-against-host comparison, a stage row of its own
 FLEET_LINKS_STAGE = "fleet-links"  # the fleet run's pairwise links between hosts
+
+NOTHING_TO_LINK = "nothing to link; use --device all on a host with two or more"  # links, by child or parent
 
 TIMED_SETUP_S = 180.0  # beyond --duration: start-up, warm-up and the verdicts
 
@@ -85,6 +88,7 @@ STAGES: dict[str, StageInfo] = {
             "links between GPUs: topology, peer-to-peer copies, collectives through torch.distributed",
             {"quick": 600.0, "standard": 1200.0, "full": 1800.0},
             throughput=True,
+            min_gpus=2,
         ),
         StageInfo(
             "training",

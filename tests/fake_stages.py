@@ -158,3 +158,32 @@ def lone_h200(context: StageContext) -> Iterator[Event]:
     params = {"bound": "compute", "threads": 1, "timer": "events"}
     value = float(spec.option("value", 780.0))
     yield Measurement(spec.stage, "matmul bf16 4096", value, "TFLOP/s", 1.0, 5, spec.device, params, conditions)
+
+
+def dirty(context: StageContext) -> Iterator[Event]:
+    """Changes what a stage may change in its process and leaves it changed, as a careless stage would."""
+    import torch
+
+    torch.set_num_threads(1)
+    torch.backends.cuda.matmul.allow_tf32 = not torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.benchmark = True
+    torch.set_float32_matmul_precision("medium")
+    os.environ["RIGCHECK_LEFT_BEHIND"] = "1"
+    sys.path.append("/nonexistent/left/behind")
+    yield Verdict(context.spec.stage, "dirty", Status.PASS, "left things changed")
+
+
+def state(context: StageContext) -> Iterator[Event]:
+    """Reports the process-wide settings a stage starts with."""
+    import torch
+
+    seen = {
+        "pid": os.getpid(),
+        "threads": torch.get_num_threads(),
+        "allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "cudnn_benchmark": torch.backends.cudnn.benchmark,
+        "precision": torch.get_float32_matmul_precision(),
+        "left_env": os.environ.get("RIGCHECK_LEFT_BEHIND"),
+        "left_path": "/nonexistent/left/behind" in sys.path,
+    }
+    yield Verdict(context.spec.stage, "state", Status.PASS, "what this stage started with", seen)

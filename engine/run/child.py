@@ -1,8 +1,12 @@
-"""The stage child's entry point: run one stage and send its events up a pipe, one synchronous write each.
+"""The stage child's entry point: run stages and send their events up a pipe, one synchronous write each.
 
-Started as `python -m rigcheck.engine.run.child FD ORDER_JSON` by the runner, possibly under
-another interpreter, with fds 1 and 2 already pointing at the stage's log file. Standard library
-only at import time; the stage itself imports numpy and torch.
+Started by the runner, possibly under another interpreter, in one of two ways:
+- cold, `python -m rigcheck.engine.run.child FD ORDER_JSON`: one stage, with fds 1 and 2 already
+  pointing at the stage's log file, then exit;
+- warm, `python -m rigcheck.engine.run.child --warm ORDERS_FD FD`: stage orders arrive on ORDERS_FD one
+  after another; each stage's output goes to the log its order names, and what a stage changed in the
+  process is put back before the next (warm_state). End of ORDERS_FD ends the child.
+Standard library only at import time; the stages themselves import numpy and torch.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from rigcheck.engine.events import Fingerprint, StageFinished, StageStarted, Sta
 from rigcheck.engine.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from rigcheck.engine.run.codec import CodecError
 from rigcheck.engine.run.order import StageOrder
+from rigcheck.engine.run.warm_state import FreshState
 from rigcheck.engine.stage import StageContext, StageFunction, StageSpec
 from rigcheck.engine.stages.common.parent_death import die_with_parent
 
@@ -76,12 +81,68 @@ def run_stage(conn: Connection, spec: StageSpec, target: str, fingerprint: bool)
     conn.send(StageFinished(spec.stage, worst(statuses) or Status.SKIP, exit_code=0))
 
 
+def output_to(log: str) -> None:
+    """Point fds 1 and 2 at this stage's log (owner only, appended), as a cold child's are from its start."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def warm_up() -> None:
+    """Import torch before the first order, so its start-up is not in the first stage's time (if it is there)."""
+    try:
+        import torch  # noqa: F401
+    except Exception as error:  # a --python without torch: the stages say so themselves
+        print(f"rigcheck child {os.getpid()}: torch did not import ({type(error).__name__}: {error})", flush=True)
+
+
+def serve_orders(orders: Connection, conn: Connection) -> int:
+    """Run each order that arrives, in this one process, until the runner closes the orders pipe."""
+    warm_up()
+    fresh = FreshState()
+    fresh.take_torch()
+    served = 0
+    while True:
+        try:
+            order = StageOrder.from_json(orders.recv_bytes().decode())
+        except (EOFError, OSError):
+            return EXIT_OK
+        except (CodecError, UnicodeDecodeError) as error:
+            print(f"rigcheck child: {error}", file=sys.stderr, flush=True)
+            return EXIT_USAGE
+        if order.log:
+            output_to(order.log)
+        served += 1
+        print(
+            f"rigcheck child {os.getpid()} (warm, stage {served} here): {order.spec} via {sys.executable}", flush=True
+        )
+        try:
+            run_stage(conn, order.spec, order.target, order.fingerprint)
+        except (BrokenPipeError, EOFError):
+            return EXIT_ERROR
+        finally:
+            sys.stdout.flush()
+        fresh.take_torch()  # torch's fresh switches, where the first stage was the one to import it
+        changed = fresh.restore()
+        if changed:
+            print(f"rigcheck child: put back what the stage left changed: {sorted(changed)}", flush=True)
+
+
 def main(argv: list[str]) -> int:
     faulthandler.enable()
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # the runner asks for stacks on timeout
     die_with_parent()
+    if len(argv) == 3 and argv[0] == "--warm" and argv[1].isdigit() and argv[2].isdigit():
+        orders = Connection(int(argv[1]), writable=False)
+        return serve_orders(orders, Connection(int(argv[2]), readable=False))
     if len(argv) != 2 or not argv[0].isdigit():
-        print("rigcheck child: usage: python -m rigcheck.engine.run.child FD ORDER_JSON", file=sys.stderr)
+        print(
+            "rigcheck child: usage: python -m rigcheck.engine.run.child FD ORDER_JSON | --warm ORDERS_FD FD",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     try:
         order = StageOrder.from_json(argv[1])

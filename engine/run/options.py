@@ -38,6 +38,12 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         "--serial", action="store_true", help="on several GPUs, measure one after another, not all at once"
     )
     parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="start every stage in a fresh interpreter (slower: about 3 s each); by default one warm child "
+        "per device runs the stages one after another, and a crashed one is replaced",
+    )
+    parser.add_argument(
         "--peer-tolerance",
         type=bounded_float(0, 100, above=True, below=True, unit=" (a percentage)"),
         metavar="PERCENT",
@@ -144,6 +150,7 @@ def request_from_args(args: argparse.Namespace) -> tuple[RunRequest, Store]:
         not args.no_telemetry,
         tuple(sys.argv[1:]),
         args.force,
+        cold=bool(getattr(args, "cold", False)),
     )
     return request, store
 

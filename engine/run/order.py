@@ -12,11 +12,12 @@ from rigcheck.engine.stage import StageSpec
 @dataclass(frozen=True)
 class StageOrder:
     """What the runner asks of one stage child: the stage's spec, where its function lives
-    ("module:function"), and whether to send the environment fingerprint first."""
+    ("module:function"), whether to send the environment fingerprint first, and where its output goes."""
 
     spec: StageSpec
     target: str
     fingerprint: bool = True
+    log: str = ""  # a warm child's log file for this stage; a cold child's output is already there
 
     def to_json(self) -> str:
         return encode(self)

@@ -26,6 +26,7 @@ class RunRequest:
     telemetry: bool = True
     argv: tuple[str, ...] = ()
     force: bool = False  # run even where another live run holds one of these devices
+    cold: bool = False  # every stage in a fresh interpreter, no warm child kept between stages
 
     @property
     def devices(self) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -34,8 +35,10 @@ from rigcheck.engine.exits import EXIT_CRASH, EXIT_FAIL, EXIT_OK
 from rigcheck.engine.measure.speedup import gpu_over_cpu
 from rigcheck.engine.registry import StageInfo
 from rigcheck.engine.run.childpath import absolute_program, child_env, shim_dir
+from rigcheck.engine.run.no_child import skip_reason
 from rigcheck.engine.run.order import StageOrder
 from rigcheck.engine.run.request import RunRequest
+from rigcheck.engine.run.warm_pool import WarmChild, WarmKey, WarmPool, start_warm
 from rigcheck.engine.stage import StageSpec
 from rigcheck.engine.trust.peers import PEER_TOLERANCE, peer_verdicts
 from rigcheck.engine.trust.reference import reference_verdicts
@@ -55,12 +58,18 @@ SIGNAL_HINTS = {
 }
 
 
+# faulthandler's lines that say nothing about the stage: the child's own frames, the module list, blanks
+_BOILERPLATE = re.compile(r'^\s*File "(<frozen runpy>|.*/rigcheck/engine/run/child\.py)"|^Extension modules: |^\s*$')
+
+
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """The last lines of a stage's log that say something about the stage."""
     try:
         text = path.read_text(errors="replace")
     except OSError:
         return ""
-    return "\n".join(text.rstrip().splitlines()[-lines:])
+    kept = [line for line in text.rstrip().splitlines() if not _BOILERPLATE.match(line)]
+    return "\n".join(kept[-lines:])
 
 
 def exit_code_for(statuses: Iterable[Status]) -> int:
@@ -122,6 +131,8 @@ class _Running:
     proc: subprocess.Popen[bytes]
     conn: Connection
     log_path: Path
+    warm: WarmChild | None = None
+    key: WarmKey | None = None
     finished: StageFinished | None = None
 
 
@@ -156,6 +167,7 @@ class Run:
         self._cancel_run = threading.Event()
         self._done = threading.Event()  # not Thread.join: a Ctrl-C inside join() can break the next join
         self._thread = threading.Thread(target=self._supervise, name="rigcheck-run", daemon=True)
+        self.warm = WarmPool()  # one warm stage child per device, unless the request says cold
 
     # -- control, from any thread --
     def start(self) -> None:
@@ -222,6 +234,7 @@ class Run:
         try:
             self._supervise_stages()
         finally:
+            self.warm.close_all()
             self._done.set()
 
     def _supervise_stages(self) -> None:
@@ -234,6 +247,11 @@ class Run:
                 self._emit(StageFinished(info.name, Status.SKIP))
                 continue
             self._cancel_stage.clear()
+            nothing = skip_reason(info, request)
+            if nothing is not None:
+                self._emit(Verdict(info.name, info.name, Status.SKIP, nothing, device=request.device))
+                self._emit(StageFinished(info.name, Status.SKIP))
+                continue
             if self.before_stage is not None:
                 for event in self.before_stage(info):
                     self._emit(event)
@@ -245,16 +263,44 @@ class Run:
         self.status = "cancelled" if self._cancel_run.is_set() else "complete"
         self._emit(RunFinished(plan.run_id, self.status, self.exit_code))
 
-    def _spawn(self, info: StageInfo, child: Child, log_path: Path) -> tuple[subprocess.Popen[bytes], Connection]:
-        plan, request = self.plan, self.plan.request
+    def _order(self, info: StageInfo, child: Child, log_path: Path) -> StageOrder:
+        request = self.plan.request
         options = dict(request.options) | dict(child.options)
         spec = StageSpec(info.name, child.device, request.profile, tuple(sorted(options.items())))
-        order = StageOrder(spec, info.target, info.fingerprint)
-        read_fd, write_fd = os.pipe()
-        log_dir = plan.log_dir.absolute()  # the child's folder: `-m` imports from it, so never the caller's
+        return StageOrder(spec, info.target, info.fingerprint, str(log_path.absolute()))
+
+    def _child_env(self, info: StageInfo) -> dict[str, str]:
         env = child_env(str(shim_dir()), *info.extra_paths)
         env.update(PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1")
-        env["RIGCHECK_SHARED_DIR"] = str(log_dir / "shared")  # host work done once, read by every GPU's child
+        env["RIGCHECK_SHARED_DIR"] = str(
+            self.plan.log_dir.absolute() / "shared"
+        )  # host work done once, read by every GPU's child
+        return env
+
+    def _warm_child(self, info: StageInfo, child: Child, log_path: Path) -> tuple[WarmChild, WarmKey]:
+        """The device's warm child with this stage's order sent; a fresh one where none is idle or it died."""
+        request = self.plan.request
+        key: WarmKey = (request.python, child.device, info.extra_paths)
+        order = self._order(info, child, log_path)
+        warm = self.warm.take(key)
+        if warm is not None and warm.send(order):
+            return warm, key
+        if warm is not None:
+            warm.close(0.0)
+        program = absolute_program(request.python)
+        warm = start_warm(program, self._child_env(info), self.plan.log_dir.absolute(), log_path)
+        self.warm.started += 1
+        if not warm.send(order):
+            code = warm.close(0.0)
+            raise OSError(f"the child exited at once (code {code})")
+        return warm, key
+
+    def _spawn(self, info: StageInfo, child: Child, log_path: Path) -> tuple[subprocess.Popen[bytes], Connection]:
+        plan, request = self.plan, self.plan.request
+        order = self._order(info, child, log_path)
+        read_fd, write_fd = os.pipe()
+        log_dir = plan.log_dir.absolute()  # the child's folder: `-m` imports from it, so never the caller's
+        env = self._child_env(info)
         with open(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as log:  # owner only
             proc = subprocess.Popen(
                 [absolute_program(request.python), "-m", "rigcheck.engine.run.child", str(write_fd), order.to_json()],
@@ -312,13 +358,17 @@ class Run:
         for child in batch:
             log_path = child.log_path(plan.log_dir, info.name)
             try:
-                proc, conn = self._spawn(info, child, log_path)
+                if request.cold:
+                    proc, conn = self._spawn(info, child, log_path)
+                    running.append(_Running(child, proc, conn, log_path))
+                else:
+                    warm, key = self._warm_child(info, child, log_path)
+                    running.append(_Running(child, warm.proc, warm.events, log_path, warm, key))
             except OSError as error:
                 why = f"could not start {request.python}: {error}"
                 self._child_failed(info.name, child, Status.CRASH, why, None, log_path)
                 settled.append(_Settled(child, Status.CRASH, log_path, None))
                 continue
-            running.append(_Running(child, proc, conn, log_path))
         deadline = time.monotonic() + limit
         live = {r.conn: r for r in running}
         outcome: tuple[Status, str] | None = None
@@ -338,6 +388,7 @@ class Run:
                     continue
                 if isinstance(event, StageFinished):
                     entry.finished = event
+                    del live[conn]  # type: ignore[arg-type]  # its last event: a warm child stays, waiting
                     continue
                 if isinstance(event, Progress) and len(batch) > 1:
                     event = replace(event, device=entry.child.device)
@@ -346,10 +397,19 @@ class Run:
                 if entry.proc.poll() is not None and not conn.poll(0):
                     del live[conn]
         cut = [entry for entry in running if entry.conn in live]  # still running when cancelled or timed out
+        for entry in cut:
+            if entry.warm is not None:
+                entry.warm.orders.close()  # so it leaves once SIGTERM has stopped its stage
         self._stop_all([entry.proc for entry in cut], dump_stack=outcome is not None and outcome[0] == Status.TIMEOUT)
         for entry in running:
             cut_off = entry in cut
+            if entry.warm is not None and entry.key is not None and entry.finished is not None and not cut_off:
+                self.warm.give_back(entry.key, entry.warm)  # ready for this device's next stage
+                settled.append(_Settled(entry.child, entry.finished.status, entry.log_path, EXIT_OK))
+                continue
             entry.conn.close()
+            if entry.warm is not None:
+                entry.warm.orders.close()
             code = entry.proc.wait()
             if entry.finished is not None and not cut_off:
                 settled.append(_Settled(entry.child, entry.finished.status, entry.log_path, code))

@@ -11,6 +11,7 @@ import torch
 from rigcheck.engine.events import Event, Facts, LogLine, Measurement, Progress, Status, Verdict
 from rigcheck.engine.measure.busbw import bus_factor, size_label
 from rigcheck.engine.measure.stats import TimingStats
+from rigcheck.engine.registry import NOTHING_TO_LINK
 from rigcheck.engine.stage import StageContext
 from rigcheck.engine.stages.common.devices import by_profile
 from rigcheck.engine.stages.common.figures import checked, device_identity, usable
@@ -40,7 +41,7 @@ def gpus_asked(device: str) -> tuple[list[torch.device], tuple[Status, str] | No
     if len(devices) < 2:
         return [], (
             Status.SKIP,
-            f"one GPU ({devices[0]}): nothing to link; use --device all on a host with two or more",
+            f"one GPU ({devices[0]}): {NOTHING_TO_LINK}",
         )
     return devices, None
 

@@ -1,0 +1,120 @@
+"""The runner's warm stage children: one per device (and interpreter), kept from one stage to the next.
+
+Each stage in a fresh interpreter pays for `import torch` and a GPU context, about 3 s; a warm child pays
+once. Crash isolation stays: a child that crashes, times out or is cancelled is thrown away, its stage
+gets its CRASH/TIMEOUT/SKIP as before, and the next stage on that device starts a fresh one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from rigcheck.engine.run.order import StageOrder
+
+CLOSE_GRACE_S = 5.0  # an idle child leaves at once when its orders pipe closes; this is for a busy one
+
+WarmKey = tuple[str, str, tuple[str, ...]]  # (interpreter, device, extra import paths)
+
+
+@dataclass
+class WarmChild:
+    """One warm child: its process, the pipe its orders go down, and the pipe its events come up."""
+
+    proc: subprocess.Popen[bytes]
+    orders: Connection
+    events: Connection
+    stages_run: int = 0
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def send(self, order: StageOrder) -> bool:
+        """Hand the child its next stage; False where it is gone (it died between stages)."""
+        if not self.alive():
+            return False
+        try:
+            self.orders.send_bytes(order.to_json().encode())
+        except OSError:
+            return False
+        self.stages_run += 1
+        return True
+
+    def close(self, grace_s: float = CLOSE_GRACE_S) -> int | None:
+        """Ask it to leave (end of its orders), kill it after the grace; its exit code."""
+        with contextlib.suppress(OSError):
+            self.orders.close()
+        try:
+            code = self.proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signal.SIGKILL)
+            code = self.proc.wait()
+        with contextlib.suppress(OSError):
+            self.events.close()
+        return code
+
+
+def start_warm(program: str, env: dict[str, str], cwd: Path, first_log: Path) -> WarmChild:
+    """Start a warm child; until its first order its output goes to `first_log` (the first stage's log)."""
+    order_read, order_write = os.pipe()
+    event_read, event_write = os.pipe()
+    try:
+        with open(os.open(first_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as log:
+            proc = subprocess.Popen(
+                [program, "-m", "rigcheck.engine.run.child", "--warm", str(order_read), str(event_write)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                pass_fds=(order_read, event_write),
+                env=env,
+                cwd=cwd,
+                start_new_session=True,  # a terminal Ctrl-C reaches the parent, which stops the child
+            )
+    except BaseException:
+        for fd in (order_write, event_read):
+            os.close(fd)
+        raise
+    finally:
+        os.close(order_read)  # or the child never sees the end of its orders
+        os.close(event_write)  # or the parent never sees EOF when the child dies
+    return WarmChild(proc, Connection(order_write, readable=False), Connection(event_read, writable=False))
+
+
+class WarmPool:
+    """The warm children of one run, by key; the runner takes one for a stage and gives it back or drops it."""
+
+    def __init__(self) -> None:
+        self._idle: dict[WarmKey, WarmChild] = {}
+        self.started = 0
+
+    def take(self, key: WarmKey) -> WarmChild | None:
+        """The idle warm child for this key, if one is there and alive; it is the caller's until given back."""
+        child = self._idle.pop(key, None)
+        if child is not None and not child.alive():
+            child.close(0.0)
+            return None
+        return child
+
+    def give_back(self, key: WarmKey, child: WarmChild) -> None:
+        old = self._idle.pop(key, None)
+        if old is not None:
+            old.close()
+        self._idle[key] = child
+
+    def close_all(self) -> None:
+        """End every idle child: close all their orders at once, then wait for each."""
+        children = list(self._idle.values())
+        self._idle.clear()
+        for child in children:
+            with contextlib.suppress(OSError):
+                child.orders.close()
+        deadline = time.monotonic() + CLOSE_GRACE_S
+        for child in children:
+            child.close(max(0.0, deadline - time.monotonic()))

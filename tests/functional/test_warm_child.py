@@ -1,0 +1,104 @@
+"""One warm child per device runs stage after stage; a crash in it is still its stage's CRASH, and the next
+stage starts in a fresh child with nothing left over from the last."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from rigcheck.engine.events import Event, StageStarted, Status, Verdict
+from rigcheck.engine.registry import STAGES, StageInfo
+from rigcheck.engine.run.no_child import skip_reason
+from rigcheck.engine.run.request import RunRequest
+from rigcheck.engine.run.runner import Run, RunPlan
+from stage_infos import fake
+
+
+def run_to_end(
+    infos: list[StageInfo], tmp_path: Path, cold: bool = False, device: str = "cpu"
+) -> tuple[Run, list[Event]]:
+    events: list[Event] = []
+    request = RunRequest(tuple(infos), device, "quick", sys.executable, cold=cold)
+    run = Run(RunPlan(1, request, tmp_path / "logs"), [events.append])
+    run.start()
+    assert run.wait(240), "run did not finish"
+    return run, events
+
+
+def pids(events: list[Event]) -> dict[str, int]:
+    return {e.stage: e.pid for e in events if isinstance(e, StageStarted)}
+
+
+def verdict(events: list[Event], stage: str) -> Verdict:
+    return [e for e in events if isinstance(e, Verdict) and e.stage == stage][-1]
+
+
+def test_one_warm_child_runs_every_stage_and_cold_starts_one_each(tmp_path: Path) -> None:
+    infos = [fake("one", "ok"), fake("two", "ok"), fake("three", "ok")]
+    warm_run, warm = run_to_end(infos, tmp_path / "warm")
+    cold_run, cold = run_to_end(infos, tmp_path / "cold", cold=True)
+    assert set(warm_run.stage_status.values()) == {Status.PASS} == set(cold_run.stage_status.values())
+    assert len(set(pids(warm).values())) == 1 and warm_run.warm.started == 1
+    assert len(set(pids(cold).values())) == 3 and cold_run.warm.started == 0
+    for stage in ("one", "two", "three"):  # each stage's output still lands in its own log
+        assert f"stage='{stage}'" in (tmp_path / "warm" / "logs" / f"{stage}.log").read_text()
+
+
+def test_a_crash_in_the_warm_child_is_its_stage_crash_and_the_next_stage_runs_fresh(tmp_path: Path) -> None:
+    infos = [fake("before", "ok"), fake("segfault"), fake("after", "ok"), fake("hang", timeout=3.0), fake("last", "ok")]
+    run, events = run_to_end(infos, tmp_path)
+    assert run.stage_status == {
+        "before": Status.PASS,
+        "segfault": Status.CRASH,
+        "after": Status.PASS,
+        "hang": Status.TIMEOUT,
+        "last": Status.PASS,
+    }
+    crash = verdict(events, "segfault")
+    assert crash.numbers["signal"] == "SIGSEGV" and "initialising queue 7" in crash.explanation
+    started = pids(events)
+    assert started["segfault"] == started["before"]  # it crashed in the warm child...
+    assert started["after"] != started["segfault"]  # ...and the next stage got a fresh one
+    assert started["hang"] == started["after"] and started["last"] != started["hang"]
+    assert run.warm.started == 3
+    assert run.exit_code == 3
+
+
+def test_what_a_stage_leaves_changed_is_put_back_before_the_next(tmp_path: Path) -> None:
+    _run, events = run_to_end([fake("fresh", "state"), fake("dirty"), fake("after", "state")], tmp_path)
+    fresh, after = verdict(events, "fresh").numbers, verdict(events, "after").numbers
+    assert fresh["pid"] == after["pid"]  # one process, so only putting things back explains the equality
+    assert {k: v for k, v in after.items() if k != "pid"} == {k: v for k, v in fresh.items() if k != "pid"}
+    assert fresh["left_env"] is None and fresh["left_path"] is False
+    assert "put back what the stage left changed" in (tmp_path / "logs" / "dirty.log").read_text()
+
+
+def test_a_cancelled_stage_throws_its_warm_child_away(tmp_path: Path) -> None:
+    events: list[Event] = []
+    infos = [fake("waits", "polite_wait"), fake("after", "ok")]
+    run = Run(RunPlan(1, RunRequest(tuple(infos), "cpu", "quick"), tmp_path / "logs"), [events.append])
+
+    def cancel_once_waiting(event: Event) -> None:
+        if isinstance(event, StageStarted) and event.stage == "waits":
+            run.cancel_stage()
+
+    run.listeners.append(cancel_once_waiting)
+    run.start()
+    assert run.wait(120)
+    assert run.stage_status["waits"] == Status.SKIP and run.stage_status["after"] == Status.PASS
+    started = pids(events)
+    assert started["after"] != started["waits"]
+
+
+def test_the_parent_skips_links_on_one_gpu_named_without_a_child(tmp_path: Path) -> None:
+    links = STAGES["links"]
+    one = RunRequest((links,), "cuda:3", gpus=("cuda:3",))
+    assert skip_reason(links, one) == "one GPU (cuda:3): nothing to link; use --device all on a host with two or more"
+    assert skip_reason(links, RunRequest((links,), "all", gpus=("cuda:0", "cuda:1"))) is None
+    assert skip_reason(links, RunRequest((links,), "cuda:0,cuda:1", gpus=("cuda:0", "cuda:1"))) is None
+    assert skip_reason(links, RunRequest((links,), "cpu")) is None  # what torch sees decides: the child's
+    assert skip_reason(STAGES["matmul"], one) is None
+    run, events = run_to_end([links], tmp_path, device="cuda:3")
+    assert run.stage_status == {"links": Status.SKIP}
+    assert not pids(events) and run.warm.started == 0
+    assert "nothing to link" in verdict(events, "links").explanation
