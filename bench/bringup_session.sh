@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The one-minute bring-up (issue 23): the default run cold (a fresh interpreter per stage, as before) and
+# warm (one warm child), the quick profile, and the matmul sandwich three times; per-stage seconds.
+set -u
+source bench/devpath.sh
+export PYTHONUNBUFFERED=1
+for tag in cold warm quick; do
+    case $tag in
+        cold) extra="--cold" ;;
+        warm) extra="" ;;
+        quick) extra="--profile quick" ;;
+    esac
+    start=$(date +%s.%N)
+    RIGCHECK_STORE=$OUT/store.db rigcheck run --device ${DEVICE:-cuda:0} $extra --json $OUT/$tag.json > $OUT/$tag.log 2>&1
+    echo "$tag: rc=$? wall $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s"
+done
+python3 bench/bringup_times.py $OUT/cold.json $OUT/warm.json $OUT/quick.json
+python3 bench/summarize_run.py $OUT/warm.json | grep -v "^  *[A-Z]" | head -60
+python3 bench/summarize_run.py $OUT/warm.json | grep "^  " | head -20
+for i in 1 2 3; do python3 bench/matmul_sandwich.py ${DEVICE:-cuda:0}; done
