@@ -187,3 +187,21 @@ def state(context: StageContext) -> Iterator[Event]:
         "left_path": "/nonexistent/left/behind" in sys.path,
     }
     yield Verdict(context.spec.stage, "state", Status.PASS, "what this stage started with", seen)
+
+
+def where(context: StageContext) -> Iterator[Event]:
+    """Reports the CPUs and torch threads this stage runs on, with a figure for the runner to label."""
+    import torch
+
+    seen = {"cpus": sorted(os.sched_getaffinity(0)), "threads": torch.get_num_threads(), "pid": os.getpid()}
+    yield Measurement(context.spec.stage, "rate", 1.0, "ops/s", device=context.spec.device, params=dict(seen))
+    yield Verdict(context.spec.stage, "where", Status.PASS, "where this stage ran", seen)
+
+
+def pins_itself(context: StageContext) -> Iterator[Event]:
+    """Moves itself to CPU 0 with one torch thread, and leaves it so."""
+    import torch
+
+    os.sched_setaffinity(0, [0])
+    torch.set_num_threads(1)
+    yield Verdict(context.spec.stage, "pinned", Status.PASS, "left on CPU 0", {"pid": os.getpid()})

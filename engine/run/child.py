@@ -42,8 +42,22 @@ def environment_fingerprint(stage: str) -> Fingerprint:
     return Fingerprint(stage, digest(basis), basis)
 
 
+def pin_to(cpus: object) -> None:
+    """Keep this child, and torch's thread pool, on the CPUs the runner gave it (a host arm beside GPU arms)."""
+    if not isinstance(cpus, list | tuple) or not cpus or not hasattr(os, "sched_setaffinity"):
+        return
+    os.sched_setaffinity(0, [int(cpu) for cpu in cpus])
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.set_num_threads(len(cpus))
+    print(f"rigcheck child {os.getpid()}: on CPUs {sorted(cpus)}, {len(cpus)} torch threads", flush=True)
+
+
 def run_stage(conn: Connection, spec: StageSpec, target: str, fingerprint: bool) -> None:
     context = StageContext(spec)
+    pin_to(spec.option("cpus"))
 
     def on_term(signum: int, frame: object) -> None:
         context.cancel_flag[0] = True
@@ -92,7 +106,7 @@ def output_to(log: str) -> None:
 
 
 def warm_up() -> None:
-    """Import torch before the first order, so its start-up is not in the first stage's time (if it is there)."""
+    """Import torch before a stage that uses it, so its switches are read as a fresh process has them."""
     try:
         import torch  # noqa: F401
     except Exception as error:  # a --python without torch: the stages say so themselves
@@ -101,9 +115,7 @@ def warm_up() -> None:
 
 def serve_orders(orders: Connection, conn: Connection) -> int:
     """Run each order that arrives, in this one process, until the runner closes the orders pipe."""
-    warm_up()
     fresh = FreshState()
-    fresh.take_torch()
     served = 0
     while True:
         try:
@@ -115,6 +127,11 @@ def serve_orders(orders: Connection, conn: Connection) -> int:
             return EXIT_USAGE
         if order.log:
             output_to(order.log)
+        if order.fingerprint and "torch" not in sys.modules:
+            # Every real stage sends the fingerprint, so torch's switches are read here, before any stage
+            # could change them; a stage sent without it (a test's) must leave torch's switches alone.
+            warm_up()
+        fresh.take_torch()
         served += 1
         print(
             f"rigcheck child {os.getpid()} (warm, stage {served} here): {order.spec} via {sys.executable}", flush=True

@@ -49,6 +49,9 @@ class FreshState:
 
     environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     path: list[str] = field(default_factory=lambda: list(sys.path))
+    cpus: set[int] = field(
+        default_factory=lambda: set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set()
+    )
     torch_values: dict[str, Any] = field(default_factory=dict)
 
     def take_torch(self) -> None:
@@ -70,6 +73,8 @@ class FreshState:
             changed["environ"] = (len(self.environ), len(os.environ))
         if sys.path != self.path:
             changed["sys.path"] = (len(self.path), len(sys.path))
+        if self.cpus and set(os.sched_getaffinity(0)) != self.cpus:
+            changed["cpus"] = (len(self.cpus), len(os.sched_getaffinity(0)))
         return changed
 
     def restore(self) -> dict[str, tuple[Any, Any]]:
@@ -85,6 +90,8 @@ class FreshState:
             os.environ.clear()
             os.environ.update(self.environ)
         sys.path[:] = self.path
+        if "cpus" in changed:
+            os.sched_setaffinity(0, self.cpus)
         gc.collect()
         if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
             torch.cuda.synchronize()

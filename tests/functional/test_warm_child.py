@@ -3,7 +3,9 @@ stage starts in a fresh child with nothing left over from the last."""
 
 from __future__ import annotations
 
+import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from rigcheck.engine.events import Event, StageStarted, Status, Verdict
@@ -23,6 +25,11 @@ def run_to_end(
     run.start()
     assert run.wait(240), "run did not finish"
     return run, events
+
+
+def with_torch(info: StageInfo) -> StageInfo:
+    """A test stage sent as real stages are: with the fingerprint, so torch is imported before it runs."""
+    return replace(info, fingerprint=True)
 
 
 def pids(events: list[Event]) -> dict[str, int]:
@@ -65,7 +72,9 @@ def test_a_crash_in_the_warm_child_is_its_stage_crash_and_the_next_stage_runs_fr
 
 
 def test_what_a_stage_leaves_changed_is_put_back_before_the_next(tmp_path: Path) -> None:
-    _run, events = run_to_end([fake("fresh", "state"), fake("dirty"), fake("after", "state")], tmp_path)
+    _run, events = run_to_end(
+        [with_torch(fake("fresh", "state")), with_torch(fake("dirty")), with_torch(fake("after", "state"))], tmp_path
+    )
     fresh, after = verdict(events, "fresh").numbers, verdict(events, "after").numbers
     assert fresh["pid"] == after["pid"]  # one process, so only putting things back explains the equality
     assert {k: v for k, v in after.items() if k != "pid"} == {k: v for k, v in fresh.items() if k != "pid"}
@@ -102,3 +111,23 @@ def test_the_parent_skips_links_on_one_gpu_named_without_a_child(tmp_path: Path)
     assert run.stage_status == {"links": Status.SKIP}
     assert not pids(events) and run.warm.started == 0
     assert "nothing to link" in verdict(events, "links").explanation
+
+
+def test_a_child_given_cpus_keeps_to_them_and_a_stage_that_pins_itself_is_undone(tmp_path: Path) -> None:
+    events: list[Event] = []
+    request = RunRequest((fake("pinned", "where"),), "cpu", "quick", options={"cpus": [0]})
+    run = Run(RunPlan(1, request, tmp_path / "a"), [events.append])
+    run.start()
+    assert run.wait(240)
+    pinned = verdict(events, "pinned").numbers
+    assert pinned["cpus"] == [0] and pinned["threads"] == 1
+    _, events = run_to_end([with_torch(fake("pins", "pins_itself")), with_torch(fake("free", "where"))], tmp_path / "b")
+    free = verdict(events, "free").numbers
+    assert free["pid"] == verdict(events, "pins").numbers["pid"]  # one warm child: only undoing explains it
+    assert free["cpus"] == sorted(os.sched_getaffinity(0)) and free["threads"] == torch_threads()
+
+
+def torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
