@@ -4,17 +4,17 @@
 set -u
 source bench/devpath.sh
 export PYTHONUNBUFFERED=1
-for tag in cold warm quick; do
+for tag in ${TAGS:-cold warm quick}; do
     case $tag in
-        cold) extra="--cold" ;;
-        warm) extra="" ;;
+        cold*) extra="--cold" ;;
+        warm*) extra="" ;;
         quick) extra="--profile quick" ;;
     esac
     start=$(date +%s.%N)
     RIGCHECK_STORE=$OUT/store.db rigcheck run --device ${DEVICE:-cuda:0} $extra --json $OUT/$tag.json > $OUT/$tag.log 2>&1
     echo "$tag: rc=$? wall $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s"
 done
-python3 bench/bringup_times.py $OUT/cold.json $OUT/warm.json $OUT/quick.json
+python3 bench/bringup_times.py $(for t in ${TAGS:-cold warm quick}; do echo $OUT/$t.json; done)
 python3 bench/summarize_run.py $OUT/warm.json | grep -v "^  *[A-Z]" | head -60
 python3 bench/summarize_run.py $OUT/warm.json | grep "^  " | head -20
 for i in 1 2 3; do python3 bench/matmul_sandwich.py ${DEVICE:-cuda:0}; done
