@@ -3,7 +3,7 @@
 Started by the runner, possibly under another interpreter, in one of two ways:
 - cold, `python -m rigcheck.engine.run.child FD ORDER_JSON`: one stage, with fds 1 and 2 already
   pointing at the stage's log file, then exit;
-- warm, `python -m rigcheck.engine.run.child --warm ORDERS_FD FD`: stage orders arrive on ORDERS_FD one
+- warm, `python -m rigcheck.engine.run.child --warm ORDERS_FD FD [torch]`: stage orders arrive on ORDERS_FD one
   after another; each stage's output goes to the log its order names, and what a stage changed in the
   process is put back before the next (warm_state). End of ORDERS_FD ends the child.
 Standard library only at import time; the stages themselves import numpy and torch.
@@ -46,7 +46,10 @@ def pin_to(cpus: object) -> None:
     """Keep this child, and torch's thread pool, on the CPUs the runner gave it (a host arm beside GPU arms)."""
     if not isinstance(cpus, list | tuple) or not cpus or not hasattr(os, "sched_setaffinity"):
         return
-    os.sched_setaffinity(0, [int(cpu) for cpu in cpus])
+    cpus = sorted({int(cpu) for cpu in cpus} & os.sched_getaffinity(0))  # only CPUs this child may use
+    if not cpus:
+        return
+    os.sched_setaffinity(0, cpus)
     try:
         import torch
     except ImportError:
@@ -113,15 +116,20 @@ def warm_up() -> None:
         print(f"rigcheck child {os.getpid()}: torch did not import ({type(error).__name__}: {error})", flush=True)
 
 
-def serve_orders(orders: Connection, conn: Connection) -> int:
+def serve_orders(orders: Connection, conn: Connection, import_torch: bool = False) -> int:
     """Run each order that arrives, in this one process, until the runner closes the orders pipe."""
     fresh = FreshState()
+    if import_torch:  # started ahead of its first stage, so torch's start-up overlaps earlier stages
+        warm_up()
+        fresh.take_torch()
     served = 0
     while True:
         try:
             order = StageOrder.from_json(orders.recv_bytes().decode())
         except (EOFError, OSError):
-            return EXIT_OK
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_OK)  # nothing left to run: skip tearing torch down, the kernel frees it all
         except (CodecError, UnicodeDecodeError) as error:
             print(f"rigcheck child: {error}", file=sys.stderr, flush=True)
             return EXIT_USAGE
@@ -152,9 +160,9 @@ def main(argv: list[str]) -> int:
     faulthandler.enable()
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # the runner asks for stacks on timeout
     die_with_parent()
-    if len(argv) == 3 and argv[0] == "--warm" and argv[1].isdigit() and argv[2].isdigit():
+    if len(argv) in (3, 4) and argv[0] == "--warm" and argv[1].isdigit() and argv[2].isdigit():
         orders = Connection(int(argv[1]), writable=False)
-        return serve_orders(orders, Connection(int(argv[2]), readable=False))
+        return serve_orders(orders, Connection(int(argv[2]), readable=False), argv[3:] == ["torch"])
     if len(argv) != 2 or not argv[0].isdigit():
         print(
             "rigcheck child: usage: python -m rigcheck.engine.run.child FD ORDER_JSON | --warm ORDERS_FD FD",

@@ -61,14 +61,23 @@ class WarmChild:
         return code
 
 
-def start_warm(program: str, env: dict[str, str], cwd: Path, first_log: Path) -> WarmChild:
-    """Start a warm child; until its first order its output goes to `first_log` (the first stage's log)."""
+def start_warm(program: str, env: dict[str, str], cwd: Path, first_log: Path, import_torch: bool = False) -> WarmChild:
+    """Start a warm child; until its first order its output goes to `first_log` (the first stage's log).
+    `import_torch`: it imports torch at once, not when its first stage comes."""
     order_read, order_write = os.pipe()
     event_read, event_write = os.pipe()
     try:
         with open(os.open(first_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as log:
             proc = subprocess.Popen(
-                [program, "-m", "rigcheck.engine.run.child", "--warm", str(order_read), str(event_write)],
+                [
+                    program,
+                    "-m",
+                    "rigcheck.engine.run.child",
+                    "--warm",
+                    str(order_read),
+                    str(event_write),
+                    *(["torch"] if import_torch else []),
+                ],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -101,6 +110,9 @@ class WarmPool:
             child.close(0.0)
             return None
         return child
+
+    def has(self, key: WarmKey) -> bool:
+        return key in self._idle
 
     def give_back(self, key: WarmKey, child: WarmChild) -> None:
         old = self._idle.pop(key, None)

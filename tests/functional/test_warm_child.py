@@ -8,8 +8,9 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from rigcheck.engine.events import Event, StageStarted, Status, Verdict
+from rigcheck.engine.events import Event, Measurement, StageStarted, Status, Verdict
 from rigcheck.engine.registry import STAGES, StageInfo
+from rigcheck.engine.run import runner as runner_module
 from rigcheck.engine.run.no_child import skip_reason
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import Run, RunPlan
@@ -131,3 +132,20 @@ def torch_threads() -> int:
     import torch
 
     return torch.get_num_threads()
+
+
+def test_a_host_arm_starts_early_and_runs_beside_its_gpu_arm(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(runner_module.os, "sched_getaffinity", lambda pid: set(range(16)))  # a 16-CPU host
+    info = replace(fake("training", "per_gpu"), per_device=True, cpu_part=True, overlap_cpu_part=True)
+    events: list[Event] = []
+    request = RunRequest((fake("first", "ok"), info), "cuda:0", "quick", gpus=("cuda:0",))
+    run = Run(RunPlan(1, request, tmp_path / "logs"), [events.append])
+    run.start()
+    assert run.wait(240)
+    assert run.stage_status == {"first": Status.PASS, "training": Status.PASS}
+    assert run.warm.started == 2  # the host arm at once, and one for cuda:0 that runs "first" and training
+    parts = sorted(v.explanation.split()[1] for v in events if isinstance(v, Verdict) and v.check == "done")
+    assert parts == ["(cpu)", "(gpu)"]
+    notes = {m.device: m.params.get("overlap") for m in events if isinstance(m, Measurement) and m.stage == "training"}
+    assert "CPUs 2-15" in str(notes["cuda:0"]) and "ran at once with the GPU arm" in str(notes["cpu"])
+    assert "torch threads" in (tmp_path / "logs" / "training-cpu.log").read_text()  # pin_to kept it to the CPUs it has
