@@ -120,9 +120,6 @@ class RigcheckServer(Server):
             raise web.HTTPNotFound()
         return web.FileResponse(path)
 
-    async def on_startup(self, app: web.Application) -> None:
-        """Say nothing yet: the address may still turn out to be taken (on_listening speaks once it is not)."""
-
     def serve(self, debug: bool = False) -> None:
         """Listen until SIGINT or SIGTERM; an address that cannot be bound raises OSError before anything is said."""
         self.debug = debug
