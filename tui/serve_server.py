@@ -102,6 +102,7 @@ class RigcheckServer(Server):
         return await handler(request)
 
     async def handle_index(self, request: web.Request) -> web.Response:
+        """The page, linking its files and websocket under /TOKEN/ at the address the browser used."""
         base = f"{request.host}/{self.token}"
         socket_scheme = "wss" if request.scheme == "https" else "ws"
         context = {

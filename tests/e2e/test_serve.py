@@ -1,4 +1,4 @@
-"""`rigcheck serve`: the real binary listening on loopback only, refusing other hosts and foreign sockets."""
+"""`rigcheck serve`: the real binary on loopback only, behind its token, refusing other hosts and foreign sockets."""
 
 from __future__ import annotations
 
