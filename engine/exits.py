@@ -11,4 +11,5 @@ EXIT_USAGE = 2  # bad usage, said in one line before anything runs
 EXIT_CRASH = 3  # any CRASH or TIMEOUT
 EXIT_ERROR = 4  # the store (or an output file) could not be written mid-way; a stage child whose parent went away
 EXIT_NO_STORE = 5  # the fleet's store (torchrun's) could not be reached or stopped answering
+EXIT_PORT_TAKEN = 6  # serve: another program already listens on the port asked for
 EXIT_INTERRUPTED = 130  # stopped: Ctrl-C, a signal made into it, or a cancel request

@@ -1,22 +1,28 @@
-"""`rigcheck serve`: the app in a browser through textual-serve, bound to 127.0.0.1 unless asked otherwise.
+"""`rigcheck serve`: the app in a browser through textual-serve, on 127.0.0.1 unless asked otherwise, behind a token.
 
 textual-serve runs `command` through the shell (`asyncio.create_subprocess_shell`) once per browser
 websocket, with TEXTUAL_DRIVER set to Textual's web driver, and ends that process when the tab closes.
 So each tab is a normal `rigcheck app` process, and whatever the app learns (attaching to a live run)
-every tab learns too. textual-serve has no authentication: whoever reaches the port can start and stop runs.
+every tab learns too. textual-serve has no authentication of its own: serve_server.py asks every request
+for the token (serve_token.py) printed here, in the page's address.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import shlex
+import socket
 import sys
 from pathlib import Path
 from typing import Any
 
-from rigcheck.engine.run.preflight import UsageError, inspect_python, open_store
+from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_PORT_TAKEN
+from rigcheck.engine.run.preflight import UsageError, inspect_python, open_store, run_devices
 from rigcheck.engine.stage import PROFILES, parse_device
 from rigcheck.tui.loopback import is_loopback
+from rigcheck.tui.serve_token import server_token
 
 DEFAULT_PORT = 8000
 OPEN_FLAG = "--i-know-anyone-can-connect"
@@ -32,7 +38,7 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
         OPEN_FLAG,
         dest="open_host",
         action="store_true",
-        help="allow a --host other than loopback: anyone who reaches it can start and stop runs",
+        help="allow a --host other than loopback (plain HTTP: the token crosses the network unencrypted)",
     )
     serve.add_argument("--device", help="the app's device: cpu, cuda:N, a list like cuda:0,cuda:3, or all")
     serve.add_argument("--profile", default="standard", help="the app's profile")
@@ -61,36 +67,68 @@ def check(args: argparse.Namespace) -> None:
         raise UsageError(f"bad --port {args.port}: use 1-65535")
     if not is_loopback(args.host) and not args.open_host:
         raise UsageError(
-            f"--host {args.host} is not loopback and serve has no authentication; "
-            f"add {OPEN_FLAG} to allow it, or keep 127.0.0.1 and use ssh -L {args.port}:localhost:{args.port} HOST"
+            f"--host {args.host} is not loopback and serve speaks plain HTTP, so its token would cross the network "
+            f"unencrypted; add {OPEN_FLAG} to allow it, "
+            f"or keep 127.0.0.1 and use ssh -L {args.port}:localhost:{args.port} HOST"
         )
     if args.profile not in PROFILES:
         raise UsageError(f"bad profile {args.profile!r}: use one of {', '.join(PROFILES)}")
-    if args.device:
-        try:
-            parse_device(args.device)
-        except ValueError as error:
-            raise UsageError(str(error)) from None
+    try:
+        device = parse_device(args.device) if args.device else None
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     open_store(getattr(args, "store", None)).close()
-    if args.python:
-        inspect_python(args.python)
+    if args.python or device != "cpu":  # as `app` checks it: a GPU its interpreter's torch cannot see is refused
+        run_devices(device, inspect_python(args.python or sys.executable))
+
+
+def warnings(args: argparse.Namespace, euid: int) -> list[str]:
+    """What serve says on stderr once it listens: root's tabs run as root; a network address is plain HTTP."""
+    said = []
+    if euid == 0:
+        said.append(
+            "rigcheck: warning: serve runs as root: every browser tab runs rigcheck as root, "
+            "so whoever has the token can start runs as root"
+        )
+    if not is_loopback(args.host):
+        said.append(
+            f"rigcheck: warning: serving on {args.host}:{args.port} over plain HTTP: the token crosses the network "
+            "unencrypted, and anyone who sees it can start and stop runs"
+        )
+    return said
+
+
+def page_address(host: str, port: int, token: str) -> str:
+    """The address to open: a wildcard bind is shown as this machine's name, an IPv6 address in brackets."""
+    shown = socket.gethostname() if host in ("0.0.0.0", "::", "") else host
+    if ":" in shown and not shown.startswith("["):
+        shown = f"[{shown}]"
+    return f"http://{shown}:{port}/?token={token}"
 
 
 def command_serve(args: argparse.Namespace) -> int:
     check(args)
+    token = server_token()
     try:
         from rigcheck.tui.serve_server import RigcheckServer
     except ImportError:
         raise UsageError(INSTALL_HINT) from None
-    if not is_loopback(args.host):
-        print(
-            f"rigcheck: warning: serving on {args.host}:{args.port} without authentication: "
-            "anyone who can reach this address can start and stop runs",
-            file=sys.stderr,
-        )
-    server = RigcheckServer(app_command(args), host=args.host, port=args.port, title="rigcheck")
+
+    def on_listening() -> None:
+        for line in warnings(args, os.geteuid()):
+            print(line, file=sys.stderr, flush=True)
+        print("serving the rigcheck app; open this address (the token in it is this server's), Ctrl-C stops it:")
+        print(f"    {page_address(args.host, args.port, token)}", flush=True)
+
+    server = RigcheckServer(
+        app_command(args), host=args.host, port=args.port, title="rigcheck", token=token, on_listening=on_listening
+    )
     try:
         server.serve()
-    except OSError as error:  # the port is taken, or the address is not this machine's
-        raise UsageError(f"cannot listen on {args.host}:{args.port}: {error.strerror or error}") from None
-    return 0
+    except OSError as error:  # nothing was said yet: on_listening runs only once the address is bound
+        where = f"cannot listen on {args.host}:{args.port}"
+        if error.errno == errno.EADDRINUSE:
+            print(f"rigcheck: {where}: another program listens there; pick another --port", file=sys.stderr)
+            return EXIT_PORT_TAKEN
+        raise UsageError(f"{where}: {error.strerror or error}") from None
+    return EXIT_INTERRUPTED  # serve() returns only once SIGINT or SIGTERM has stopped it
