@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument(
         "--format",
         default="json",
-        help="json, csv, md, junit, prom (Prometheus text), baseline (for run --baseline) or html (one self-contained page)",
+        help="json, csv, md, junit, prom (Prometheus text), baseline (for run --baseline) or html (one page, offline)",
     )
     export.add_argument("--output", "-o", help="file to write, replaced in one step (default, or -: standard output)")
     compare = commands.add_parser("compare", help="compare two runs figure by figure", parents=[common])

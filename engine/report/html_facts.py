@@ -122,7 +122,7 @@ def _devices(probe: dict[str, Any]) -> str:
 def _environment(probe: dict[str, Any]) -> str:
     env = probe.get("environment") or {}
     if not isinstance(env, dict) or not env:
-        return "<p class=\"small\">No environment variable that changes results was set.</p>"
+        return '<p class="small">No environment variable that changes results was set.</p>'
     return table(["variable", "value"], [[f"<code>{esc(k)}</code>", esc(v)] for k, v in sorted(env.items())])
 
 
@@ -141,4 +141,3 @@ def host_facts(report: dict[str, Any]) -> str:
     for host, facts in sorted(others.items()):
         out.append(f"<h3>host {esc(host)}</h3>\n{probe_facts((facts or {}).get('probe'))}")
     return "\n".join(out)
-

@@ -132,7 +132,9 @@ def peers(report: dict[str, Any]) -> list[PeerGroup]:
         bars = []
         for unit, m in sorted(per_unit.items()):
             others = [v for u, v in values.items() if u != unit]
-            bars.append(Bar(unit, m.value, str(m.conditions.get("trust") or ""), m.value < (1 - tolerance) * max(others)))
+            bars.append(
+                Bar(unit, m.value, str(m.conditions.get("trust") or ""), m.value < (1 - tolerance) * max(others))
+            )
         unit_word = next(iter(per_unit.values())).unit
         groups.append(PeerGroup(model, name, unit_word, tolerance, tuple(bars)))
     return groups

@@ -30,6 +30,8 @@ STYLE = {
 }
 NO_METADATA = {"Format": None, "Type": None, "Creator": None, "Date": None}
 SLOW, STEADY = "#c0392b", "#2e86c1"
+GPU_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22")
+HOST_COLOURS = ("#222222", "#17becf", "#7f7f7f")
 WIDTH_IN = 9.0
 
 
@@ -78,11 +80,17 @@ def timeline_svg(panel: Panel, spans: list[Span], minutes: bool = False) -> str:
                 fontsize=7,
                 clip_on=False,
             )
+        host_lines = 0
         for series in panel.series:
+            if series.gpu is None:
+                colour, host_lines = HOST_COLOURS[host_lines % len(HOST_COLOURS)], host_lines + 1
+            else:
+                colour = GPU_COLOURS[series.gpu % len(GPU_COLOURS)]
             ax.plot(
                 [t / scale for t in series.t],
                 series.values,
                 label=series.label,
+                color=colour,
                 lw=1.0 if series.dashed else 1.4,
                 ls="--" if series.dashed else "-",
                 marker="." if len(series.t) < 30 else None,
@@ -91,7 +99,8 @@ def timeline_svg(panel: Panel, spans: list[Span], minutes: bool = False) -> str:
         ax.set_ylabel(panel.unit)
         ax.set_title(panel.title, loc="left", pad=14, fontsize=10, fontweight="bold")
         ax.set_ylim(bottom=0)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+        # below the axes, so every timeline's axes are the same width and line up on the page
+        fig.legend(loc="outside lower center", ncols=min(4, len(panel.series)), fontsize=7, frameon=False)
         return _svg(fig)
 
 
@@ -115,7 +124,8 @@ def peers_svg(group: PeerGroup, key: str) -> str:
         top = max(values)
         ax.axvline((1 - group.tolerance) * top, color="#555555", ls="--", lw=1)
         for y, b in zip(ys, bars, strict=True):
-            ax.text(b.value + top * 0.01, y, f"{b.value:,.4g}" + (f" {b.trust}" if b.trust else ""), va="center", fontsize=7)
+            words = f"{b.value:,.4g}" + (f" {b.trust}" if b.trust else "")
+            ax.text(b.value + top * 0.01, y, words, va="center", fontsize=7, bbox={"color": "white", "pad": 0.5})
         ax.set_xlim(0, top * 1.3)
         ax.set_xlabel(group.unit)
         ax.grid(axis="y", visible=False)

@@ -45,9 +45,7 @@ SECTIONS = (
 )
 
 
-def _timelines(report: dict[str, Any], samples: list[dict[str, Any]], problem: str) -> str:
-    if problem:
-        return f"<p>{esc(problem)}</p>"
+def _timelines(report: dict[str, Any], samples: list[dict[str, Any]]) -> str:
     if not samples:
         return "<p>No telemetry samples were stored for this run (it ran with --no-telemetry, or ended at once).</p>"
     started = float(report["run"].get("started") or samples[0].get("t") or 0.0)
@@ -72,21 +70,22 @@ def _peers(report: dict[str, Any]) -> str:
     return head + '\n<div class="peers">\n' + "\n".join(peers_svg(g, str(i)) for i, g in enumerate(groups)) + "\n</div>"
 
 
-def to_html(report: dict[str, Any], samples: list[dict[str, Any]], samples_problem: str = "") -> str:
-    """The whole page for one run: its report (StoreReader.report) and its telemetry samples (.samples), or
-    why there are none to draw."""
+def to_html(report: dict[str, Any], samples: list[dict[str, Any]]) -> str:
+    """The whole page for one run: its report (StoreReader.report) and its telemetry samples (.samples)."""
     run = report["run"]
     title = f"rigcheck run {run.get('id')} on {run.get('host') or 'unknown host'}"
     bodies = {
-        "facts": run_facts(report) + "\n" + host_facts(report),
+        "facts": f"<h3>The run</h3>\n{run_facts(report)}\n<h3>What Probe found</h3>\n{host_facts(report)}",
         "verdicts": verdicts_table(report),
         "figures": figures_table(report, references(report)),
         "health": health_table(report),
-        "timelines": _timelines(report, samples, samples_problem),
+        "timelines": _timelines(report, samples),
         "peers": _peers(report),
     }
     nav = " ".join(f'<a href="#{key}">{esc(words)}</a>' for key, words in SECTIONS)
-    sections = "\n".join(f'<section id="{key}">\n<h2>{esc(words)}</h2>\n{bodies[key]}\n</section>' for key, words in SECTIONS)
+    sections = "\n".join(
+        f'<section id="{key}">\n<h2>{esc(words)}</h2>\n{bodies[key]}\n</section>' for key, words in SECTIONS
+    )
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
@@ -97,12 +96,8 @@ def to_html(report: dict[str, Any], samples: list[dict[str, Any]], samples_probl
 
 
 def export_html(store: StoreReader, run_id: int) -> str:
-    """The page for a stored run. A damaged run row is StoreDamaged (one line); a damaged sample costs only the
-    timelines, which then say so."""
-    report = store.report(run_id)
+    """The page for a stored run; StoreDamaged (one line) where its rows or samples no longer read back."""
+    report = store.report(run_id)  # it reads the samples too (the contention report): damage shows here first
     if report is None:
         raise ValueError(f"no run {run_id} in the store at {store.path}")
-    try:
-        return to_html(report, store.samples(run_id))
-    except ValueError as error:  # json.JSONDecodeError: a sample the store wrote as JSON no longer is
-        return to_html(report, [], f"The telemetry samples of this run are damaged in the store ({error}).")
+    return to_html(report, store.samples(run_id))

@@ -46,8 +46,14 @@ def _host_header(report: dict[str, Any]) -> list[str]:
 def verdicts_table(report: dict[str, Any]) -> str:
     """Every verdict but Health's (those have their own grid), in the order the run gave them."""
     rows = [
-        [*_host(report, v), esc(v["stage"]), esc(v["check_name"]), esc(v.get("device")), status(v["status"]),
-         f'<span class="pre">{esc(v.get("explanation"))}</span>']  # fmt: skip
+        [
+            *_host(report, v),
+            esc(v["stage"]),
+            esc(v["check_name"]),
+            esc(v.get("device")),
+            status(v["status"]),
+            f'<span class="pre">{esc(v.get("explanation"))}</span>',
+        ]
         for v in report["verdicts"]
         if v["stage"] != "health"
     ]
@@ -135,5 +141,5 @@ def health_table(report: dict[str, Any]) -> str:
     notable = [v for v in checks if v["status"] != "PASS"]
     if notable:
         items = "".join(f"<li>{status(v['status'])} {esc(v.get('explanation'))}</li>" for v in notable)
-        out += f"\n<ul class=\"small\">{items}</ul>"
+        out += f'\n<ul class="small">{items}</ul>'
     return out

@@ -20,6 +20,7 @@ class Series:
     t: tuple[float, ...]  # seconds since the run started
     values: tuple[float, ...]  # NaN where the sensor gave nothing
     dashed: bool = False  # a limit, not a reading
+    gpu: int | None = None  # the GPU's index, so a GPU keeps one colour in every panel; None: the host's
 
 
 @dataclass(frozen=True)
@@ -43,11 +44,11 @@ def _number(value: Any) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
 
 
-def _series(label: str, points: list[tuple[float, Any]], dashed: bool = False) -> Series | None:
+def _series(label: str, points: list[tuple[float, Any]], dashed: bool = False, gpu: int | None = None) -> Series | None:
     values = tuple(_number(v) for _, v in points)
     if all(math.isnan(v) for v in values):
         return None
-    return Series(label, tuple(t for t, _ in points), values, dashed)
+    return Series(label, tuple(t for t, _ in points), values, dashed, gpu)
 
 
 def _gpu_ids(samples: list[dict[str, Any]]) -> list[tuple[int, str]]:
@@ -76,12 +77,17 @@ class _Builder:
         for index, name in self.gpus:
             label = f"GPU {index} {words}" if self.many else f"GPU {index} ({name}) {words}"
             points = [(t, _gpu_reading(s, index, key)) for t, s in zip(self.t, self.samples, strict=True)]
-            out.append(_series(label, points, dashed))
+            out.append(_series(label, points, dashed, index))
         return out
 
     def host(self, key: str, label: str, dashed: bool = False) -> Series | None:
         points = [(t, (s.get("host") or {}).get(key)) for t, s in zip(self.t, self.samples, strict=True)]
         return _series(label, points, dashed)
+
+    def cpus(self) -> str:
+        """The host's CPU count, in the title rather than as a line: 224 CPUs would flatten a load of 8."""
+        counts = {(s.get("host") or {}).get("cpus") for s in self.samples} - {None}
+        return "/".join(str(c) for c in sorted(counts, key=str))
 
     def panel(self, key: str, title: str, unit: str, series: list[Series | None]) -> Panel:
         return Panel(key, title, unit, tuple(s for s in series if s is not None))
@@ -110,13 +116,12 @@ def timelines(samples: list[dict[str, Any]], started: float) -> list[Panel]:
         ),
         b.panel(
             "host-load",
-            "Host load",
+            f"Host load (of {b.cpus()} CPUs)" if b.cpus() else "Host load",
             "CPUs",
             [
                 b.host("load1", "load average (1 min)"),
                 b.host("busy_cpus", "CPUs busy, all processes"),
                 b.host("others_cpus", "CPUs busy, other processes"),
-                b.host("cpus", "CPUs on the host", dashed=True),
             ],
         ),
     ]
