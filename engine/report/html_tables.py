@@ -112,6 +112,8 @@ def figures_table(report: dict[str, Any], refs: dict[int, Against]) -> str:
         )
     headers = [*_host_header(report), "stage", "figure", "device", "value", "spread", "repeats", "trust", "reasons"]
     out = table([*headers, "against its reference"], rows, "figures")
+    if not refs:
+        out += '\n<p class="small">No figure here has a reference: references are kept for known GPU models.</p>'
     if sources:
         cited = "".join(f'<li id="ref-{n}">{esc(source)}</li>' for source, n in sources.items())
         out += f'\n<p class="small">References:</p>\n<ol class="small">{cited}</ol>'
