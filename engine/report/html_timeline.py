@@ -7,11 +7,10 @@ reading at all is left out, and a panel with no series says so instead of drawin
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-Reading = Callable[[Mapping[str, Any]], Any]
+BUCKETS = 500  # a plot is about 860 pixels wide: more points than this draw nothing more
 
 
 @dataclass(frozen=True)
@@ -44,11 +43,33 @@ def _number(value: Any) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
 
 
+def thinned(points: list[tuple[float, float]], buckets: int = BUCKETS) -> list[tuple[float, float]]:
+    """At most two points a bucket of time, its lowest and its highest in the order they came: a long run's
+    line stays a few hundred KB and still shows every dip (a throttle lasts one sample). A bucket with no
+    reading keeps one gap."""
+    if len(points) <= 2 * buckets:
+        return points
+    start, width = points[0][0], (points[-1][0] - points[0][0]) / buckets or 1.0
+    groups: dict[int, list[tuple[float, float]]] = {}
+    for t, v in points:
+        groups.setdefault(min(int((t - start) / width), buckets - 1), []).append((t, v))
+    out = []
+    for group in groups.values():
+        read = [p for p in group if not math.isnan(p[1])]
+        if not read:
+            out.append(group[0])
+            continue
+        low, high = min(read, key=lambda p: p[1]), max(read, key=lambda p: p[1])
+        out.extend(sorted({low, high}))
+    return out
+
+
 def _series(label: str, points: list[tuple[float, Any]], dashed: bool = False, gpu: int | None = None) -> Series | None:
-    values = tuple(_number(v) for _, v in points)
-    if all(math.isnan(v) for v in values):
+    values = [(t, _number(v)) for t, v in points]
+    if all(math.isnan(v) for _, v in values):
         return None
-    return Series(label, tuple(t for t, _ in points), values, dashed, gpu)
+    kept = thinned(values)
+    return Series(label, tuple(t for t, _ in kept), tuple(v for _, v in kept), dashed, gpu)
 
 
 def _gpu_ids(samples: list[dict[str, Any]]) -> list[tuple[int, str]]:

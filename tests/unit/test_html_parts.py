@@ -6,7 +6,7 @@ import math
 
 from rigcheck.engine.report.html_figures import peers
 from rigcheck.engine.report.html_plots import _inline
-from rigcheck.engine.report.html_timeline import stage_spans, timelines
+from rigcheck.engine.report.html_timeline import BUCKETS, stage_spans, thinned, timelines
 
 
 def sample(t: float, gpus: list[dict], **host: object) -> dict:  # type: ignore[type-arg]
@@ -83,3 +83,14 @@ def test_matplotlibs_svg_is_inlined_without_prolog_or_namespaces() -> None:
         '<use xlink:href="#m1"/></svg>\n'
     )
     assert _inline(svg) == '<svg class="plot" role="img" width="10pt"><use xlink:href="#m1"/></svg>\n'
+
+
+def test_a_long_run_is_thinned_but_keeps_every_dip_and_gap() -> None:
+    points = [(float(t), 1980.0) for t in range(10_000)]
+    points[4321] = (4321.0, 1100.0)  # one sample at a throttle
+    points[7000:7100] = [(float(t), math.nan) for t in range(7000, 7100)]  # the sensor went silent
+    kept = thinned(points)
+    assert len(kept) <= 2 * BUCKETS
+    assert (4321.0, 1100.0) in kept and [t for t, _ in kept] == sorted(t for t, _ in kept)
+    assert any(math.isnan(v) for t, v in kept if 7000 <= t < 7100)
+    assert thinned(points[:100]) == points[:100]  # a short run is drawn as it is
