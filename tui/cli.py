@@ -39,12 +39,18 @@ def command_export(args: argparse.Namespace) -> int:
         raise UsageError(f"bad format {args.format!r}: use one of {', '.join(FORMATS)}")
     output = check_output_file("--output", args.output) if args.output else None  # None: stdout (`-` or no -o)
     store = open_store(args.store)
-    report = store.report(resolve_run_id(store, args.run))
-    assert report is not None
-    try:
-        text = render(report, args.format)
-    except ValueError as error:  # a baseline of a run with no GPU figure
-        raise UsageError(str(error)) from None
+    run_id = resolve_run_id(store, args.run)
+    if args.format == "html":  # it draws the run's telemetry samples too; matplotlib loads only here
+        from rigcheck.engine.report.html_report import export_html
+
+        text = export_html(store, run_id)
+    else:
+        report = store.report(run_id)
+        assert report is not None
+        try:
+            text = render(report, args.format)
+        except ValueError as error:  # a baseline of a run with no GPU figure
+            raise UsageError(str(error)) from None
     if output is not None:
         try:
             write_atomic(output, text)

@@ -68,7 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     export = commands.add_parser("export", help="export one run", parents=[common])
     export.add_argument("run")
     export.add_argument(
-        "--format", default="json", help="json, csv, md, junit, prom (Prometheus text) or baseline (for run --baseline)"
+        "--format",
+        default="json",
+        help="json, csv, md, junit, prom (Prometheus text), baseline (for run --baseline) or html (one page, offline)",
     )
     export.add_argument("--output", "-o", help="file to write, replaced in one step (default, or -: standard output)")
     compare = commands.add_parser("compare", help="compare two runs figure by figure", parents=[common])

@@ -1,5 +1,5 @@
 """Turns a stored run's report into JSON, CSV, Markdown, JUnit XML, Prometheus text or a baseline file, for
-`export` and `--json`."""
+`export` and `--json` (and names `html`, which html_report makes from the store, since it draws the samples too)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 from rigcheck.engine.report.baseline import to_baseline
 from rigcheck.engine.report.rows import has_hosts, report_rows, status_of
 
-FORMATS = ("json", "csv", "md", "junit", "prom", "baseline")
+FORMATS = ("json", "csv", "md", "junit", "prom", "baseline", "html")  # html: html_report.export_html
 
 
 def to_json(report: dict[str, Any]) -> str:
