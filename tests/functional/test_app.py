@@ -145,7 +145,7 @@ async def test_history_opens_and_compares_runs(tmp_path: Path) -> None:
         await pilot.press("space", "down", "space", "c")
         await pilot.pause(0.2)
         table = app.screen.query_one("#compare-table")
-        ratio = str(table.get_row_at(0)[3])
+        ratio = str(table.get_row_at(0)[1])
     first, second = store.report(1), store.report(2)
     # a figure without telemetry is not TRUSTED, so there is no ratio, and it says why
     labels = [(r["measurements"][0]["conditions"] or {}).get("trust", "no telemetry") for r in (first, second)]
