@@ -35,6 +35,7 @@ from rigcheck.engine.report.rows import (
     trust_reasons,
     unverified,
 )
+from rigcheck.engine.trust.quiet import WAIT
 
 CLASS_STYLE = {
     "pass": "green",
@@ -119,6 +120,8 @@ class LiveDisplay:
             self._last(event.stage, f"{event.name} {event.value:.4g} {event.unit}")
         elif isinstance(event, LogLine) and event.level == "error":
             out.print(Text(event.text, style="red"))
+        elif isinstance(event, LogLine) and event.level == WAIT:  # --wait-quiet names what it waits for
+            out.print(Text(f"  {event.stage}: {event.text}", style="yellow"))
         elif isinstance(event, StageFinished):
             task = self._tasks.pop(event.stage, None)
             if task is not None:

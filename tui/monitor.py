@@ -15,8 +15,8 @@ from rigcheck.engine.report.atomic_write import existing_target, write_atomic
 from rigcheck.engine.report.prom_telemetry import sample_to_prom
 from rigcheck.engine.run.preflight import UsageError, check_folder_takes_files
 from rigcheck.engine.telemetry.sample import Sample, na
-from rigcheck.engine.telemetry.sources import note_in_words
 from rigcheck.engine.telemetry.sampler import Sampler
+from rigcheck.engine.telemetry.sources import note_in_words
 
 PROM_FILE = "rigcheck.prom"
 
