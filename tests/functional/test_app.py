@@ -123,7 +123,7 @@ async def test_contended_host_is_unmistakable(tmp_path: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(0.3)
         host = app.query_one("#host")
-        assert host.has_class("contended") and "CONTENDED" in host.plain
+        assert host.has_class("contended") and "CONTENDED" in str(host.border_title)
     quiet = RigcheckApp(Store(tmp_path / "s2.db"), FakeSampler(h200_samples(others=0.3)), device="cpu")
     async with quiet.run_test(size=(120, 40)) as pilot:
         await pilot.pause(0.3)

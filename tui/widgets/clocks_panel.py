@@ -6,6 +6,8 @@ On a small terminal the plot gives way to one labelled line a trace, each ending
 
 from __future__ import annotations
 
+import textwrap
+
 from rigcheck.engine.telemetry.sample import HostSample, Sample, na
 from rigcheck.engine.telemetry.sources import note_in_words
 from rigcheck.tui.glyphs import UNICODE, Glyphs, level
@@ -94,7 +96,11 @@ class ClocksPanel(Vertical):
         if missing and len(lines) < rows:
             lines.append("not readable: " + ", ".join(missing))
         if note and len(lines) < rows:
-            lines.append(note)
+            wrapped = textwrap.wrap(note, width)  # wrapped, not cut: it says why there is no GPU
+            kept = wrapped[: rows - len(lines)]
+            if len(kept) < len(wrapped):
+                kept[-1] = kept[-1][: width - 1] + "…"
+            lines += kept
         return "\n".join(line if len(line) <= width else line[: width - 1] + "…" for line in lines)
 
     def redraw(self, samples: list[Sample], notes: list[str], glyphs: Glyphs = UNICODE) -> None:
