@@ -132,3 +132,19 @@ async def test_compare_keeps_the_ratio_on_screen_and_sorts_by_stage_then_number(
     ]
     assert text.count("1.234") == 4  # every ratio on screen
     assert "123.4 GFLOP/s ±1.2% TRUSTED" in text or size == (80, 24)  # the sides may run off at 80
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_clocks_panel_says_there_is_no_nvidia_driver_in_words(tmp_path: Path, size: tuple[int, int]) -> None:
+    from rigcheck.engine.telemetry.sample import HostSample, Sample
+
+    host = HostSample(cpus=2, load1=0.5, busy_cpus=0.3, own_cpus=0.1, cpu_mhz=2596.0)
+    samples = [Sample(1.0 + i, host) for i in range(5)]
+    notes = ("nvml: NVMLError_LibraryNotFound: NVML Shared Library Not Found",)
+    app = RigcheckApp(Store(tmp_path / "s.db"), FakeSampler(samples, notes), device="cpu")
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause(0.5)
+        small = size == (80, 24)  # one line a trace there, the note wrapped below them
+        shown = app.query_one("#clocks-spark" if small else "#clocks-host").plain
+    text = " ".join(shown.split())
+    assert "no GPU telemetry: no NVIDIA driver" in text and "NVMLError" not in text and "…" not in text
