@@ -96,6 +96,9 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return statistics.fmean(present) if present else None
 
 
+NAMED_CPUS_MIN = 0.05  # as the host reader's scan: less is no process to stop
+
+
 def listed_others(sample: Sample) -> tuple[ProcessUse, ...]:
     """The other processes a sample names: their use over the sample's own interval where it was read (the
     same interval as its total), else the last process scan's (older samples)."""
@@ -113,7 +116,9 @@ def busiest_others(samples: list[Sample], own: set[int]) -> list[dict[str, Any]]
                 continue
             totals[proc.pid] = totals.get(proc.pid, 0.0) + (proc.cpus or 0.0)
             names[proc.pid] = proc.name
-    ranked = sorted(totals.items(), key=lambda item: -item[1])[:5]
+    # A process followed through the window but idle in it is no name to give: it used under 0.05 CPUs.
+    ranked = [(pid, total) for pid, total in totals.items() if total / len(samples) >= NAMED_CPUS_MIN]
+    ranked = sorted(ranked, key=lambda item: -item[1])[:5]
     return [{"pid": pid, "name": names[pid], "cpus": round(total / len(samples), 2)} for pid, total in ranked]
 
 

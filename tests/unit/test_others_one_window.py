@@ -22,7 +22,7 @@ def samples(stale: tuple[ProcessUse, ...], now: tuple[ProcessUse, ...] | None, o
 
 
 STALE = (ProcessUse(7, "python3", cpus=0.6), ProcessUse(8, "kworker", cpus=0.5), ProcessUse(9, "make", cpus=0.3))
-NOW = (ProcessUse(7, "python3", cpus=0.3), ProcessUse(8, "kworker", cpus=0.1))
+NOW = (ProcessUse(7, "python3", cpus=0.3), ProcessUse(8, "kworker", cpus=0.1), ProcessUse(10, "idle", cpus=0.0))
 
 
 def test_the_reason_names_the_processes_over_the_figures_own_window_and_they_add_up() -> None:
@@ -33,6 +33,7 @@ def test_the_reason_names_the_processes_over_the_figures_own_window_and_they_add
     named = sum(p["cpus"] for p in conditions["host_top_others"])
     assert named <= conditions["host_others_cpus"]  # the list never totals more than the total it explains
     assert "make" not in reason  # busy in the scan before the figure, not during it
+    assert "idle" not in reason  # followed, but it used nothing in the window: no name to give
 
 
 def test_older_samples_without_per_sample_readings_still_name_the_scans_processes() -> None:
