@@ -73,6 +73,13 @@ IDLE_SAMPLE_S = 0.5  # ...and the app's own sampler reads the hardware twice a s
 PLOT_WINDOW_S = 60.0
 FIGURES_S = 0.5  # new figures go into their tables at most this often: each new row lays out the whole screen
 THEME_CSS = Path(rigcheck.themes.__file__).parent / "app.tcss"
+# The tabs without a key of their own elsewhere (Results is r, Processes o): (key, tab id, title, palette help)
+TABS = (
+    ("n", "tab-running", "Running", "the running stage's figures as they arrive"),
+    ("i", "tab-device", "Device", "what probe found: GPUs, driver, torch, CPU (i)"),
+    ("l", "tab-log", "Log", "the run's log lines and each stage's start and end (l)"),
+    ("b", "tab-burn", "Burn", "the burn stage's plot: throughput and SM clock over time (b)"),
+)
 
 
 class RigcheckApp(App[int]):
@@ -87,6 +94,7 @@ class RigcheckApp(App[int]):
         Binding("g", "next_gpu", "GPU", show=False),
         Binding("o", "show_processes", "Processes", show=False),
         Binding("r", "results", "Results"),
+        *(Binding(key, f"show_tab('{tab}')", title, show=False) for key, tab, title, _ in TABS),
         Binding("ctrl+q,ctrl+c", "request_quit", "Quit", priority=True),
         *(Binding(str(n), f"start_stage({n - 1})", f"Stage {n}", show=False) for n in range(1, 10)),
     ]
@@ -473,6 +481,9 @@ class RigcheckApp(App[int]):
     def action_show_processes(self) -> None:
         self.panel(TabbedContent).active = "tab-processes"
 
+    def action_show_tab(self, tab: str) -> None:
+        self.panel(TabbedContent).active = tab
+
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The Processes panel marks what ran beside the figure highlighted in Results."""
         if event.data_table.id == "results-table" and self._main_screen.is_attached:
@@ -533,5 +544,9 @@ class RigcheckApp(App[int]):
         yield SystemCommand("Next profile", f"now {self.profile}", self.action_cycle_profile)
         yield SystemCommand("History", "past runs; compare two side by side", self.action_history)
         yield SystemCommand("Next GPU", "the Clocks panel follows the next GPU (g)", self.action_next_gpu)
-        yield SystemCommand("Processes", "other processes on each GPU and the host", self.action_show_processes)
-        yield SystemCommand("Results", "the run's verdicts and figures; enter shows one in full", self.action_results)
+        yield SystemCommand("Processes", "other processes on each GPU and the host (o)", self.action_show_processes)
+        yield SystemCommand(
+            "Results", "the run's verdicts and figures; enter shows one in full (r)", self.action_results
+        )
+        for _, tab, title, help_text in TABS:
+            yield SystemCommand(title, help_text, lambda tab=tab: self.action_show_tab(tab))

@@ -105,15 +105,14 @@ def command_compare(args: argparse.Namespace) -> int:
 
 
 def command_history(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rigcheck.tui.cli_display import history_table
+    from rigcheck.tui.cli_display import fitted_console, history_table
 
     store = open_store(args.store)
     runs = store.runs(args.limit)
     for run in runs:
         if store.is_live(run):
             run["status"] = "LIVE"
-    console = Console()
+    console = fitted_console()  # to a pipe or file, one line a run, like `show`
     console.print(history_table(runs, store.worst_statuses([run["id"] for run in runs]), console.width))
     for line in store.unlisted:
         print(f"rigcheck: {line}", file=sys.stderr)

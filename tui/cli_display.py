@@ -30,10 +30,12 @@ from rigcheck.engine.report.rows import (
     meaning,
     measurement_row,
     report_rows,
+    spread_text,
     trust_of,
     trust_reasons,
     unverified,
 )
+from rigcheck.engine.trust.quiet import WAIT
 
 CLASS_STYLE = {
     "pass": "green",
@@ -118,6 +120,8 @@ class LiveDisplay:
             self._last(event.stage, f"{event.name} {event.value:.4g} {event.unit}")
         elif isinstance(event, LogLine) and event.level == "error":
             out.print(Text(event.text, style="red"))
+        elif isinstance(event, LogLine) and event.level == WAIT:  # --wait-quiet names what it waits for
+            out.print(Text(f"  {event.stage}: {event.text}", style="yellow"))
         elif isinstance(event, StageFinished):
             task = self._tasks.pop(event.stage, None)
             if task is not None:
@@ -164,7 +168,8 @@ def measurements_table(report: dict[str, Any]) -> Table | None:
     for column in ("host",) * hosts + ("stage", "name", "device", "value", "unit", "spread", "trust"):
         table.add_column(column, overflow="fold")
     for m in map(measurement_row, report["measurements"]):
-        spread = "" if m["spread"] is None else f"{m['spread']:.3g}"
+        spread = spread_text(m["value"], m["spread"])
+        spread = f"±{spread}" if spread else ""
         cells = (m["stage"], m["name"], m["device"], f"{m['value']:.4g}", m["unit"], spread)
         table.add_row(*(m["host"],) * hosts, *cells, trust_cell(m))
     return table
@@ -196,11 +201,13 @@ def fleet_table(report: dict[str, Any]) -> Table | None:
 
 def compare_table(rows: list[Row], first: int, second: int) -> Table:
     table = Table(title=f"run {first} against run {second} (ratio = run {second} / run {first})")
-    for column in ("figure", f"run {first}", f"run {second}", "ratio"):
+    table.add_column("figure", overflow="fold")
+    table.add_column("ratio", overflow="fold")  # beside the figure: visible however narrow the terminal
+    for column in (f"run {first}", f"run {second}"):
         table.add_column(column, overflow="fold")
     for row in rows:
         sides = [Text(side.text(), style=STATUS_STYLE.get(side.trust, "")) if side else Text("") for side in row.sides]
-        table.add_row(row.figure, *sides, Text(row.ratio_text()))
+        table.add_row(row.figure, Text(row.ratio_text()), *sides)
     return table
 
 

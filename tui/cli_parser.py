@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--interval",
         type=bounded_float(MIN_INTERVAL_S, 86400.0),
         default=1.0,
-        help=f"seconds between samples (at least {MIN_INTERVAL_S:g})",
+        help=f"seconds between samples (default 1, at least {MIN_INTERVAL_S:g})",
     )
     monitor.add_argument("--count", type=bounded_int(1), help="stop after this many samples")
     monitor.add_argument(
@@ -57,16 +57,18 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("stages", help="list the stages")
     for name in ("history", "runs"):
         history = commands.add_parser(name, help="list past runs, marking the live ones", parents=[common])
-        history.add_argument("--limit", type=bounded_int(0), default=30)
+        history.add_argument(
+            "--limit", type=bounded_int(1), default=30, metavar="N", help="list the newest N runs (default 30)"
+        )
     follow = commands.add_parser("follow", help="follow a run live (default: the newest live one)", parents=[common])
     follow.add_argument("run", nargs="?", metavar="RUN", help="a run number or 'last'")
     cancel = commands.add_parser("cancel", help="stop a live run (or only its running stage)", parents=[common])
     cancel.add_argument("run", metavar="RUN", help="a run number or 'last'")
     cancel.add_argument("--stage", action="store_true", help="stop only the running stage; the next one runs")
     show = commands.add_parser("show", help="show one run (a number or 'last')", parents=[common])
-    show.add_argument("run")
-    export = commands.add_parser("export", help="export one run", parents=[common])
-    export.add_argument("run")
+    show.add_argument("run", metavar="RUN", help="a run number or 'last'")
+    export = commands.add_parser("export", help="export one run (a number or 'last')", parents=[common])
+    export.add_argument("run", metavar="RUN", help="a run number or 'last'")
     export.add_argument(
         "--format",
         default="json",

@@ -16,6 +16,7 @@ from rigcheck.engine.report.prom_telemetry import sample_to_prom
 from rigcheck.engine.run.preflight import UsageError, check_folder_takes_files
 from rigcheck.engine.telemetry.sample import Sample, na
 from rigcheck.engine.telemetry.sampler import Sampler
+from rigcheck.engine.telemetry.sources import note_in_words
 
 PROM_FILE = "rigcheck.prom"
 
@@ -67,8 +68,12 @@ def monitor(
     own start-up as other processes' load. It is read and dropped."""
     sampler = sampler or Sampler(interval=interval, keep_seconds=max(60.0, interval * 10))
     if not as_json:
-        for note in sampler.notes:
-            print(f"# {note}", file=sys.stderr)
+        said = list(dict.fromkeys(map(note_in_words, sampler.notes)))
+        if said and not getattr(sampler, "gpus", None):
+            print(f"# no GPU telemetry: {'; '.join(said)}", file=sys.stderr)  # one line, in words
+        else:
+            for note in said:
+                print(f"# {note}", file=sys.stderr)
     done = threading.Event()
     seen = -1  # the priming sample
     failed: list[OSError] = []

@@ -48,15 +48,25 @@ class TimingStats:
 
     @property
     def spread(self) -> float:
-        """Interquartile range relative to the median."""
-        return self.iqr / self.median if self.median > 0 else 0.0
+        """Interquartile range of the rates (one over each time) relative to their median. Over times, one
+        preempted call of 50x the median made a spread of 50x the figure, in a rate that cannot go below 0."""
+        rates = [1.0 / t for t in self.times if t > 0]
+        if len(rates) < 2:
+            return 0.0
+        if len(rates) < 4:
+            iqr = max(rates) - min(rates)
+        else:
+            q1, _, q3 = statistics.quantiles(rates, n=4, method="inclusive")
+            iqr = q3 - q1
+        middle = statistics.median(rates)
+        return iqr / middle if middle > 0 else 0.0
 
     @property
     def noisy(self) -> bool:
         return self.spread > NOISY_SPREAD
 
     def rate(self, work: float) -> tuple[float, float, float]:
-        """(median rate, best rate, spread of the rate in rate units) for `work` units per timing."""
+        """(median rate, best rate, interquartile spread of the rates in rate units) for `work` units per timing."""
         median_rate = work / self.median
         return median_rate, work / self.best, median_rate * self.spread
 

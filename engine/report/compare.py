@@ -6,10 +6,11 @@ A ratio is given only where both figures are TRUSTED: a SUSPECT figure was taken
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from rigcheck.engine.report.rows import trust_of, trust_reasons
+from rigcheck.engine.report.rows import spread_text, trust_of, trust_reasons
 
 TRUSTED = "TRUSTED"
 
@@ -37,10 +38,11 @@ class Side:
         )
 
     def text(self) -> str:
-        """`776.1 ±3.2 TFLOP/s TRUSTED` (`, unverified` where Verify has not vouched for the device)."""
-        spread = f" ±{self.spread:,.3g}" if self.spread is not None else ""
+        """`776.1 TFLOP/s ±0.4% TRUSTED` (`, unverified` where Verify has not vouched for the device)."""
+        share = spread_text(self.value, self.spread)
         unverified = ", unverified" if self.verified is False else ""
-        return " ".join(part for part in (f"{self.value:,.4g}{spread}", self.unit, self.trust + unverified) if part)
+        spread = f"±{share}" if share else ""
+        return " ".join(part for part in (f"{self.value:,.4g}", self.unit, spread, self.trust + unverified) if part)
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,29 @@ class Row:
 
 def _figures(report: dict[str, Any]) -> dict[str, Side]:
     """Each figure by `name [device]`; a figure measured twice in one run keeps its last value."""
-    return {f"{m['name']} [{m['device']}]": Side.of(m) for m in report["measurements"] if m["value"] is not None}
+    return {_label(m): Side.of(m) for m in report["measurements"] if m["value"] is not None}
+
+
+def _label(measurement: dict[str, Any]) -> str:
+    return f"{measurement['name']} [{measurement['device']}]"
+
+
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """`at 2 s` before `at 11 s`: runs of digits compare as numbers, the rest as lower-case text."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part.lower()) for part in re.split(r"(\d+)", text) if part)
+
+
+def _order(first: dict[str, Any], second: dict[str, Any]) -> dict[str, tuple[int, str]]:
+    """Each figure's stage position (the order the stages ran in, the first run's then the second's) and stage."""
+    stages: list[str] = []
+    where: dict[str, str] = {}
+    for report in (first, second):
+        for m in report["measurements"]:
+            stage = m.get("stage") or ""
+            if stage not in stages:
+                stages.append(stage)
+            where.setdefault(_label(m), stage)
+    return {label: (stages.index(stage), stage) for label, stage in where.items()}
 
 
 def _why_no_ratio(first: Side | None, second: Side | None, ids: tuple[Any, Any]) -> str:
@@ -84,11 +108,13 @@ def _why_no_ratio(first: Side | None, second: Side | None, ids: tuple[Any, Any])
 
 
 def compare(first: dict[str, Any], second: dict[str, Any]) -> list[Row]:
-    """Every figure either run measured, sorted by name, with a ratio where both sides are TRUSTED."""
+    """Every figure either run measured, by stage (in the order they ran) and then in natural order of name
+    (`at 2 s` before `at 11 s`), with a ratio where both sides are TRUSTED."""
     ids = (first["run"]["id"], second["run"]["id"])
     a, b = _figures(first), _figures(second)
+    order = _order(first, second)
     rows = []
-    for figure in sorted(a.keys() | b.keys()):
+    for figure in sorted(a.keys() | b.keys(), key=lambda label: (order.get(label, (0, ""))[0], natural_key(label))):
         left, right = a.get(figure), b.get(figure)
         why = _why_no_ratio(left, right, ids)
         if why or left is None or right is None:

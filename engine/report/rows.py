@@ -111,6 +111,15 @@ def meaning(row: Row) -> str:
     return "; ".join(said)
 
 
+def spread_text(value: float | None, spread: float | None) -> str:
+    """A figure's spread (the interquartile range of its rates) as a share of the figure: `5.1%`; empty
+    where there is none or the figure is zero. An absolute spread hid that it was often larger than the figure."""
+    if spread is None or value is None or not value:
+        return ""
+    share = abs(spread / value) * 100
+    return f"{share:.1f}%" if share < 10 else f"{share:,.0f}%"
+
+
 def _number(value: Any) -> str:
     return f"{value:,.4g}" if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
 
@@ -122,7 +131,8 @@ def detail_text(row: Row) -> str:
         text = f"{row['status']} {row['stage']}/{row['name']}{where}: {row['explanation']}"
         return text + (f"\nnumbers: {json.dumps(row['numbers'], default=str)}" if row.get("numbers") else "")
     conditions = row.get("conditions") or {}
-    spread = f" (spread {_number(row['spread'])})" if row.get("spread") is not None else ""
+    spread = spread_text(row.get("value"), row.get("spread"))
+    spread = f" (spread of the rate ±{spread} of the median)" if spread else ""
     repeats = f" over {row['repeats']} repeats" if row.get("repeats") and row["repeats"] > 1 else ""
     lines = [f"{row['name']}: {value_text(row)}{spread}{repeats} on {row['device'] or 'the host'}"]
     reasons = list(conditions.get("trust_reasons") or [])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from contextlib import suppress
 from dataclasses import replace
 
@@ -17,7 +17,7 @@ from rigcheck.engine.store.run_end import run_end
 from rigcheck.engine.telemetry.sample import Sample
 from rigcheck.engine.telemetry.sampler import Sampler
 from rigcheck.engine.trust.conditions import DEFAULT_POLICY, ConditionsAnnotator, TrustPolicy
-from rigcheck.engine.trust.quiet import others_busy, wait_quiet
+from rigcheck.engine.trust.quiet import WAIT, HostBusy, others_busy, wait_quiet
 
 SAMPLE_STORE_INTERVAL_S = 1.0
 
@@ -88,27 +88,50 @@ class RunSession:
     def _before_stage(self, info: StageInfo) -> Iterator[Event]:
         if not info.throughput or self.sampler is None:
             return
-        if self.wait_quiet_s:
-            waiter = wait_quiet(self.sampler, self.wait_quiet_s, policy=self.policy, stop=self.run.stage_cancelled)
-            while True:
-                try:
-                    busy = next(waiter)
-                except StopIteration as stop:
-                    quiet, waited, last = stop.value
-                    break
-                yield LogLine(info.name, f"waiting for a quiet host: {busy.describe()}")
-            state = "quiet" if quiet else "still busy: " + (last.describe() if last else "no reading")
-            yield LogLine(info.name, f"waited {waited:.1f} s for a quiet host: {state}")
+        waited = (yield from self._wait_quiet(info)) if self.wait_quiet_s else None
         busy_now = others_busy(self.sampler, 1.0)
-        if busy_now and busy_now.contended(self.policy):
+        contended = busy_now is not None and busy_now.contended(self.policy)
+        gave_up = waited is not None and not waited[0]
+        if not contended and not gave_up and waited is None:
+            return
+        numbers: dict[str, object] = {}
+        if busy_now is not None:
+            numbers |= {"others_cpus": round(busy_now.others, 2), "cpus": busy_now.cpus}
+        words = ""
+        if waited is not None:
+            numbers |= {"waited_s": round(waited[1], 1), "wait_quiet_s": self.wait_quiet_s, "gave_up": gave_up}
+            words = f"waited {waited[1]:.0f} s for a quiet host (--wait-quiet {self.wait_quiet_s:g})"
+            words += " and gave up; " if gave_up else ""
+        if contended or gave_up:
+            now = busy_now if contended or waited is None or waited[2] is None else waited[2]
+            said = now.describe() if now is not None else "no reading"
             yield Verdict(
                 info.name,
                 "quiet-check",
                 Status.WARN,
-                f"host busy before the stage: {busy_now.describe()}; figures that need those CPUs "
+                f"{words}host busy before the stage: {said}; figures that need those CPUs "
                 "will be marked SUSPECT; next: stop what keeps them busy, or run with --wait-quiet SECONDS",
-                {"others_cpus": round(busy_now.others, 2), "cpus": busy_now.cpus},
+                numbers,
             )
+        else:
+            yield Verdict(info.name, "quiet-check", Status.PASS, f"{words}: the host was quiet", numbers)
+
+    def _wait_quiet(self, info: StageInfo) -> Generator[Event, None, tuple[bool, float, HostBusy | None]]:
+        """Wait for a quiet host, saying what it waits for (level `wait`: the CLI and `follow` print it on stderr)."""
+        assert self.sampler is not None and self.wait_quiet_s
+        yield LogLine(info.name, f"waiting up to {self.wait_quiet_s:g} s for a quiet host before {info.name}", WAIT)
+        waiter = wait_quiet(self.sampler, self.wait_quiet_s, policy=self.policy, stop=self.run.stage_cancelled)
+        start = time.monotonic()
+        while True:
+            try:
+                busy = next(waiter)
+            except StopIteration as stop:
+                quiet, waited, last = stop.value
+                break
+            yield LogLine(info.name, f"still waiting ({time.monotonic() - start:.0f} s): {busy.describe()}", WAIT)
+        state = "quiet" if quiet else "gave up, still busy: " + (last.describe() if last else "no reading")
+        yield LogLine(info.name, f"waited {waited:.1f} s for a quiet host: {state}", WAIT)
+        return quiet, waited, last
 
     def start(self) -> None:
         if self.sampler is not None:

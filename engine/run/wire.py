@@ -34,6 +34,8 @@ def _build(kind: type[Any], data: dict[str, Any]) -> Any:
 def sample_from_dict(data: dict[str, Any]) -> Sample:
     host = dict(data["host"])
     host["top_others"] = [_build(ProcessUse, p) for p in host.get("top_others", [])]
+    if host.get("others_now") is not None:
+        host["others_now"] = [_build(ProcessUse, p) for p in host["others_now"]]
     gpus = []
     for gpu in data.get("gpus", []):
         gpu = dict(gpu)

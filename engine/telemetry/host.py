@@ -15,7 +15,16 @@ from typing import Any
 import psutil
 from rigcheck.engine.hw.cgroup import CpuLimits, group_cpu_seconds, parse_cpu_list, read_cpu_limits
 from rigcheck.engine.hw.sysfs import read_int, read_text
-from rigcheck.engine.telemetry.others import BusiestOthers, Scan, Viewers, descendants, scan_procfs, scan_psutil
+from rigcheck.engine.telemetry.others import (
+    BusiestOthers,
+    OthersNow,
+    Scan,
+    Viewers,
+    descendants,
+    rigcheck_ancestors,
+    scan_procfs,
+    scan_psutil,
+)
 from rigcheck.engine.telemetry.procfs import CpuBusy, ProcessTicks
 from rigcheck.engine.telemetry.procnames import psutil_cmdline
 from rigcheck.engine.telemetry.rapl import POWERCAP, RaplPower
@@ -60,6 +69,8 @@ class HostSource:
         self.others = BusiestOthers(others_scan, clock)
         self.viewers = viewers or (Viewers() if self._fast else Viewers(lambda pid: psutil_cmdline(self.ps, pid)))
         self._viewers: set[int] = set()
+        self._ancestors: set[int] | None = None  # this run's own parents, found at the first scan
+        self.others_now = OthersNow(ProcessTicks if self._fast else lambda pid: _PsutilSeconds(self.ps, pid))
         if cpu_limits is None:
             cpu_limits = read_cpu_limits(host_cpus=self.cpus) if self._fast else CpuLimits(self.cpus)
         self.limits = cpu_limits
@@ -85,8 +96,11 @@ class HostSource:
         else:
             self._refresh_tree()
         self._viewers = (safe(self.viewers.find, scan) or set()) if scan else set()
-        own = self._tree | self._tracked | self._viewers
+        if self._ancestors is None and scan and self.root_pid in scan:
+            self._ancestors = safe(rigcheck_ancestors, self.root_pid, scan, self.viewers.cmdline) or set()
+        own = self._tree | self._tracked | self._viewers | (self._ancestors or set())
         self._top = (safe(self.others.rank, scan, own) or ()) if scan else ()
+        safe(self.others_now.follow, self._top, scan or {}, self.others.scanned_at if scan else None)
         freq = safe(self.ps.cpu_freq)
         self._slow = (getattr(freq, "current", None) or None, self._temperature())
         self._power = safe(self.rapl.read)
@@ -113,7 +127,7 @@ class HostSource:
         now = self.clock()
         total = 0.0
         alive = []
-        for pid in sorted(self._tree | self._tracked | self._viewers):
+        for pid in sorted(self._tree | self._tracked | self._viewers | (self._ancestors or set())):
             try:
                 seconds = self._cpu_seconds(pid)
             except (OSError, psutil.Error):
@@ -130,6 +144,8 @@ class HostSource:
         self._tracked.discard(pid)
         self._tree.discard(pid)
         self._viewers.discard(pid)
+        if self._ancestors:
+            self._ancestors.discard(pid)
         self._last.pop(pid, None)
         reader = self._readers.pop(pid, None)
         if reader is not None and hasattr(reader, "close"):
@@ -158,6 +174,7 @@ class HostSource:
             temperature_c=self._slow[1],
             own_pids=pids,
             top_others=self._top,
+            others_now=safe(self.others_now.read, self.clock()) or (),
             cpu_max_mhz=self.cpu_max_mhz,
             package_power_w=self._power,
             set_cpus=limits.set_size if limits.limited_set else None,
@@ -204,3 +221,14 @@ def cpu_max_mhz(ps: Any, cpu_root: Path = CPU_SYSFS) -> float | None:
         return float(top)
     khz = read_int(cpu_root / "cpu0" / "cpufreq" / "cpuinfo_max_freq")
     return khz / 1000.0 if khz is not None else None
+
+
+class _PsutilSeconds:
+    """A process's CPU seconds through psutil, for hosts without /proc."""
+
+    def __init__(self, ps: Any, pid: int) -> None:
+        self.process = ps.Process(pid)
+
+    def seconds(self) -> float:
+        times = self.process.cpu_times()
+        return float(times.user + times.system)

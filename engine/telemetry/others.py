@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from rigcheck.engine.telemetry.procnames import process_cmdline
 from rigcheck.engine.telemetry.sample import ProcessUse
@@ -95,6 +95,11 @@ class BusiestOthers:
         self._previous = (self._last, self._at)
         self._last, self._at = current, self.clock()
         return current
+
+    @property
+    def scanned_at(self) -> float | None:
+        """When the last scan was read, by `clock`."""
+        return self._at
 
     def rank(self, current: Mapping[int, ProcStat], own: Iterable[int]) -> tuple[ProcessUse, ...]:
         last, at = self._previous
@@ -190,3 +195,80 @@ class Viewers:
             known[pid] = (stat.name, stat.seconds, viewer)
         self._known = known
         return {pid for pid, (_, _, viewer) in known.items() if viewer}
+
+
+def rigcheck_ancestors(root: int, scan: Mapping[int, ProcStat], cmdline: Cmdline = process_cmdline) -> set[int]:
+    """The processes above `root` up to the highest one that is rigcheck (`rigcheck fleet` above torchrun
+    above an agent, `rigcheck run` above its engine): this run's own parents, never "other processes".
+    A shell or a scheduler above them is not rigcheck's, and neither is anything when no ancestor is."""
+    chain: list[int] = []
+    pid = scan[root].ppid if root in scan else 0
+    while pid > 1 and pid in scan and pid not in chain:
+        chain.append(pid)
+        pid = scan[pid].ppid
+    top = -1
+    for index, ancestor in enumerate(chain):
+        try:
+            argv = cmdline(ancestor)
+        except Exception:  # gone while we read: a gap, never an error
+            argv = None
+        if argv and rigcheck_arguments(argv) is not None:
+            top = index
+    return set(chain[: top + 1])
+
+
+class SecondsReader(Protocol):
+    def seconds(self) -> float: ...
+
+
+MIN_TICK_S = 0.05  # a reading this soon after the last (the scan that primed it) would divide noise by nothing
+
+
+class OthersNow:
+    """The busiest other processes of the last scan, read again at every host sample: their CPU use over
+    the same interval as the host's busy time, so that a figure's named processes and its total of other
+    processes' load are one computation over the figure's own window (the scan is up to 2 s old)."""
+
+    def __init__(self, open_reader: Callable[[int], SecondsReader]) -> None:
+        self.open_reader = open_reader
+        self._names: dict[int, str] = {}
+        self._readers: dict[int, SecondsReader] = {}
+        self._last: dict[int, tuple[float, float]] = {}  # pid -> (CPU seconds, when)
+
+    def follow(self, top: Iterable[ProcessUse], scan: Mapping[int, ProcStat], at: float | None) -> None:
+        """Follow these processes from now on, primed from the scan that found them (taken at `at`)."""
+        names = {use.pid: use.name for use in top}
+        for pid in set(self._readers) - set(names):
+            self._drop(pid)
+        for pid in names:
+            if pid not in self._last and pid in scan and at is not None:
+                self._last[pid] = (scan[pid].seconds, at)
+        self._names = names
+
+    def _drop(self, pid: int) -> None:
+        self._names.pop(pid, None)
+        self._last.pop(pid, None)
+        reader = self._readers.pop(pid, None)
+        close = getattr(reader, "close", None)
+        if close is not None:
+            close()
+
+    def read(self, now: float) -> tuple[ProcessUse, ...]:
+        """Each followed process's CPUs' worth since its last reading, busiest first (zero included: it is
+        still followed)."""
+        uses = []
+        for pid, name in list(self._names.items()):
+            try:
+                reader = self._readers.get(pid) or self._readers.setdefault(pid, self.open_reader(pid))
+                seconds = reader.seconds()
+            except Exception:  # it ended, or may not be read: no longer followed
+                self._drop(pid)
+                continue
+            last = self._last.get(pid)
+            if last is not None and now - last[1] < MIN_TICK_S:
+                continue
+            self._last[pid] = (seconds, now)
+            if last is not None:
+                uses.append(ProcessUse(pid, name, cpus=round(max(0.0, seconds - last[0]) / (now - last[1]), 3)))
+        uses.sort(key=lambda use: (-(use.cpus or 0.0), use.pid))
+        return tuple(uses)

@@ -57,6 +57,9 @@ class HostSample:
     temperature_c: float | None = None
     own_pids: tuple[int, ...] = ()
     top_others: tuple[ProcessUse, ...] = ()  # busiest processes not rigcheck's own, busiest first, at most 5
+    # The same processes' use over this sample's own interval (top_others is the last scan's, up to 2 s old):
+    # what a figure's reasons name, beside its total of others' load from the same samples. None: not read.
+    others_now: tuple[ProcessUse, ...] | None = None
     cpu_max_mhz: float | None = None
     package_power_w: float | None = None  # CPU package power from RAPL; None where unreadable
     # Where rigcheck may use fewer CPUs than the host has (affinity, cgroup cpuset or quota); None otherwise.

@@ -48,7 +48,9 @@ def available_gpu_sources(
         try:
             source = factory()
         except Exception as error:
-            notes.append(f"{factory.__name__.strip('_')}: {type(error).__name__}: {error}")
+            note = note_in_words(f"{factory.__name__.strip('_')}: {type(error).__name__}: {error}")
+            if note not in notes:
+                notes.append(note)
             continue
         if source.vendor in vendors:  # sysfs is only a fallback for pyamdgpuinfo
             source.close()
@@ -56,3 +58,23 @@ def available_gpu_sources(
         vendors.add(source.vendor)
         sources.append(source)
     return sources, notes
+
+
+# A reader's failure as a person would say it, where the cause is the usual one: (reader, words in the
+# error, what to say). A reader's own error text is kept for anything else (a permission, a driver fault).
+NOTE_WORDS = (
+    ("nvml", ("LibraryNotFound", "Library Not Found", "cannot open shared object", "No such file"), "no NVIDIA driver"),
+    ("nvml", ("DriverNotLoaded", "Driver Not Loaded"), "an NVIDIA driver library but no driver loaded"),
+    ("amdgpuinfo", ("/dev/dri", "found no AMD GPU"), "no AMD GPU"),
+    ("amdgpuinfo", ("No module named",), "no AMD GPU reader (pyamdgpuinfo) installed"),
+    ("sysfs", ("no amdgpu card",), "no AMD GPU"),
+)
+
+
+def note_in_words(note: str) -> str:
+    """`nvml: NVMLError_LibraryNotFound: NVML Shared Library Not Found` as `no NVIDIA driver`; other notes unchanged."""
+    reader, _, text = note.partition(": ")
+    for name, clues, words in NOTE_WORDS:
+        if reader == name and any(clue in text for clue in clues):
+            return words
+    return note

@@ -23,7 +23,7 @@ from rigcheck.engine.events import Measurement
 from rigcheck.engine.hw.devices import nvml_index
 from rigcheck.engine.measure.plausibility import over_limit
 from rigcheck.engine.telemetry.power_limit import power_limit_state as limit_state
-from rigcheck.engine.telemetry.sample import GpuSample, HostSample, Sample, find_gpu
+from rigcheck.engine.telemetry.sample import GpuSample, HostSample, ProcessUse, Sample, find_gpu
 
 SLOWDOWN_REASONS = {
     "hardware slowdown",
@@ -96,17 +96,29 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return statistics.fmean(present) if present else None
 
 
+NAMED_CPUS_MIN = 0.05  # as the host reader's scan: less is no process to stop
+
+
+def listed_others(sample: Sample) -> tuple[ProcessUse, ...]:
+    """The other processes a sample names: their use over the sample's own interval where it was read (the
+    same interval as its total), else the last process scan's (older samples)."""
+    host = sample.host
+    return host.others_now if host.others_now is not None else host.top_others
+
+
 def busiest_others(samples: list[Sample], own: set[int]) -> list[dict[str, Any]]:
     """Other host processes by their mean CPU use across the window, busiest first."""
     totals: dict[int, float] = {}
     names: dict[int, str] = {}
     for sample in samples:
-        for proc in sample.host.top_others:
+        for proc in listed_others(sample):
             if proc.pid in own:
                 continue
             totals[proc.pid] = totals.get(proc.pid, 0.0) + (proc.cpus or 0.0)
             names[proc.pid] = proc.name
-    ranked = sorted(totals.items(), key=lambda item: -item[1])[:5]
+    # A process followed through the window but idle in it is no name to give: it used under 0.05 CPUs.
+    ranked = [(pid, total) for pid, total in totals.items() if total / len(samples) >= NAMED_CPUS_MIN]
+    ranked = sorted(ranked, key=lambda item: -item[1])[:5]
     return [{"pid": pid, "name": names[pid], "cpus": round(total / len(samples), 2)} for pid, total in ranked]
 
 
@@ -117,7 +129,7 @@ def steady_others(samples: list[Sample], own: set[int]) -> list[dict[str, Any]]:
         return []
     counts: dict[int, int] = {}
     for sample in samples:
-        for pid in {proc.pid for proc in sample.host.top_others if proc.pid not in own}:
+        for pid in {proc.pid for proc in listed_others(sample) if proc.pid not in own}:
             counts[pid] = counts.get(pid, 0) + 1
     steady = {pid for pid, count in counts.items() if count == len(samples)}
     return [proc for proc in busiest_others(samples, own) if proc["pid"] in steady]
@@ -249,13 +261,22 @@ def cpu_contention(conditions: dict[str, Any], threads: float, policy: TrustPoli
     for others, size, words, named in cpu_pools(conditions):
         if not policy.interferes(others, threads, size, kept_busy and named, quota=not named):
             continue
-        busiest = _named(conditions.get("host_top_others", []), "cpus", lambda c: f"{c:.1f} CPUs") if named else ""
+        listed = conditions.get("host_top_others", [])
+        busiest = _named(listed, "cpus", lambda c: f"{c:.1f} CPUs") if named else ""
+        if busiest and size == conditions.get("host_cpus"):  # the host's own pool: its processes add up to it
+            busiest += rest_words(others, [p.get("cpus") or 0.0 for p in listed[:3]])
         reasons.append(
             f"other processes {words} while this figure needed {threads:g}"
             + (f": {busiest}" if busiest else "")
             + "; next: stop them, or rerun with `--wait-quiet`"
         )
     return reasons
+
+
+def rest_words(total: float, named: list[float]) -> str:
+    """What the named processes leave of the total (from the same samples): `, the rest 0.3 CPUs`."""
+    rest = total - sum(named)
+    return f", the rest {rest:.1f} CPUs" if rest >= 0.05 else ""
 
 
 def _smi(conditions: dict[str, Any], nvidia: str, amd: str) -> str:

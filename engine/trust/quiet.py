@@ -9,7 +9,16 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from rigcheck.engine.trust.conditions import DEFAULT_POLICY, TrustPolicy, cpu_contention, cpu_pools, summarise
+from rigcheck.engine.trust.conditions import (
+    DEFAULT_POLICY,
+    TrustPolicy,
+    cpu_contention,
+    cpu_pools,
+    rest_words,
+    summarise,
+)
+
+WAIT = "wait"  # the log level of what --wait-quiet says while it waits: front ends show it as it comes
 
 
 @dataclass(frozen=True)
@@ -25,6 +34,8 @@ class HostBusy:
     def describe(self) -> str:
         names = ", ".join(f"{name} (pid {pid}, {cpus:.1f} CPUs)" for name, pid, cpus in self.busiest[:3])
         of = f"rigcheck's {self.cpus:g}" if self.conditions.get("cpu_set_size") else f"{self.cpus:g}"
+        if names and not self.conditions.get("cpu_set_size"):  # the host's processes add up to its total
+            names += rest_words(self.others, [cpus for _, _, cpus in self.busiest[:3]])
         return f"other processes keep {self.others:.1f} of {of} CPUs busy" + (f": {names}" if names else "")
 
     def reasons(self, policy: TrustPolicy = DEFAULT_POLICY) -> list[str]:

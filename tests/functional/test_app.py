@@ -123,7 +123,7 @@ async def test_contended_host_is_unmistakable(tmp_path: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(0.3)
         host = app.query_one("#host")
-        assert host.has_class("contended") and "CONTENDED" in host.plain
+        assert host.has_class("contended") and "CONTENDED" in str(host.border_title)
     quiet = RigcheckApp(Store(tmp_path / "s2.db"), FakeSampler(h200_samples(others=0.3)), device="cpu")
     async with quiet.run_test(size=(120, 40)) as pilot:
         await pilot.pause(0.3)
@@ -145,7 +145,7 @@ async def test_history_opens_and_compares_runs(tmp_path: Path) -> None:
         await pilot.press("space", "down", "space", "c")
         await pilot.pause(0.2)
         table = app.screen.query_one("#compare-table")
-        ratio = str(table.get_row_at(0)[3])
+        ratio = str(table.get_row_at(0)[1])
     first, second = store.report(1), store.report(2)
     # a figure without telemetry is not TRUSTED, so there is no ratio, and it says why
     labels = [(r["measurements"][0]["conditions"] or {}).get("trust", "no telemetry") for r in (first, second)]

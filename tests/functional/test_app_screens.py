@@ -66,7 +66,7 @@ async def test_expected_duration_comes_from_earlier_runs(tmp_path: Path) -> None
     store = Store(tmp_path / "s.db")
     app = app_for(store, [fake("ok"), fake("fails")])
     async with app.run_test(size=(80, 24)) as pilot:
-        assert "expected time: no earlier run" in screen_text(app)
+        assert "expected: no earlier run" in screen_text(app)
     for seconds in (40.0, 50.0, 45.0):
         run_id = store.begin_run(["ok"], "cpu", "quick", "python", [])
         store.record(run_id, StageStarted("ok", "cpu", 1, "python", t=100.0))
@@ -77,14 +77,14 @@ async def test_expected_duration_comes_from_earlier_runs(tmp_path: Path) -> None
     app = app_for(store, [fake("ok"), fake("fails")])
     async with app.run_test(size=(80, 24)) as pilot:
         text = screen_text(app)
-        assert "expected time: ~45s + 1 stage not run before" in text
+        assert "expected: ~45s + 1 stage not run before" in text
         assert row(app, "ok")[3] == "~45s" and row(app, "fails")[3] == ""
         await pilot.press("p")  # quick -> standard: nothing known there
         await pilot.pause(0.1)
-        assert "expected time: no earlier run" in screen_text(app) and row(app, "ok")[3] == ""
+        assert "expected: no earlier run" in screen_text(app) and row(app, "ok")[3] == ""
         await pilot.press("p")  # -> full
         await pilot.pause(0.1)
-        assert "expected time: ~1h02m + 1 stage not run before" in screen_text(app) and row(app, "ok")[3] == "~1h02m"
+        assert "expected: ~1h02m + 1 stage not run before" in screen_text(app) and row(app, "ok")[3] == "~1h02m"
 
 
 async def test_history_enter_opens_the_run_and_marks_show(tmp_path: Path) -> None:

@@ -46,3 +46,18 @@ async def test_burn_intervals_draw_a_line_per_device_and_the_running_stage_is_sc
         app.show(interval("cuda:0", 0, 705.0))  # a new burn
         await pilot.pause(0.2)
         assert plot.rates["cuda:0"] == [(6.0, 705.0)]
+
+
+async def test_a_burn_without_a_gpu_clock_does_not_promise_one_on_the_right(tmp_path: Path) -> None:
+    app = RigcheckApp(Store(tmp_path / "s.db"), FakeSampler(h200_samples()), device="cpu")
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.show(StageStarted("burn", "cpu", 1, "python"))
+        cpu = interval("cpu", 0, 90.0)
+        app.show(Measurement("burn", cpu.name, 90.0, "GFLOP/s", None, 1, "cpu", cpu.params, {}))
+        await pilot.pause(0.2)
+        plot = app.query_one(BurnPlot)
+        assert plot.shown_title == "burn: throughput (no SM clock known)"
+        assert plot.units == {"cpu": "GFLOP/s"}
+        app.show(interval("cuda:0", 0, 700.0, 1980.0))  # a GPU with its clock: now there is one on the right
+        await pilot.pause(0.2)
+        assert plot.shown_title == "burn: throughput, and SM clock on the right"

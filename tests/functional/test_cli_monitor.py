@@ -64,3 +64,15 @@ def test_a_reader_that_goes_away_ends_the_monitor() -> None:
         proc.kill()
         proc.wait()
         proc.stderr.close()  # type: ignore[union-attr]
+
+
+def test_no_gpu_reader_is_one_line_in_words(capsys) -> None:  # type: ignore[no-untyped-def]
+    sampler = StartingSampler([Sample(float(t), host(0.2)) for t in range(3)])
+    sampler.gpus = []
+    sampler.notes = [
+        "nvml: NVMLError_LibraryNotFound: NVML Shared Library Not Found",
+        "amdgpuinfo: FileNotFoundError: [Errno 2] No such file or directory: '/dev/dri/'",
+        "sysfs: RuntimeError: no amdgpu card in sysfs",
+    ]
+    assert monitor(0.1, 1, False, sampler=sampler) == 0
+    assert capsys.readouterr().err.splitlines() == ["# no GPU telemetry: no NVIDIA driver; no AMD GPU"]

@@ -31,7 +31,7 @@ def test_both_trusted_gives_a_ratio_and_says_when_it_is_within_the_spread() -> N
     by_name = {row.figure: row for row in rows}
     assert by_name["bf16 [cuda:0]"].ratio == 1.1 and by_name["bf16 [cuda:0]"].ratio_text() == "1.100"
     assert by_name["fp32 [cuda:0]"].ratio_text() == "1.002 (within the spread)"
-    assert by_name["bf16 [cuda:0]"].first.text() == "700 ±5 TFLOP/s TRUSTED"
+    assert by_name["bf16 [cuda:0]"].first.text() == "700 TFLOP/s ±0.7% TRUSTED"  # spread as a share
 
 
 def test_a_suspect_or_unlabelled_side_gets_no_ratio_and_says_why() -> None:
@@ -67,7 +67,7 @@ def test_the_compare_command_prints_trust_spread_and_ratio(tmp_path: Path) -> No
     trusted = rigcheck("compare", "1", "2", store=tmp_path / "s.db")
     assert trusted.returncode == 0, trusted.stderr
     line = next(line for line in trusted.stdout.splitlines() if "fp32 4096" in line)
-    assert "100 ±2 GFLOP/s TRUSTED" in line and "120 ±2 GFLOP/s TRUSTED" in line and "1.200" in line
+    assert "100 GFLOP/s ±2.0% TRUSTED" in line and "120 GFLOP/s ±1.7% TRUSTED" in line and "1.200" in line
     suspect = rigcheck("compare", "2", "last", store=tmp_path / "s.db")
     line = next(line for line in suspect.stdout.splitlines() if "fp32 4096" in line)
-    assert "60 ±2 GFLOP/s SUSPECT" in line and "no ratio: run 3 SUSPECT" in line and "0.5" not in line
+    assert "60 GFLOP/s ±3.3% SUSPECT" in line and "no ratio: run 3 SUSPECT" in line and "0.5" not in line

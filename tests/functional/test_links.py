@@ -222,6 +222,22 @@ def test_one_gpu_has_nothing_to_link(monkeypatch: pytest.MonkeyPatch) -> None:
     assert missing[0].status == Status.FAIL and "cuda:3" in missing[0].explanation
 
 
+def test_a_host_without_gpus_skips_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    """gloo between one host's own processes is loopback noise, not a link: SKIP unless asked for."""
+    import torch
+    from rigcheck.engine.events import Measurement, Status, Verdict
+    from rigcheck.engine.stage import StageContext, StageSpec
+    from rigcheck.engine.stages.links import stage as links
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.delenv("RIGCHECK_LINKS_HOST", raising=False)
+    for device in ("cpu", "all"):
+        events = list(links.run(StageContext(StageSpec("links", device, "quick"))))
+        assert [(e.status, e.check) for e in events if isinstance(e, Verdict)] == [(Status.SKIP, "links")]
+        assert "no GPUs: nothing to link" in events[0].explanation and "rigcheck fleet" in events[0].explanation
+        assert not [e for e in events if isinstance(e, Measurement)]
+
+
 def test_links_stage_end_to_end_through_the_cli(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     done = subprocess.run(
@@ -240,7 +256,7 @@ def test_links_stage_end_to_end_through_the_cli(tmp_path: Path) -> None:
         ],
         capture_output=True,
         text=True,
-        env=dict(os.environ, RIGCHECK_STORE=str(tmp_path / "s.db")),
+        env=dict(os.environ, RIGCHECK_STORE=str(tmp_path / "s.db"), RIGCHECK_LINKS_HOST="1"),  # asked for
         timeout=300,
         check=False,
     )

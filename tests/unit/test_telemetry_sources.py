@@ -90,7 +90,25 @@ def test_factory_keeps_what_starts_and_notes_what_does_not() -> None:
     sources, notes = available_gpu_sources((nvml, amd, Sysfs))
     assert [type(s).__name__ for s in sources] == ["AmdGpuInfoSource"]
     assert closed == [True]  # the sysfs fallback is dropped when pyamdgpuinfo works
-    assert "NVML Shared Library Not Found" in notes[0]
+    assert notes == ["no NVIDIA driver"]  # in words, not NVML's error name
+
+
+def test_a_reader_that_fails_for_the_usual_reason_is_said_in_words() -> None:
+    from rigcheck.engine.telemetry.sources import note_in_words
+
+    for raw in (
+        "nvml: NVMLError_LibraryNotFound: NVML Shared Library Not Found",
+        "nvml: RuntimeError: NVML not usable: libnvidia-ml.so.1: cannot open shared object file: No such file",
+    ):
+        assert note_in_words(raw) == "no NVIDIA driver"
+    assert note_in_words("nvml: RuntimeError: NVML not usable: Driver Not Loaded") == (
+        "an NVIDIA driver library but no driver loaded"
+    )
+    assert note_in_words("amdgpuinfo: FileNotFoundError: [Errno 2] No such file or directory: '/dev/dri/'") == (
+        "no AMD GPU"
+    )
+    odd = "nvml: RuntimeError: NVML cannot list the GPUs: Insufficient Permissions"
+    assert note_in_words(odd) == odd  # anything else keeps the reader's own words
 
 
 def test_a_sampler_paced_slower_keeps_sampling_at_the_new_interval() -> None:

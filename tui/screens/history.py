@@ -20,9 +20,10 @@ MARK = "*"
 
 
 def compare_rows(first: dict[str, Any], second: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    """(figure, first, second, ratio second/first) as table cells, from the engine's comparison."""
+    """(figure, ratio second/first, first, second) as table cells, from the engine's comparison: the ratio
+    beside the figure, so that it stays on screen at 80 columns however long the sides' words are."""
     return [
-        (row.figure, row.first.text() if row.first else "", row.second.text() if row.second else "", row.ratio_text())
+        (row.figure, row.ratio_text(), row.first.text() if row.first else "", row.second.text() if row.second else "")
         for row in compare(first, second)
     ]
 
@@ -41,7 +42,7 @@ class CompareScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        for name in ("figure", f"run {self.first}", f"run {self.second}", "ratio"):
+        for name in ("figure", "ratio", f"run {self.first}", f"run {self.second}"):
             table.add_column(name)
         first, second = self.store.report(self.first), self.store.report(self.second)
         if first and second:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 from rigcheck.engine.events import Measurement
-from rigcheck.engine.report.rows import Row, meaning, measurement_row, trust_of, value_text
+from rigcheck.engine.report.rows import Row, meaning, measurement_row, spread_text, trust_of, value_text
 from rigcheck.tui.glyphs import UNICODE, Glyphs
 from rigcheck.tui.screens.detail import DetailScreen
 from rigcheck.tui.widgets.steady_table import SteadyTable
@@ -30,7 +30,7 @@ class BenchPanel(SteadyTable[Text | str]):
     def add_measurement(self, measurement: Measurement) -> None:
         row = measurement_row(measurement)
         self.rows_shown.append(row)
-        spread = "" if measurement.spread is None else f"{measurement.spread:.3g}"
+        spread = spread_text(measurement.value, measurement.spread)
         self.add_row(
             measurement.name,
             measurement.device,

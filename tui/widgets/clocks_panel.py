@@ -6,7 +6,10 @@ On a small terminal the plot gives way to one labelled line a trace, each ending
 
 from __future__ import annotations
 
+import textwrap
+
 from rigcheck.engine.telemetry.sample import HostSample, Sample, na
+from rigcheck.engine.telemetry.sources import note_in_words
 from rigcheck.tui.glyphs import UNICODE, Glyphs, level
 from rigcheck.tui.widgets.live_text import LiveText
 from rigcheck.tui.widgets.traces import Trace, binned, gpu_traces, host_traces, pick_gpu
@@ -93,7 +96,11 @@ class ClocksPanel(Vertical):
         if missing and len(lines) < rows:
             lines.append("not readable: " + ", ".join(missing))
         if note and len(lines) < rows:
-            lines.append(note)
+            wrapped = textwrap.wrap(note, width)  # wrapped, not cut: it says why there is no GPU
+            kept = wrapped[: rows - len(lines)]
+            if len(kept) < len(wrapped):
+                kept[-1] = kept[-1][: width - 1] + "…"
+            lines += kept
         return "\n".join(line if len(line) <= width else line[: width - 1] + "…" for line in lines)
 
     def redraw(self, samples: list[Sample], notes: list[str], glyphs: Glyphs = UNICODE) -> None:
@@ -122,7 +129,8 @@ class ClocksPanel(Vertical):
             host_text = "\n".join([*several, *([host_line(latest.host)] if cpu else [])])
         else:
             traces, missing = host_traces(kept)
-            note = "no GPU telemetry: " + ("; ".join(notes) if notes else "no GPU found")
+            said = list(dict.fromkeys(map(note_in_words, notes)))  # in words; an older engine's too
+            note = "no GPU telemetry: " + ("; ".join(said) if said else "no GPU found")
             info.set(host_line(latest.host))
             spark_text = self.sparks(traces, missing, note, glyphs) if small else ""
             host_text = note

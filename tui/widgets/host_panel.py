@@ -28,13 +28,21 @@ class HostPanel(LiveText):
         others, own = host.others_cpus, host.own_cpus
         contended = DEFAULT_POLICY.contended(others, host.cpus)
         self.set_class(contended, "contended")
+        # The warning goes in the border, the numbers keep the lines: at 80 columns the warning pushed
+        # the others' count off the panel.
+        title = "Host load"
+        if contended:
+            title += ": CONTENDED, figures now SUSPECT" if self.size.width >= 44 else ": CONTENDED"
+        if self.border_title != title:
+            self.border_title = title
         per_cpu = "".join(level(p / 100, self.glyphs) for p in host.per_cpu_pct)
-        head = "CONTENDED: figures now will be SUSPECT  " if contended else ""
-        gauge = max(4, min(GAUGE_WIDTH, self.size.width - 28)) if self.size.width else GAUGE_WIDTH
         load = f"load {host.load1:.2f}" if host.load1 is not None else "load N/A"
+        count = f"{others:4.1f}/{host.cpus}"
+        fixed = len(f"others   {count}  {load}")
+        gauge = max(3, min(GAUGE_WIDTH, self.size.width - fixed)) if self.size.width else GAUGE_WIDTH
         self.set(
             Text(
-                f"{head}others   {others:4.1f}/{host.cpus} {bar(others / host.cpus, gauge, self.glyphs)} {load}\n"
+                f"others   {count} {bar(others / host.cpus, gauge, self.glyphs)} {load}\n"
                 f"rigcheck {own:4.1f}/{host.cpus} {bar(own / host.cpus, gauge, self.glyphs)} CPUs [{per_cpu}]"
             ),
         )

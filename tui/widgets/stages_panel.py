@@ -10,7 +10,7 @@ from rigcheck.tui.widgets.steady_table import SteadyTable
 from rigcheck.tui.widgets.styling import status_text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable
 
 BAR_WIDTH = 5
 PROGRESS_REDRAW_S = 0.25  # a bar changes at most this often: each change repaints the whole table
@@ -27,13 +27,14 @@ def duration_text(seconds: float) -> str:
 
 
 def expected_text(stages: list[str], durations: dict[str, float]) -> str:
-    """What running every stage should take, from earlier runs on the chosen device and profile."""
+    """What running every stage should take, from earlier runs on the chosen device and profile; at most
+    44 characters, so that it fits the panel at any terminal size."""
     known = [durations[s] for s in stages if s in durations]
     if not known:
-        return "expected time: no earlier run"
+        return "expected: no earlier run"
     unknown = len(stages) - len(known)
     rest = f" + {unknown} stage{'s' if unknown > 1 else ''} not run before" if unknown else " for all stages"
-    return f"expected time: {duration_text(sum(known))}{rest}"
+    return f"expected: {duration_text(sum(known))}{rest}"
 
 
 class StagesPanel(Vertical):
@@ -42,6 +43,7 @@ class StagesPanel(Vertical):
         self.stage_names = stages
         self.glyphs = glyphs
         self.border_title = "Stages"
+        self.border_subtitle = ""
         self.durations: dict[str, float] = {}
         self.states = dict.fromkeys(stages, "idle")
         self.per_device: dict[str, dict[str, float]] = {}  # stage -> GPU -> fraction done
@@ -49,13 +51,13 @@ class StagesPanel(Vertical):
         self._bars_held = False  # a bar was drawn less than PROGRESS_REDRAW_S ago
 
     def compose(self) -> ComposeResult:
-        yield Static(id="stages-header")
         yield LiveText(id="stages-expected")  # changes with every progress event: repaints only its own line
         table: SteadyTable[Text | str] = SteadyTable(id="stages-table", cursor_type="row", zebra_stripes=False)
         yield table
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
+        table.styles.scrollbar_size_vertical = 0  # the bottom border says which rows show; the verdict keeps its room
         table.add_column("#", key="key", width=1)
         table.add_column("stage", key="stage", width=9)
         table.add_column("state", key="state", width=9)
@@ -63,11 +65,31 @@ class StagesPanel(Vertical):
         table.add_column("verdict", key="verdict", width=7)
         for index, name in enumerate(self.stage_names, start=1):
             table.add_row(str(index), name, "idle", "", "", key=name)
+        self.watch(table, "scroll_y", lambda _: self._show_extent(), init=False)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._show_extent)
+
+    def _show_extent(self) -> None:
+        """Which rows show, in the bottom border, when not all of them fit (9 stages at 80x24 show 7)."""
+        table = self.query_one(DataTable)
+        shown = table.scrollable_content_region.height - (table.header_height if table.show_header else 0)
+        count = table.row_count
+        if shown <= 0 or shown >= count:
+            extent = ""
+        else:
+            first = min(round(table.scroll_y), count - shown) + 1
+            last = first + shown - 1
+            more = "more below" if last < count else "more above"
+            more = "more above and below" if first > 1 and last < count else more
+            extent = f"{first}-{last} of {count}, {more}"
+        if self.border_subtitle != extent:
+            self.border_subtitle = extent
 
     def set_choice(self, device: str, profile: str, running: bool, durations: dict[str, float]) -> None:
         """The device and profile a run would use, and how long each stage took there before."""
         state = "running" if running else "idle"
-        self.query_one("#stages-header", Static).update(f"device {device}  profile {profile}  ({state})")
+        self.border_title = f"Stages: {device}, {profile} ({state})"  # in the border: one more stage shows
         self.durations = durations
         if not running:
             self.set_step(expected_text(self.stage_names, durations))

@@ -173,6 +173,15 @@ def sweep(context: StageContext, device: torch.device) -> Iterator[Event]:
         yield from summary_verdicts(results, label)
 
 
+BEYOND_USE_SPREAD = 0.25  # a figure whose rates spread more than this share of their median is no best
+
+
+def too_noisy(figure: Measurement) -> bool:
+    """Spread so wide that the median says little: it is shown, labelled NOISY, but never picked as a best."""
+    spread = figure.params.get("spread_rel")
+    return spread is not None and spread > BEYOND_USE_SPREAD
+
+
 EMULATED_SHARE = 1 / 16  # a CPU dtype slower than this share of fp32 at the same size runs without hardware
 
 
@@ -200,10 +209,26 @@ def summary_verdicts(
     """The best figure of each dtype, judged on a GPU against its model's reference (or the baseline's); and the
     noisy figures. `device_name` is None on the CPU: no reference there."""
     by_dtype: dict[str, Measurement] = {}
+    unusable: dict[str, list[Measurement]] = {}  # too noisy to stand as a best
     for m in filter(usable, results):
         key = m.params["dtype"] + ("" if m.params["library"] == "torch" else f" ({m.params['library']})")
-        if key not in by_dtype or m.value > by_dtype[key].value:
+        if too_noisy(m):
+            unusable.setdefault(key, []).append(m)
+        elif key not in by_dtype or m.value > by_dtype[key].value:
             by_dtype[key] = m
+    for key, figures in unusable.items():
+        if key in by_dtype:
+            continue
+        spreads = ", ".join(f"{m.name} ±{m.params['spread_rel']:.0%}" for m in figures)
+        yield Verdict(
+            STAGE,
+            f"best-{key}",
+            Status.WARN,
+            f"no best {key} on {label}: every figure spread more than {BEYOND_USE_SPREAD:.0%} of its median "
+            f"({spreads}); next: run it again on a quiet host (`--wait-quiet 120`)",
+            {"noisy": [m.name for m in figures]},
+            device=label,
+        )
     # launch-bound figures are noisy by nature and are labelled so on their own; they do not warn
     noisy = [m.name for m in results if m.params["noisy"] and usable(m) and not m.params.get("launch_bound")]
     for key, best in by_dtype.items():
