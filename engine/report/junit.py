@@ -59,12 +59,16 @@ def _case(suite: ET.Element, verdict: dict[str, Any], strict: bool, host: str | 
 
 
 def _suite(
-    root: ET.Element, key: tuple[str, str], times: dict[tuple[str, str], tuple[float, float]], run_host: str
+    root: ET.Element,
+    key: tuple[str, str],
+    times: dict[tuple[str, str], tuple[float, float]],
+    fleet: bool,
+    run_host: str,
 ) -> ET.Element:
-    """A stage's testsuite; `run_host` is '' in a fleet run, whose suites are each one host's."""
+    """A stage's testsuite; in a fleet run, one host's (`run_host` is then '')."""
     host, stage = key
     started, seconds = times.get(key, (None, 0.0))
-    name = f"rigcheck.{stage}" + ("" if run_host else f" on {host or WHOLE_FLEET}")
+    name = f"rigcheck.{stage}" + (f" on {host or WHOLE_FLEET}" if fleet else "")
     attributes = {"name": name, "time": f"{seconds:.3f}"}
     hostname = host or run_host
     if hostname:
@@ -87,7 +91,7 @@ def to_junit(report: dict[str, Any], strict: bool | None = None) -> str:
         host = verdict.get("host") or ""
         key = (host, verdict["stage"])
         if key not in suites:
-            suites[key] = (_suite(root, key, times, run_host), dict.fromkeys(COUNTERS, 0))
+            suites[key] = (_suite(root, key, times, fleet, run_host), dict.fromkeys(COUNTERS, 0))
         suite, counts = suites[key]
         counts["tests"] += 1
         counter = _case(suite, verdict, strict, (host or WHOLE_FLEET) if fleet else None)
