@@ -111,3 +111,22 @@ def junit_schema_problems(xml_text: str, schema: Path = JUNIT_XSD) -> list[str]:
 
     visit(root, root.tag)
     return problems
+
+
+def readme_prometheus_section() -> str:
+    return (
+        (Path(__file__).parent.parent / "README.md").read_text().split("\n## Prometheus\n", 1)[1].split("\n## ", 1)[0]
+    )
+
+
+def readme_relabel_config() -> str:
+    """The README's scrape config that gives dcgm-exporter's series rigcheck's label names."""
+    (config,) = re.findall(r"```yaml\n(.+?)\n```", readme_prometheus_section(), re.S)
+    return config
+
+
+def readme_join_query() -> str:
+    """The README's PromQL that joins the two: the one inline code span that calls label_replace."""
+    prose = re.sub(r"```.*?```", "", readme_prometheus_section(), flags=re.S).replace("\n", " ")
+    (query,) = [span for span in re.findall(r"`([^`]+)`", prose) if "label_replace" in span]
+    return query

@@ -8,30 +8,17 @@ import re
 import subprocess
 from pathlib import Path
 
-from consumers import tool
+from consumers import readme_join_query, readme_relabel_config, tool
 from prometheus_client.parser import text_string_to_metric_families
 from rigcheck.engine.report.prom import report_to_prom
 from rigcheck.engine.store import Store
-from stage_infos import REPO
 from test_prom import UUIDS, local_run
 
 DCGM_LABELS = 'gpu="{gpu}",UUID="GPU-{uuid}",pci_bus_id="0000:1b:00.0",device="nvidia{gpu}",modelName="NVIDIA H200"'
 
 
-def readme_prometheus_section() -> str:
-    text = (REPO / "README.md").read_text()
-    return text.split("\n## Prometheus\n", 1)[1].split("\n## ", 1)[0]
-
-
-def readme_query() -> str:
-    """The README's PromQL that joins the two, the one inline code span that calls label_replace."""
-    prose = re.sub(r"```.*?```", "", readme_prometheus_section(), flags=re.S).replace("\n", " ")
-    (query,) = [span for span in re.findall(r"`([^`]+)`", prose) if "label_replace" in span]
-    return query
-
-
 def test_the_readmes_relabel_config_loads_in_promtool(tmp_path: Path) -> None:
-    (config,) = re.findall(r"```yaml\n(.+?)\n```", readme_prometheus_section(), re.S)
+    config = readme_relabel_config()
     path = tmp_path / "prometheus.yml"
     path.write_text(config)
     done = subprocess.run([tool("promtool"), "check", "config", str(path)], capture_output=True, text=True)
@@ -49,7 +36,7 @@ def series(name: str, labels: dict[str, str]) -> str:
 
 
 def test_the_readmes_query_joins_rigchecks_series_to_dcgm_exporters(tmp_path: Path) -> None:
-    query = readme_query()
+    query = readme_join_query()
     report = Store(tmp_path / "s.db").report(local_run(Store(tmp_path / "s.db")))
     assert report is not None
     exported = {f.name: f.samples for f in text_string_to_metric_families(report_to_prom(report))}
