@@ -184,10 +184,6 @@ class StoreWriter(RunEnds):
         elif isinstance(event, RunFinished) and not host:
             self.write_end(run_id, RunEnd(event.status, event.exit_code))
 
-    def record_strict(self, run_id: int, exit_code: int) -> None:
-        """The run was made with --strict: keep the flag, and the exit code it returned (a WARN made it 1)."""
-        self._write("UPDATE runs SET strict = 1, exit_code = ? WHERE id = ?", (exit_code, run_id))
-
     def interrupt_host_stages(self, run_id: int, host: str) -> None:
         """A lost fleet host's stages that were running when it was lost."""
         self._write(
