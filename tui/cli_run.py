@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sqlite3
 from typing import Any
 
 from rich.console import Console
 from rigcheck.engine.exits import EXIT_FAIL, EXIT_USAGE
 from rigcheck.engine.run.options import request_from_args, write_reports
 from rigcheck.engine.run.preflight import STDOUT, UsageError
+from rigcheck.engine.store import StoreError
 
 
 def raise_interrupt(signum: int, frame: object) -> None:
@@ -55,6 +57,17 @@ def summarise(report: dict[str, Any], code: int, strict: bool, err: Console, to_
     return code
 
 
+def keep_strict(store: Any, run_id: int, code: int, err: Console) -> dict[str, Any] | None:
+    """Store --strict with the run and the exit code it returned, so `history` and every export say what this run
+    said; the report as stored now, or None (said in one line) where the store could not take it."""
+    try:
+        store.record_strict(run_id, code)
+        return store.report(run_id)
+    except (StoreError, sqlite3.Error, OSError) as error:  # a full disk, a read-only store: the exit code stands
+        err.print(f"rigcheck: --strict could not be stored with run {run_id} ({error})", markup=False, style="red")
+        return None
+
+
 def command_run(args: argparse.Namespace) -> int:
     from rigcheck.engine.run.owner import DeviceBusy, OwnedRun
     from rigcheck.tui.cli_display import LiveDisplay, fitted_console
@@ -80,6 +93,8 @@ def command_run(args: argparse.Namespace) -> int:
     assert report is not None
     report_to_stdout = STDOUT in (args.json, args.junit)  # `--json -`: stdout holds only the report
     code = summarise(report, code, args.strict, err, to_stderr=report_to_stdout)
+    if args.strict:
+        report = keep_strict(store, run_id, code, err) or report
     err.print(f"run {run_id} stored in {store.path}; logs in {log_dir}", markup=False, highlight=False)
     if not write_reports(args, report, lambda text: err.print(text, markup=False)):
         return code or EXIT_USAGE

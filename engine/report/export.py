@@ -9,13 +9,15 @@ import json
 from typing import Any
 
 from rigcheck.engine.report.baseline import to_baseline
+from rigcheck.engine.report.failures import failures, is_strict
 from rigcheck.engine.report.rows import has_hosts, report_rows, status_of
 
 FORMATS = ("json", "csv", "md", "junit", "prom", "baseline", "html")  # html: html_report.export_html
 
 
 def to_json(report: dict[str, Any]) -> str:
-    return json.dumps(report, indent=2, sort_keys=True, default=str)
+    """The report as stored, with `failures`: how many verdicts fail the run (each FAIL; each WARN under --strict)."""
+    return json.dumps(report | {"failures": len(failures(report))}, indent=2, sort_keys=True, default=str)
 
 
 def _rows(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -57,7 +59,7 @@ def to_markdown(report: dict[str, Any]) -> str:
     lines = [
         f"# rigcheck run {run['id']}",
         "",
-        f"- status: {run['status']} (exit code {run['exit_code']})",
+        f"- status: {run['status']} (exit code {run['exit_code']}{', --strict' if is_strict(report) else ''})",
         f"- device: {run['device']}, profile: {run['profile']}",
         f"- fingerprint: {report['fingerprint']['digest'] or ('one per host' if report.get('fleet') else 'none')}",
         "",

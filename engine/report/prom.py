@@ -1,10 +1,12 @@
-"""A stored run as Prometheus text (exposition format 0.0.4), its GPUs labelled as dcgm-exporter labels them.
+"""A stored run as Prometheus text (exposition format 0.0.4), its GPUs labelled as dcgm-exporter labels them, in
+snake_case (`hostname`, `gpu`, `uuid`, `pci_bus_id`, `model_name`: promtool's lint refuses dcgm's `modelName`).
 
 The families are prometheus_client's, gathered by a collector in a registry of their own (never the
 process-wide one) and written by its `generate_latest`. Figures carry no run number: a figure keeps one
 series from run to run, and `rigcheck_run_info` says which run the file holds. Empty label values are left
 out (Prometheus treats both alike), and so is any figure without a value: a missing reading is never
-written as 0, and a family with no samples is not written at all.
+written as 0, and a family with no samples is not written at all. A figure's trust is a gauge of its own, not
+a label, so a figure keeps one series when its trust changes.
 """
 
 from __future__ import annotations
@@ -18,15 +20,21 @@ from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.samples import Sample
+from rigcheck.engine.report.failures import failures, is_strict
 from rigcheck.engine.report.fleet_view import gpu_index
-from rigcheck.engine.report.rows import Row, report_rows, trust_of
+from rigcheck.engine.report.rows import NO_TELEMETRY, Row, report_rows, trust_of
 
 Labels = dict[str, str]
+
+# rigcheck_figure_trust's value for each trust word, worse the higher; a word added later is -1 until it is listed
+TRUST_CODES = {"TRUSTED": 0, "NOISY": 1, "UNJUDGED": 2, NO_TELEMETRY: 3, "SUSPECT": 4, "BROKEN": 5}
+TRUST_HELP = ", ".join(f"{code} {word}" for word, code in TRUST_CODES.items())
 
 # prometheus_client accepts any UTF-8 name and rewrites what the 0.0.4 format cannot hold to underscores;
 # a name of ours outside the classic character set is a mistake to stop at, not to write changed
 _METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
-_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+# snake_case only: promtool check metrics fails a file with a camelCase label name (dcgm-exporter's modelName)
+_LABEL_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _BARE_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 
 
@@ -40,8 +48,8 @@ def kept_labels(labels: dict[str, Any]) -> Labels:
     """The labels with a value, as text; a name Prometheus would not take is an error."""
     kept = {name: str(text) for name, text in labels.items() if text is not None and text != ""}
     for name in kept:
-        if not _LABEL_NAME.match(name) or name.startswith("__"):
-            raise ValueError(f"not a Prometheus label name: {name!r}")
+        if not _LABEL_NAME.match(name):
+            raise ValueError(f"not a snake_case Prometheus label name: {name!r}")
     return kept
 
 
@@ -97,7 +105,7 @@ def _probe(report: dict[str, Any], host: str) -> dict[str, Any]:
 
 
 def device_labels(row: Row, report: dict[str, Any]) -> Labels:
-    """Hostname, gpu, UUID, pci_bus_id, device and modelName of the device a row is about.
+    """hostname, gpu, uuid, pci_bus_id, device and model_name of the device a row is about.
 
     The store has no per-GPU identity for a verdict; Probe's facts of the same run (and host) give it by
     torch index, so those are read here rather than added to the rows."""
@@ -105,7 +113,7 @@ def device_labels(row: Row, report: dict[str, Any]) -> Labels:
     device = row.get("device") or ""
     params, conditions = row.get("params") or {}, row.get("conditions") or {}
     probe = _probe(report, host)
-    labels: Labels = {"Hostname": host or str(report["run"].get("host") or "")}
+    labels: Labels = {"hostname": host or str(report["run"].get("host") or "")}
     index = gpu_index(device)
     if index is not None:
         gpu = str(index)
@@ -114,10 +122,10 @@ def device_labels(row: Row, report: dict[str, Any]) -> Labels:
         vendor = known.get("vendor") or ("NVIDIA" if "NVIDIA" in model.upper() else None)
         uuid = params.get("gpu_uuid") or conditions.get("gpu_uuid") or known.get("uuid")
         bus = params.get("pci_bus_id") or conditions.get("gpu_pci_bus_id") or known.get("pci")
-        labels |= {"gpu": gpu, "UUID": dcgm_uuid(uuid, vendor) or "", "pci_bus_id": bus or "", "modelName": model}
+        labels |= {"gpu": gpu, "uuid": dcgm_uuid(uuid, vendor) or "", "pci_bus_id": bus or "", "model_name": model}
     elif device == "cpu":
         model = (probe.get("cpu") or {}).get("model") or ""
-        labels["modelName"] = "" if model == "unknown" else model
+        labels["model_name"] = "" if model == "unknown" else model
     return labels | {"device": device}
 
 
@@ -126,7 +134,6 @@ def _figure_labels(row: Row, report: dict[str, Any]) -> Labels:
         "stage": row["stage"],
         "name": row["name"],
         "unit": row.get("unit") or "",
-        "trust": trust_of(row),
     }
 
 
@@ -136,7 +143,7 @@ def _run_families(report: dict[str, Any]) -> list[Metric]:
     info = Info("rigcheck_run", "The run this file describes: always 1, its facts in the labels.")
     info.add(
         {
-            "Hostname": run.get("host") or "",
+            "hostname": run.get("host") or "",
             "run": run["id"],
             "status": run.get("status") or "",
             "profile": run.get("profile") or "",
@@ -153,23 +160,34 @@ def _run_families(report: dict[str, Any]) -> list[Metric]:
     finished.add({}, run.get("finished"))
     exit_code = Gauge(
         "rigcheck_run_exit_code",
-        "The run's exit code: 0 every verdict PASS, WARN or SKIP; 1 a FAIL; 3 a CRASH or TIMEOUT; "
-        "4 the store could not be written; 130 stopped.",
+        "The exit code the run returned: 0 every verdict PASS, WARN or SKIP; 1 a FAIL, or a WARN under --strict; "
+        "3 a CRASH or TIMEOUT; 4 the store could not be written; 130 stopped.",
     )
     exit_code.add({}, run.get("exit_code"))
+    strict = Gauge("rigcheck_run_strict", "1 where the run was made with --strict (a WARN fails it), else 0.")
+    strict.add({}, is_strict(report))
+    failed = Gauge(
+        "rigcheck_run_failures", "The verdicts that fail the run: each FAIL, and each WARN of a run made with --strict."
+    )
+    failed.add({}, len(failures(report)))
     hosts = Info("rigcheck_fleet_host", "Each host of a fleet run: always 1, its rank and last state in the labels.")
     for rank, host in enumerate(fleet.get("hosts") or []):
-        hosts.add({"Hostname": host, "rank": rank, "state": (fleet.get("states") or {}).get(host, "")})
-    return [info, started, finished, exit_code, hosts]
+        hosts.add({"hostname": host, "rank": rank, "state": (fleet.get("states") or {}).get(host, "")})
+    return [info, started, finished, exit_code, strict, failed, hosts]
 
 
 def _figure_families(report: dict[str, Any]) -> list[Metric]:
     figure = Gauge(
         "rigcheck_figure",
-        "A figure rigcheck measured, in the unit its unit label names; trust says what, if anything, was wrong "
-        "outside the measurement. A figure measured more than once in a run has a repeat label from the second on.",
+        "A figure rigcheck measured, in the unit its unit label names (its trust: rigcheck_figure_trust). "
+        "A figure measured more than once in a run has a repeat label from the second on.",
     )
     trusted = Gauge("rigcheck_figure_trusted", "1 where the figure is TRUSTED, else 0 (SUSPECT, NOISY, BROKEN, ...).")
+    trust = Gauge(
+        "rigcheck_figure_trust",
+        f"What, if anything, was wrong outside the measurement of the figure, as a code: {TRUST_HELP}; "
+        "-1 a trust word this version does not know.",
+    )
     verdict = Gauge(
         "rigcheck_verdict",
         "The run's verdicts: 1 for each, its status (PASS, WARN, FAIL, CRASH, TIMEOUT, SKIP) in a label; "
@@ -191,9 +209,10 @@ def _figure_families(report: dict[str, Any]) -> list[Metric]:
             labels["repeat"] = str(seen[key])
         figure.add(labels, row["value"])
         trusted.add(labels, trust_of(row) == "TRUSTED")
+        trust.add(labels, TRUST_CODES.get(trust_of(row), -1))
     for key, count in verdicts.items():
         verdict.add(dict(key), count)
-    return [figure, trusted, verdict]
+    return [figure, trusted, trust, verdict]
 
 
 class RunCollector(Collector):

@@ -1,4 +1,5 @@
-"""One telemetry sample as Prometheus text, for `monitor --prom-textfile`: dcgm-exporter's GPU labels, base units.
+"""One telemetry sample as Prometheus text, for `monitor --prom-textfile`: dcgm-exporter's GPU labels in snake_case
+(engine.report.prom says why), base units.
 
 A collector of prometheus_client gauge families, written by the library (engine.report.prom.render).
 Units follow Prometheus' rule (hertz, celsius, watts, bytes, a 0-1 ratio), not the sample's MHz and %.
@@ -34,10 +35,10 @@ GPU_GAUGES = (
 def gpu_labels(gpu: GpuSample, hostname: str) -> Labels:
     return {
         "gpu": str(gpu.index),
-        "UUID": gpu.uuid or "",
+        "uuid": gpu.uuid or "",
         "pci_bus_id": gpu.pci_bus_id or "",
-        "modelName": gpu.name,
-        "Hostname": hostname,
+        "model_name": gpu.name,
+        "hostname": hostname,
     }
 
 
@@ -58,7 +59,7 @@ def _families(sample: Sample, hostname: str, cpu_model: str) -> Iterator[Metric]
             reasons.add(gpu_labels(gpu, hostname) | {"reason": reason}, 1)
     yield reasons
     host = sample.host
-    labels = {"Hostname": hostname, "modelName": cpu_model}
+    labels = {"hostname": hostname, "model_name": cpu_model}
     for metric, words, value in (
         ("rigcheck_host_load1", "The host's load average over one minute.", host.load1),
         ("rigcheck_host_cpus", "Logical CPUs on the host.", host.cpus),
@@ -74,7 +75,7 @@ def _families(sample: Sample, hostname: str, cpu_model: str) -> Iterator[Metric]
         family.add(labels, value)
         yield family
     stamp = Gauge("rigcheck_monitor_sample_timestamp_seconds", "When this sample was read, in Unix seconds.")
-    stamp.add({"Hostname": hostname}, sample.t)
+    stamp.add({"hostname": hostname}, sample.t)
     yield stamp
 
 

@@ -63,6 +63,11 @@ class RunEnds(StoreBase):
                 (run_id,),
             )
 
+    def record_strict(self, run_id: int, exit_code: int) -> None:
+        """The run was made with --strict: keep the flag, and the exit code it returned (a WARN made it 1), as the
+        front end that applied --strict decided it after the run's end was written."""
+        self._write("UPDATE runs SET strict = 1, exit_code = ? WHERE id = ?", (exit_code, run_id))
+
     def sweep_dead_runs(self) -> list[int]:
         """Runs left running by an engine that no longer exists on this host were cut off: mark them
         interrupted (their finished stages stay as they are). Called when a rigcheck process starts,

@@ -87,6 +87,10 @@ MIGRATIONS: list[str] = [
     DROP TABLE stages;
     ALTER TABLE stages_by_host RENAME TO stages;
     """,
+    # version 5: a run made with --strict (a WARN fails it); its exit_code is then the one it returned
+    """
+    ALTER TABLE runs ADD COLUMN strict INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

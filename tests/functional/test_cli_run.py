@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from cli_calls import rigcheck
+from consumers import junit_schema_problems
+from prometheus_client.parser import text_string_to_metric_families
 from rigcheck.engine.store import Store
 from stage_infos import TESTS_DIR
 
@@ -48,6 +52,33 @@ def test_strict_makes_a_warn_fail_the_run(tmp_path: Path) -> None:
     assert run_cli("ok", "--strict", store=tmp_path / "s.db").returncode == 0  # nothing to fail on
 
 
+def stored_outcome(store: Path, run: str) -> dict[str, object]:
+    """What `history` and each export say of a run's exit code and failures."""
+    history = rigcheck("history", store=store).stdout
+    row = next(line.split() for line in history.splitlines() if line.split()[:1] == [run])
+    as_json = json.loads(rigcheck("export", run, "--format", "json", store=store).stdout)
+    prom = {
+        family.name: family.samples[0].value
+        for family in text_string_to_metric_families(rigcheck("export", run, "--format", "prom", store=store).stdout)
+    }
+    junit = ET.fromstring(rigcheck("export", run, "--format", "junit", store=store).stdout)
+    return {
+        "history exit": row[5],
+        "json": (as_json["run"]["exit_code"], as_json["run"]["strict"], as_json["failures"]),
+        "prom": (prom["rigcheck_run_exit_code"], prom["rigcheck_run_strict"], prom["rigcheck_run_failures"]),
+        "junit failures": junit.get("failures"),
+    }
+
+
+def test_strict_is_stored_with_the_exit_code_it_returned(tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    assert run_cli("ok", "warns", store=store).returncode == 0
+    assert run_cli("ok", "warns", "--strict", store=store).returncode == 1
+    relaxed, strict = stored_outcome(store, "1"), stored_outcome(store, "2")
+    assert relaxed == {"history exit": "0", "json": (0, 0, 0), "prom": (0, 0, 0), "junit failures": "0"}
+    assert strict == {"history exit": "1", "json": (1, 1, 1), "prom": (1, 1, 1), "junit failures": "1"}
+
+
 def test_a_stage_named_twice_runs_once_in_order_of_first_mention(tmp_path: Path) -> None:
     done = run_cli("skips", "ok", "skips", "ok", store=tmp_path / "s.db")
     assert done.returncode == 0, done.stderr
@@ -69,12 +100,9 @@ def test_junit_has_one_case_per_verdict_with_failures_errors_and_skips(tmp_path:
     assert done.returncode == 3 and done.stdout
     root = ET.parse(out).getroot()
     assert root.tag == "testsuites"
-    assert {k: root.get(k) for k in ("tests", "failures", "errors", "skipped")} == {
-        "tests": "6",
-        "failures": "1",
-        "errors": "2",
-        "skipped": "1",
-    }
+    assert {k: root.get(k) for k in ("tests", "failures", "errors")} == {"tests": "6", "failures": "1", "errors": "2"}
+    assert sum(int(suite.get("skipped")) for suite in root.iter("testsuite")) == 1  # the schema has it only there
+    assert junit_schema_problems(out.read_text()) == []
     cases = {case.get("classname"): case for case in root.iter("testcase")}
     assert set(cases) == {f"rigcheck.{s}" for s in ("ok", "warns", "fails", "skips", "segfault", "hang")}
     assert [child.tag for child in cases["rigcheck.ok"]] == ["system-out"]

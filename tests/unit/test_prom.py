@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from consumers import prom_lint_problems, promtool_check
 from fakes import FakeNvml, StartingSampler
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -15,7 +16,7 @@ from prometheus_client.registry import REGISTRY, CollectorRegistry
 from rigcheck.engine.events import Facts, Measurement, Status, Verdict
 from rigcheck.engine.exits import EXIT_ERROR
 from rigcheck.engine.report.atomic_write import write_atomic
-from rigcheck.engine.report.prom import RunCollector, report_to_prom
+from rigcheck.engine.report.prom import TRUST_CODES, RunCollector, kept_labels, report_to_prom
 from rigcheck.engine.report.prom_telemetry import SampleCollector, sample_to_prom
 from rigcheck.engine.report.rows import report_rows
 from rigcheck.engine.store import Store
@@ -26,6 +27,11 @@ from rigcheck.tui.monitor import monitor
 
 UUIDS = ("8f1c2d3e-0000-4000-8000-00000000000a", "8f1c2d3e-0000-4000-8000-00000000000b")  # as torch stores them
 ODD = 'bf16 "4096"\nsecond line \\ end'
+
+
+def keyed(samples: list[Any]) -> dict[tuple[str, str, str | None], Any]:
+    """A figure family's samples by device, figure name and repeat."""
+    return {(s.labels["device"], s.labels["name"], s.labels.get("repeat")): s for s in samples}
 
 
 def parsed(text: str) -> dict[str, list[Any]]:
@@ -83,21 +89,29 @@ def test_a_run_on_two_gpus_and_the_cpu_reads_back_with_dcgm_labels(tmp_path: Pat
     host = report["run"]["host"]
     for sample in figures:
         labels = sample.labels
-        assert labels["Hostname"] == host and labels["stage"] == "matmul" and labels["unit"] == "TFLOP/s"
+        assert labels["hostname"] == host and labels["stage"] == "matmul" and labels["unit"] == "TFLOP/s"
         if labels["device"].startswith("cuda:"):
             index = labels["device"].removeprefix("cuda:")
-            assert labels["gpu"] == index and labels["UUID"] == f"GPU-{UUIDS[int(index)]}"
-            assert labels["modelName"] == "NVIDIA H200"
+            assert labels["gpu"] == index and labels["uuid"] == f"GPU-{UUIDS[int(index)]}"
+            assert labels["model_name"] == "NVIDIA H200"
         else:
-            assert "gpu" not in labels and "UUID" not in labels and labels["modelName"] == "AMD EPYC 9654"
-    by_name = {(s.labels["device"], s.labels["name"], s.labels.get("repeat")): s for s in figures}
+            assert "gpu" not in labels and "uuid" not in labels and labels["model_name"] == "AMD EPYC 9654"
+    by_name = keyed(figures)
     assert by_name[("cuda:1", "bf16 4096", "2")].value == 702.0  # the stored second figure, apart from the first
-    assert by_name[("cpu", "fp32 1024", None)].labels["trust"] == "no telemetry"
-    trusted = {
-        (s.labels["device"], s.labels["name"], s.labels.get("repeat")): s.value
-        for s in families["rigcheck_figure_trusted"]
+    assert all("trust" not in s.labels for s in figures)  # trust is a gauge of its own, not a label
+    trust = {key: s.value for key, s in keyed(families["rigcheck_figure_trust"]).items()}
+    assert trust == {
+        ("cuda:0", "bf16 4096", None): TRUST_CODES["TRUSTED"],
+        ("cuda:1", "bf16 4096", None): TRUST_CODES["SUSPECT"],
+        ("cuda:1", "bf16 4096", "2"): TRUST_CODES["SUSPECT"],
+        ("cpu", "fp32 1024", None): TRUST_CODES["no telemetry"],
+        ("cpu", ODD, None): TRUST_CODES["NOISY"],
     }
-    assert trusted == {key: float(s.labels["trust"] == "TRUSTED") for key, s in by_name.items()}
+    trusted = {key: s.value for key, s in keyed(families["rigcheck_figure_trusted"]).items()}
+    assert trusted == {key: float(code == 0) for key, code in trust.items()}
+    for family in ("rigcheck_figure_trust", "rigcheck_figure_trusted"):  # the same series as the figure's
+        labels = {key: s.labels for key, s in keyed(families[family]).items()}
+        assert labels == {key: s.labels for key, s in by_name.items()}
     verdicts = {
         (s.labels["stage"], s.labels["check"], s.labels["status"], s.labels.get("gpu")): s.value
         for s in families["rigcheck_verdict"]
@@ -152,13 +166,13 @@ def test_a_gpu_and_host_label_with_quotes_backslashes_and_newlines_round_trips()
     (clock,) = families["rigcheck_gpu_sm_clock_hertz"]
     assert clock.labels == {
         "gpu": "0",
-        "UUID": "GPU-0",
+        "uuid": "GPU-0",
         "pci_bus_id": "0000:1b:00.0",
-        "modelName": ODD,
-        "Hostname": 'host "a"\\b',
+        "model_name": ODD,
+        "hostname": 'host "a"\\b',
     }
     assert clock.value == 1.98e9
-    assert families["rigcheck_host_cpus"][0].labels == {"Hostname": 'host "a"\\b', "modelName": ODD}
+    assert families["rigcheck_host_cpus"][0].labels == {"hostname": 'host "a"\\b', "model_name": ODD}
     assert families["rigcheck_monitor_sample_timestamp_seconds"][0].value == 1_000_000.5
     assert "rigcheck_host_load1" not in families
 
@@ -175,14 +189,14 @@ def test_a_fleet_run_labels_each_host_s_figures_with_its_name(tmp_path: Path) ->
     report = store.report(run_id)
     assert report is not None
     families = parsed(report_to_prom(report))
-    values = {(s.labels["Hostname"], s.labels["device"]): s for s in families["rigcheck_figure"]}
+    values = {(s.labels["hostname"], s.labels["device"]): s for s in families["rigcheck_figure"]}
     for row in report_rows(report):
         if row["kind"] == "measurement":
             assert values[(row["host"], row["device"])].value == row["value"]
-    assert {values[(h, "cpu")].labels["modelName"] for h in fleet["hosts"]} == {"CPU of node-a", "CPU of node-b"}
-    assert {values[(h, "cuda:0")].labels["UUID"] for h in fleet["hosts"]} == {f"GPU-{UUIDS[0]}"}
-    assert {s.labels["Hostname"] for s in families["rigcheck_verdict"]} == set(fleet["hosts"])
-    hosts = {s.labels["Hostname"]: (s.labels["rank"], s.labels["state"]) for s in families["rigcheck_fleet_host_info"]}
+    assert {values[(h, "cpu")].labels["model_name"] for h in fleet["hosts"]} == {"CPU of node-a", "CPU of node-b"}
+    assert {values[(h, "cuda:0")].labels["uuid"] for h in fleet["hosts"]} == {f"GPU-{UUIDS[0]}"}
+    assert {s.labels["hostname"] for s in families["rigcheck_verdict"]} == set(fleet["hosts"])
+    hosts = {s.labels["hostname"]: (s.labels["rank"], s.labels["state"]) for s in families["rigcheck_fleet_host_info"]}
     assert hosts == {"node-a": ("0", "done"), "node-b": ("1", "lost")}
     assert families["rigcheck_run_info"][0].labels["fleet"] == "f1"
 
@@ -245,7 +259,7 @@ def test_monitor_keeps_a_textfile_that_parses_and_leaves_missing_readings_out(tm
     assert set(clocks) == {str(g.index) for g in gpus}
     for gpu in gpus:
         labels = clocks[str(gpu.index)].labels
-        assert (labels["UUID"], labels["modelName"], labels["pci_bus_id"]) == (gpu.uuid, gpu.name, gpu.pci_bus_id)
+        assert (labels["uuid"], labels["model_name"], labels["pci_bus_id"]) == (gpu.uuid, gpu.name, gpu.pci_bus_id)
         assert clocks[str(gpu.index)].value == gpu.sm_clock_mhz * 1e6
     used = {s.labels["gpu"]: s.value for s in families["rigcheck_gpu_memory_used_bytes"]}
     assert used == {str(g.index): g.memory_used for g in gpus}
@@ -298,3 +312,78 @@ def test_a_bad_textfile_folder_is_one_line_and_exit_2(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("rigcheck: ") and "--prom-textfile" in err
     assert not (folder / "rigcheck.prom").exists()
+
+
+def every_file(tmp_path: Path) -> dict[str, str]:
+    """Each kind of file rigcheck writes for Prometheus: a run, a --strict run, a fleet run and monitor's textfile."""
+    store = Store(tmp_path / "s.db")
+    strict = local_run(store)
+    store.record_strict(strict, 1)
+    fleet = {"id": "f1", "hosts": ["node-a", "node-b"], "states": {"node-a": "done", "node-b": "lost"}}
+    fleet_id = store.begin_fleet_run(["matmul"], "quick", "python3", [], fleet)
+    for host in fleet["hosts"]:
+        store.record(fleet_id, probe_facts(f"CPU of {host}"), host=host)
+        store.record(fleet_id, figure("bf16 4096", 771.5, "cuda:0", "TRUSTED"), host=host)
+        store.record(fleet_id, Verdict("matmul", "limits", Status.PASS, "fine", device="cuda:0"), host=host)
+    textfile = tmp_path / "rigcheck.prom"
+    assert monitor(0.1, 1, False, sampler=StartingSampler(gpu_samples(2)), prom_file=textfile) == 0
+    texts = {"textfile": textfile.read_text()}
+    for name, run_id in (("run", local_run(store)), ("strict run", strict), ("fleet run", fleet_id)):
+        report = store.report(run_id)
+        assert report is not None
+        texts[name] = report_to_prom(report)
+    return texts
+
+
+def test_promtool_check_metrics_passes_every_file(tmp_path: Path) -> None:
+    for name, text in every_file(tmp_path).items():
+        done = promtool_check(text)
+        assert done.returncode == 0 and not done.stdout + done.stderr, (name, done.stdout + done.stderr)
+    camel = 'rigcheck_gpu_power_watts{gpu="0",modelName="NVIDIA H200"} 1'  # dcgm-exporter's label, as before
+    refused = promtool_check(
+        f"# HELP rigcheck_gpu_power_watts Power.\n# TYPE rigcheck_gpu_power_watts gauge\n{camel}\n"
+    )
+    assert refused.returncode != 0 and "snake_case" in refused.stdout + refused.stderr
+
+
+def test_every_file_keeps_to_promtools_naming_rules_in_python(tmp_path: Path) -> None:
+    for name, text in every_file(tmp_path).items():
+        assert prom_lint_problems(text) == [], name
+    camel = '# HELP a_b A.\n# TYPE a_b gauge\na_b{Hostname="x",modelName="y"} 1\n'
+    assert prom_lint_problems(camel) == ["a_b label Hostname: not snake_case", "a_b label modelName: not snake_case"]
+
+
+@pytest.mark.parametrize("name", ["modelName", "UUID", "Hostname", "__name"])
+def test_a_label_name_that_is_not_snake_case_is_an_error_not_a_file(name: str) -> None:
+    with pytest.raises(ValueError, match="snake_case"):
+        kept_labels({name: "x"})
+
+
+def test_a_figure_keeps_one_series_when_its_trust_changes(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    series = []
+    for trust in ("TRUSTED", "SUSPECT", "NOISY"):
+        run_id = store.begin_run(["matmul"], "cuda:0", "quick", "python3", [])
+        store.record(run_id, figure("bf16 4096", 700.0, "cuda:0", trust))
+        store.end_run(run_id, "complete", 0)
+        report = store.report(run_id)
+        assert report is not None
+        families = parsed(report_to_prom(report))
+        (sample,) = families["rigcheck_figure"]
+        (code,) = families["rigcheck_figure_trust"]
+        assert code.labels == sample.labels and code.value == TRUST_CODES[trust]
+        series.append(sample.labels)
+    assert series[0] == series[1] == series[2]
+
+
+def test_a_strict_run_says_the_exit_code_it_returned_and_its_failures(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    relaxed, strict = local_run(store), local_run(store)
+    store.record_strict(strict, 1)
+    values = {}
+    for run_id in (relaxed, strict):
+        report = store.report(run_id)
+        assert report is not None
+        families = parsed(report_to_prom(report))
+        values[run_id] = [families[f"rigcheck_run_{name}"][0].value for name in ("exit_code", "strict", "failures")]
+    assert values == {relaxed: [0, 0, 0], strict: [1, 1, 2]}  # the two WARN verdicts fail a --strict run
