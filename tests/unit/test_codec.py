@@ -46,6 +46,7 @@ REQUEST = RunRequest(
     telemetry=False,
     argv=("run", "--device", "all"),
     force=True,
+    cold=True,
 )
 
 
