@@ -31,6 +31,8 @@ STAGE = StageInfo(
     cpu_part=True,
     default_in=("full",),
     timed=True,
+    min_gpus=2,
+    overlap_cpu_part=True,
 )
 REQUEST = RunRequest(
     stages=(STAGE, StageInfo("probe", "pkg.probe:run", "probe")),
