@@ -87,6 +87,10 @@ MIGRATIONS: list[str] = [
     DROP TABLE stages;
     ALTER TABLE stages_by_host RENAME TO stages;
     """,
+    # version 5: where the run's control socket is, so any caller finds it whatever its environment
+    """
+    ALTER TABLE runs ADD COLUMN control TEXT;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
