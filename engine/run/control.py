@@ -75,11 +75,12 @@ def control_path(store_path: Path, run_id: int, create: bool = True) -> Path:
 
 def new_control_path(store_path: Path, run_id: int) -> tuple[Path, bool]:
     """Where a new run's engine puts its socket, and whether its folder is a fresh one of its own."""
+    name = socket_name(store_path, run_id)
     try:
-        folder, fresh = new_socket_dir()
+        folder, fresh = new_socket_dir(room=len(name) + 1)
     except FolderRefused as refused:
         raise ControlError(str(refused)) from None
-    return folder / socket_name(store_path, run_id), fresh
+    return folder / name, fresh
 
 
 def peer_uid(conn: socket.socket) -> int:

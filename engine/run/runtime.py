@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 PREFIX = "rigcheck-"  # a fresh socket folder is `$TMPDIR/rigcheck-XXXXXXXX`
+SOCKET_PATH_MAX = 107  # AF_UNIX's sun_path, less its closing NUL
 
 
 class FolderRefused(Exception):
@@ -72,19 +73,24 @@ def default_dir(create: bool) -> Path:
     return private_dir(xdg / "rigcheck" if xdg else shared_fixed_dir(), create)
 
 
-def new_socket_dir() -> tuple[Path, bool]:
+def new_socket_dir(room: int = 0) -> tuple[Path, bool]:
     """A folder for a new run's control socket and whether it is a fresh one (to remove at the end): the
-    runtime folder's `rigcheck` when that is sane, else a fresh private folder only this process made."""
+    runtime folder's `rigcheck` when that is sane, else a fresh private folder only this process made.
+    `room` is what the socket's name needs: a socket's path must fit in AF_UNIX's 108 bytes, so a long
+    $TMPDIR gives way to /tmp."""
     xdg = xdg_runtime()
-    if xdg is not None:
+    if xdg is not None and len(os.fsencode(xdg / "rigcheck")) + room < SOCKET_PATH_MAX:
         try:
             return private_dir(xdg / "rigcheck"), False
         except FolderRefused:
             pass  # something else is at that name: a fresh folder serves as well, its path is recorded
+    base = tempfile.gettempdir()
+    if len(os.fsencode(base)) + len(PREFIX) + 10 + room >= SOCKET_PATH_MAX:
+        base = "/tmp"
     try:
-        return Path(tempfile.mkdtemp(prefix=PREFIX)), True
+        return Path(tempfile.mkdtemp(prefix=PREFIX, dir=base)), True
     except OSError as error:
-        raise FolderRefused(f"cannot make a private folder in {tempfile.gettempdir()}: {error}") from None
+        raise FolderRefused(f"cannot make a private folder in {base}: {error.strerror or error}") from None
 
 
 def lock_dir() -> Path:
