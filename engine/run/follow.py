@@ -156,6 +156,9 @@ class RunFollower:
 
     def _subscribe(self) -> tuple[socket.socket, bytes] | None:
         run = self.reader.run()
+        if stopped_pid(run) is not None:
+            self._rejoin = True  # a stopped engine cannot take us on: asked again once it runs
+            return None
         try:
             sock, hello, rest = subscribe(socket_of(self.store, self.run_id, run))
         except ControlError:

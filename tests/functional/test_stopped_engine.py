@@ -151,3 +151,21 @@ def test_an_answering_engine_is_never_said_to_be_quiet(tmp_path: Path) -> None:
         follower.stop.set()
         server.close()
     assert follower.ended == "complete" and not [i for i in seen if isinstance(i, following.EngineQuiet)]
+
+
+def test_a_follower_that_joins_a_stopped_engine_says_so_then_takes_its_stream(tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    with stopped_engine(store) as (run_id, engine):
+        follower = following.RunFollower(Store(store), run_id)
+        seen: list[object] = []
+        thread = threading.Thread(target=lambda: seen.extend(follower.follow()), daemon=True)
+        thread.start()
+        try:
+            wait_for(lambda: any(isinstance(i, following.EngineQuiet) for i in seen), 60, "the follower to notice")
+            assert f"pid {engine}) is stopped" in next(i.text for i in seen if isinstance(i, following.EngineQuiet))
+            assert not follower.subscribed
+            os.kill(engine, signal.SIGCONT)
+            wait_for(lambda: follower.subscribed, 60, "the follower to join the engine's stream once it runs")
+        finally:
+            follower.stop.set()
+            thread.join(30)
