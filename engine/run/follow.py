@@ -260,7 +260,9 @@ class RunFollower:
             return None
         pid = stopped_pid(run)
         if pid is not None:
-            return f"its engine (pid {pid}) is stopped (SIGSTOP or Ctrl-Z): nothing runs until `kill -CONT {pid}`"
+            return (
+                f"its engine (pid {pid}) is stopped (SIGSTOP or Ctrl-Z): nothing is recorded until `kill -CONT {pid}`"
+            )
         try:
             request(socket_of(self.store, self.run_id, run), "ping", PING_TIMEOUT_S)
         except NoAnswer:
