@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+import pytest
 from rigcheck.engine.events import LogLine, RunFinished
 from rigcheck.engine.run import follow as following
 from rigcheck.engine.run.control import ControlServer, control_path
@@ -169,3 +170,30 @@ def test_a_follower_that_joins_a_stopped_engine_says_so_then_takes_its_stream(tm
         finally:
             follower.stop.set()
             thread.join(30)
+
+
+async def test_the_app_says_a_stopped_engine_is_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fakes import FakeSampler, h200_samples
+    from pilot_helpers import row, wait_until
+    from rigcheck.tui.app import RigcheckApp
+
+    monkeypatch.setenv("RIGCHECK_CONFIG", str(tmp_path / "settings.json"))
+    store = Store(tmp_path / "s.db")
+    app = RigcheckApp(store, FakeSampler(h200_samples()), stages=[fake("slow", timeout=120)], device="cpu")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("a")
+        await wait_until(pilot, lambda: row(app, "slow")[2] == "running")
+        engine = store.run(app.run_id)["pid"]
+        notices = lambda: "\n".join(n.message for n in app._notifications)  # noqa: E731
+        os.kill(engine, signal.SIGSTOP)
+        try:
+            await wait_until(pilot, lambda: f"engine (pid {engine}) is stopped" in notices(), 60)
+            assert "is stopped" in "\n".join(app.query_one("#log").texts)
+            await pilot.press("c")  # said to be queued, and the app goes on
+            await pilot.pause(0.2)
+            assert "the cancel of its running stage is queued" in notices() and app.is_running
+        finally:
+            os.kill(engine, signal.SIGCONT)
+        await wait_until(pilot, lambda: "answers again" in notices(), 60)
+        await wait_until(pilot, lambda: not app.running, 60)  # the queued cancel took effect
+    assert store.run(store.latest_run_id())["status"] == "complete"
