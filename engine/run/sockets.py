@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +45,21 @@ def sweep_stale(store: Any) -> list[Path]:
     with contextlib.suppress(Exception):
         for run in store.runs(SWEEP_RUNS):
             path = run.get("control")
-            if path and not store.is_live(run) and os.path.lexists(path) and stale(Path(path)):
+            if path and not store.is_live(run) and _own_socket(path) and stale(Path(path)):
                 with contextlib.suppress(OSError):
                     os.unlink(path)
                     removed.append(Path(path))
                     _remove_fresh_folder(Path(path).parent)
     return removed
+
+
+def _own_socket(path: str) -> bool:
+    """Only a socket of ours is ever removed, whatever path a row names."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISSOCK(info.st_mode) and info.st_uid == os.getuid()
 
 
 def _remove_fresh_folder(folder: Path) -> None:

@@ -18,6 +18,7 @@ import pytest
 from rigcheck.engine.run.detach import spawn
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.store import Store
+from rigcheck.engine.store.run_end import CUT_OFF
 from stage_infos import TESTS_DIR, fake
 
 
@@ -112,3 +113,15 @@ def test_a_held_socket_is_never_cleared(tmp_path: Path) -> None:
         assert sweep_stale(own) == [] and early.is_socket()
     finally:
         sock.close()
+
+
+def test_a_row_naming_something_else_never_has_it_removed(tmp_path: Path) -> None:
+    from rigcheck.engine.run.sockets import sweep_stale
+
+    store = Store(tmp_path / "s.db")
+    run_id = store.begin_run(["ok"], "cpu", "quick", sys.executable, ["test"])
+    store.write_end(run_id, CUT_OFF)
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me")
+    store.record_control(run_id, str(precious))  # not a socket: connecting to it is refused, yet it stays
+    assert sweep_stale(store) == [] and precious.read_text() == "keep me"
