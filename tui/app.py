@@ -34,6 +34,8 @@ from rigcheck.engine.exits import EXIT_INTERRUPTED
 from rigcheck.engine.registry import STAGES, StageInfo
 from rigcheck.engine.report.fleet_view import host_labelled
 from rigcheck.engine.report.rows import measurement_row, report_rows, verdict_row
+from rigcheck.engine.run.cancel import Queued
+from rigcheck.engine.run.control import ControlError
 from rigcheck.engine.run.detach import StartFailed
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.stage import PROFILES
@@ -444,13 +446,18 @@ class RigcheckApp(App[int]):
         if self.link is None:
             self.notify("nothing is running")
             return
-        problem = self.link.ask("cancel_stage")
-        if problem is not None:
-            self.notify(problem, severity="error")
+        said = "cancel asked: stopping the running stage"
+        try:
+            self.link.send("cancel_stage")
+        except Queued as queued:  # a stopped engine acts on it when it resumes
+            said = str(queued)
+            self.notify(said, severity="warning")
+        except ControlError as error:  # never a traceback: the run and the app go on
+            self.notify(str(error), severity="error")
             return
         if self.current_stage is not None:
             self.cancelled_stages.add(self.current_stage)
-        self.panel(LogPanel).line("cancel asked: stopping the running stage")
+        self.panel(LogPanel).line(said)
 
     def action_next_gpu(self) -> None:
         """The Clocks panel follows the next GPU."""

@@ -105,9 +105,11 @@ def command_compare(args: argparse.Namespace) -> int:
 
 
 def command_history(args: argparse.Namespace) -> int:
+    from rigcheck.engine.run.sockets import sweep_stale
     from rigcheck.tui.cli_display import fitted_console, history_table
 
     store = open_store(args.store)
+    sweep_stale(store)  # sockets that engines killed with -9 left behind
     runs = store.runs(args.limit)
     for run in runs:
         if store.is_live(run):

@@ -19,19 +19,27 @@ def _live_or_named(store, text: str | None) -> int:  # type: ignore[no-untyped-d
 
 def command_follow(args: argparse.Namespace) -> int:
     """The live progress display of `run`, fed by the run's engine as it happens (from the store when the
-    engine is gone), then the summary and the run's exit code. Ctrl-C stops following, never the run."""
-    from rigcheck.engine.run.follow import RunFollower
+    engine is gone), then the summary and the run's exit code. Ctrl-C stops following, never the run.
+    An engine that stops answering (SIGSTOP, Ctrl-Z, hung) is said within seconds and every 30 s after;
+    following goes on, since a stopped engine that resumes carries the run on."""
+    from rigcheck.engine.run.follow import EngineQuiet, RunFollower
+    from rigcheck.engine.run.sockets import sweep_stale
     from rigcheck.tui.cli_display import LiveDisplay, fitted_console
     from rigcheck.tui.cli_run import summarise
 
     store = open_store(args.store)
     run_id = _live_or_named(store, args.run)
+    sweep_stale(store)
     err = fitted_console(stderr=True)
     follower = RunFollower(store, run_id)
     try:
         with LiveDisplay(err) as display:
             for event in follower.follow():
-                display(event)
+                if isinstance(event, EngineQuiet):
+                    style = "green" if event.answering else "yellow"
+                    err.print(f"run {run_id}: {event.text}", style=style, markup=False, highlight=False)
+                else:
+                    display(event)
     except KeyboardInterrupt:
         err.print(f"stopped following; run {run_id} goes on (rigcheck follow {run_id})", style="magenta")
         return EXIT_INTERRUPTED
@@ -49,13 +57,17 @@ def command_follow(args: argparse.Namespace) -> int:
 
 
 def command_cancel(args: argparse.Namespace) -> int:
-    from rigcheck.engine.run.cancel import cancel
+    """Ask a live run's engine to stop; a stopped engine gets the request queued, and is said to."""
+    from rigcheck.engine.run.cancel import Queued, cancel
     from rigcheck.engine.run.control import ControlError
 
     store = open_store(args.store)
     run_id = resolve_run_id(store, args.run)
     try:
         cancel(store, run_id, stage=args.stage)
+    except Queued as queued:
+        print(queued)
+        return 0
     except ControlError as error:
         raise UsageError(str(error)) from None
     what = "its running stage" if args.stage else "the run"

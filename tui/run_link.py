@@ -12,15 +12,17 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from rigcheck.engine.events import Progress
+from rigcheck.engine.events import LogLine, Progress
 from rigcheck.engine.run import cancel
+from rigcheck.engine.run.control import ControlError
 from rigcheck.engine.run.detach import spawn
-from rigcheck.engine.run.follow import RunFollower, SampleBacklog
+from rigcheck.engine.run.follow import EngineQuiet, RunFollower, SampleBacklog
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.store import Store
 from rigcheck.engine.telemetry.sample import Sample
 from rigcheck.tui.messages import EngineSamples, RunEnded, RunEvent, RunProgress
 from textual.message import Message
+from textual.notifications import Notification, Notify
 
 KEEP_SAMPLES = 1200  # two minutes at the engine's 10 Hz: the plots show one
 
@@ -87,6 +89,10 @@ class RunLink:
                     post(EngineSamples(run_id, item.samples, follower.notes, backlog=True))
                 elif isinstance(item, Progress):
                     post(RunProgress(run_id, item))
+                elif isinstance(item, EngineQuiet):  # said where it is seen at once, and kept in the log
+                    severity = "information" if item.answering else "warning"
+                    post(Notify(Notification(f"run {run_id}: {item.text}", severity=severity, timeout=10)))
+                    post(RunEvent(run_id, LogLine("engine", item.text, "info" if item.answering else "error")))
                 else:
                     post(RunEvent(run_id, item))
         except Exception as error:  # following broke, not the run: say why the view stopped
@@ -99,6 +105,16 @@ class RunLink:
     def ask(self, op: str) -> str | None:
         """Send a control request; None when it was taken, else why not."""
         return cancel.ask(self.store, self.run_id, op)
+
+    def send(self, op: str) -> None:
+        """Send a control request; ControlError says why not, cancel.Queued that it waits for the engine.
+        Nothing else escapes: a key press never takes the app down."""
+        try:
+            cancel.send(self.store, self.run_id, op)
+        except ControlError:
+            raise
+        except Exception as error:
+            raise ControlError(f"run {self.run_id} could not be asked: {type(error).__name__}: {error}") from None
 
     def stop(self, timeout: float = 15.0) -> str | None:
         """Cancel the whole run and wait for its engine to write the end; None once it has, else why not."""

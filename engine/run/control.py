@@ -1,8 +1,9 @@
 """The control channel of a live run: a Unix socket that only the store's owner can reach and use.
 
-The socket lives in a per-user folder of mode 0700 (`$XDG_RUNTIME_DIR/rigcheck`, else
-`$TMPDIR/rigcheck-UID`), is itself mode 0600, and the engine also checks each caller's uid with
-SO_PEERCRED. A client refuses a socket or folder that someone else owns or that others can open.
+The socket lives in a folder only this user can have made (engine/run/runtime.py: the sane
+`$XDG_RUNTIME_DIR/rigcheck`, else a fresh private folder) whose path the engine records with the run,
+is itself mode 0600, and the engine also checks each caller's uid with SO_PEERCRED. A client refuses
+a socket or folder that someone else owns or that others can open.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ import os
 import socket
 import stat
 import struct
-import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
+
+from rigcheck.engine.run.runtime import FolderRefused, default_dir, new_socket_dir
 
 OPS = ("cancel", "cancel_stage", "ping", "subscribe")
 HELLO_MAX = 65536
@@ -32,21 +35,25 @@ class NotLive(ControlError):
     pass
 
 
-def runtime_dir() -> Path:
-    """The user's private folder for control sockets, made 0700 and checked to be ours and closed to others."""
-    base = os.environ.get("XDG_RUNTIME_DIR")
-    folder = (
-        Path(base) / "rigcheck"
-        if base and Path(base).is_dir()
-        else Path(tempfile.gettempdir()) / f"rigcheck-{os.getuid()}"
-    )
-    folder.mkdir(mode=0o700, exist_ok=True)
-    _check_private(folder, stat.S_ISDIR)
-    return folder
+class NoAnswer(ControlError):
+    """The request reached the engine's socket but no answer came in time: it stays queued there, and the
+    engine acts on it once it runs again (a SIGSTOPped engine, say)."""
+
+
+def runtime_dir(create: bool = True) -> Path:
+    """The folder where a socket whose path was not recorded lives (made 0700 if missing, and `create`),
+    checked to be ours and closed to others; ControlError, never a traceback, when it is not."""
+    try:
+        return default_dir(create)
+    except FolderRefused as refused:
+        raise ControlError(str(refused)) from None
 
 
 def _check_private(path: Path, kind: Callable[[int], bool]) -> None:
-    info = os.lstat(path)
+    try:
+        info = os.lstat(path)
+    except OSError as error:
+        raise ControlError(f"refusing {path}: {error.strerror or error}") from None
     if not kind(info.st_mode):
         raise ControlError(f"refusing {path}: it is not the kind of file a control channel is")
     if info.st_uid != os.getuid():
@@ -55,10 +62,25 @@ def _check_private(path: Path, kind: Callable[[int], bool]) -> None:
         raise ControlError(f"refusing {path}: mode {stat.S_IMODE(info.st_mode):o} lets others in (want owner only)")
 
 
-def control_path(store_path: Path, run_id: int) -> Path:
+def socket_name(store_path: Path, run_id: int) -> str:
     """One socket per run per store, named so two stores never share one."""
     digest = hashlib.sha1(str(Path(store_path).resolve()).encode()).hexdigest()[:12]
-    return runtime_dir() / f"{digest}-run-{run_id}.sock"
+    return f"{digest}-run-{run_id}.sock"
+
+
+def control_path(store_path: Path, run_id: int, create: bool = True) -> Path:
+    """Where run `run_id`'s socket is when its path was not recorded (an older engine, or a test's server)."""
+    return runtime_dir(create) / socket_name(store_path, run_id)
+
+
+def new_control_path(store_path: Path, run_id: int) -> tuple[Path, bool]:
+    """Where a new run's engine puts its socket, and whether its folder is a fresh one of its own."""
+    name = socket_name(store_path, run_id)
+    try:
+        folder, fresh = new_socket_dir(room=len(name) + 1)
+    except FolderRefused as refused:
+        raise ControlError(str(refused)) from None
+    return folder / name, fresh
 
 
 def peer_uid(conn: socket.socket) -> int:
@@ -75,8 +97,10 @@ class ControlServer:
         handle: Callable[[str], None],
         owner_uid: int | None = None,
         subscribe: Callable[[socket.socket], None] | None = None,
+        own_dir: bool = False,
     ) -> None:
         self.path = path
+        self.own_dir = own_dir  # a fresh folder made for this socket alone: removed with it
         self.handle = handle
         self.subscribe = subscribe  # takes over a connection that asked to be streamed the run's events
         self.owner_uid = os.getuid() if owner_uid is None else owner_uid
@@ -96,15 +120,12 @@ class ControlServer:
         self._thread.start()
 
     def _remove_stale(self) -> None:
-        """A socket left by a dead engine is removed, never trusted; a live one means the run is taken."""
+        """A socket left by a dead engine (nobody listens) is removed, never trusted; one that is listened
+        on, even by an engine that does not answer now, means the run is taken."""
         if not os.path.lexists(self.path):
             return
-        try:
-            request(self.path, "ping")
-        except ControlError:
-            pass  # nobody answers, or it is not ours to trust: remove it
-        else:
-            raise ControlError(f"{self.path} is answered by a live engine")
+        if not stale(self.path):
+            raise ControlError(f"{self.path} is held by another engine")
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
 
@@ -147,16 +168,35 @@ class ControlServer:
         self._thread.join(2)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
+        if self.own_dir:
+            with contextlib.suppress(OSError):
+                os.rmdir(self.path.parent)
 
 
-def _connect(path: Path, op: str) -> socket.socket:
+def stale(path: Path) -> bool:
+    """Is `path` a socket nobody listens on (its engine is gone)? Not for a stopped engine: its socket
+    still takes connections."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(1.0)
+    try:
+        sock.connect(str(path))
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False  # gone already, busy, or not ours to judge: left as it is
+    finally:
+        sock.close()
+    return False
+
+
+def _connect(path: Path, op: str, timeout: float = TIMEOUT_S) -> socket.socket:
     """A connection to the run behind `path`, checked to be the owner's own, with `op` asked."""
     if not os.path.lexists(path):
         raise NotLive(f"no control socket at {path}: the run's engine is not running")
     _check_private(path.parent, stat.S_ISDIR)
     _check_private(path, stat.S_ISSOCK)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(TIMEOUT_S)
+    sock.settimeout(timeout)
     try:
         sock.connect(str(path))
         with contextlib.suppress(BrokenPipeError):  # a refusal can come before we finish asking
@@ -173,6 +213,7 @@ def _connect(path: Path, op: str) -> socket.socket:
 def _first_line(sock: socket.socket, path: Path) -> tuple[dict[str, object], bytes]:
     """The engine's answer and whatever followed it on the wire."""
     data = b""
+    started = time.monotonic()
     try:
         while b"\n" not in data and len(data) < HELLO_MAX:
             chunk = sock.recv(65536)
@@ -181,6 +222,9 @@ def _first_line(sock: socket.socket, path: Path) -> tuple[dict[str, object], byt
             data += chunk
         line, _, rest = data.partition(b"\n")
         answer = json.loads(line or b"{}")
+    except TimeoutError:
+        waited = time.monotonic() - started
+        raise NoAnswer(f"the run's engine took the request but did not answer within {waited:.0f} s") from None
     except (OSError, ValueError) as error:
         raise ControlError(f"no answer from the run's engine at {path}: {error}") from None
     if not answer.get("ok"):
@@ -188,10 +232,17 @@ def _first_line(sock: socket.socket, path: Path) -> tuple[dict[str, object], byt
     return answer, rest
 
 
-def request(path: Path, op: str) -> None:
-    """Ask the run behind `path` to do `op`; ControlError (or NotLive) says why it could not."""
-    with _connect(path, op) as sock:
+def request(path: Path, op: str, timeout: float = TIMEOUT_S) -> None:
+    """Ask the run behind `path` to do `op`; ControlError says why it could not: NotLive (nobody is
+    there), NoAnswer (asked, but no answer in time: the request waits for the engine to run again)."""
+    with _connect(path, op, timeout) as sock:
         _first_line(sock, path)
+
+
+def leave(path: Path, op: str) -> None:
+    """Leave `op` at the socket of an engine that cannot answer now (it is stopped): it is acted on when
+    the engine runs again. ControlError (or NotLive) when it could not even be left."""
+    _connect(path, op, timeout=1.0).close()
 
 
 def subscribe(path: Path) -> tuple[socket.socket, dict[str, object], bytes]:

@@ -6,6 +6,10 @@ writes, and `PRAGMA data_version` answers "anything new?" without reading a tabl
 reads the store's backlog, then the owner's stream (events pushed as they happen, each with its store
 sequence number, so the seam has no gap and no duplicate); when the owner is gone or has no stream it
 reads the store alone, as often as POLL_S, until the run has ended.
+
+An engine that stops answering (SIGSTOPped, or hung) is noticed within CHECK_S of silence: the follower
+yields an EngineQuiet saying so, again every REPEAT_S while it lasts, and one more when the engine
+answers again. It keeps following: a stopped engine that resumes carries the run on.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from rigcheck.engine.events import Event, RunFinished, event_from_dict
-from rigcheck.engine.run.control import ControlError, control_path, subscribe
+from rigcheck.engine.run.control import ControlError, NoAnswer, request, subscribe
+from rigcheck.engine.run.sockets import socket_of, stopped_pid
 from rigcheck.engine.run.wire import parse_line, sample_from_dict
 from rigcheck.engine.store.schema import BUSY_TIMEOUT_S
 from rigcheck.engine.telemetry.sample import Sample
@@ -32,6 +37,10 @@ POLL_S = 0.1  # how often the store is read when there is no stream to read
 WAKE_S = 0.1  # how soon a follower that is asked to stop notices
 SAMPLE_BACKLOG_S = 60.0  # telemetry stored before a viewer joined, for its plots
 GONE = "interrupted (its engine is gone)"
+CHECK_S = 2.0  # silence after which the follower asks whether the engine still answers
+PING_TIMEOUT_S = 2.0  # how long a ping waits for the engine's answer
+REPEAT_S = 30.0  # how often a lasting silence is said again
+JOIN_S = 10.0  # how long after its start a run's socket is looked for again (the engine records it early on)
 
 
 @dataclass(frozen=True)
@@ -41,7 +50,16 @@ class SampleBacklog:
     samples: list[Sample]
 
 
-Followed = Event | Sample | SampleBacklog
+@dataclass(frozen=True)
+class EngineQuiet:
+    """The run's engine does not answer (`answering` False: stopped or hung, `text` says which), or
+    answers again (True)."""
+
+    answering: bool
+    text: str
+
+
+Followed = Event | Sample | SampleBacklog | EngineQuiet
 
 
 class Follower:
@@ -105,6 +123,9 @@ class RunFollower:
         self.streamed = 0  # events that came by the stream
         self._rejoin = False
         self.store_reads = 0  # times the store was asked for new events (for tests and benches)
+        self.quiet_since: float | None = None  # since when the engine has not answered (monotonic)
+        self._checked = time.monotonic()
+        self._said = 0.0
 
     def follow(self) -> Iterator[Followed]:
         try:
@@ -118,6 +139,7 @@ class RunFollower:
                 yield from self._from_store()
                 if self.ended is not None:
                     break
+                yield from self._watch()
                 if self._check_end():
                     status = self.ended
                     yield from self._from_store()  # the end written between the two reads
@@ -133,11 +155,19 @@ class RunFollower:
             self.reader.close()
 
     def _subscribe(self) -> tuple[socket.socket, bytes] | None:
+        run = self.reader.run()
+        if stopped_pid(run) is not None:
+            self._rejoin = True  # a stopped engine cannot take us on: asked again once it runs
+            return None
         try:
-            sock, hello, rest = subscribe(control_path(self.store.path, self.run_id))
+            sock, hello, rest = subscribe(socket_of(self.store, self.run_id, run))
         except ControlError:
-            self._rejoin = False
-            return None  # not live, or an engine without a stream: the store alone
+            # not live, or an engine without a stream: the store alone; but an engine that has only just
+            # started may not have recorded its socket yet: it is looked for again
+            self._rejoin = bool(
+                run and run["status"] == "running" and not run.get("control") and time.time() - run["started"] < JOIN_S
+            )
+            return None
         self.subscribed = self._rejoin = True
         self.notes = [str(n) for n in hello.get("notes", [])]  # type: ignore[attr-defined]
         return sock, rest
@@ -168,6 +198,7 @@ class RunFollower:
                         return
                 ready, _, _ = select.select([sock], [], [], WAKE_S)
                 if not ready:
+                    yield from self._watch()
                     continue
                 try:
                     chunk = sock.recv(1 << 16)
@@ -178,6 +209,9 @@ class RunFollower:
                 if not chunk:
                     return  # the owner ended the stream (the run's end) or dropped us: the store has the rest
                 pending += chunk
+                self._checked = time.monotonic()  # it speaks: no need to ask
+                if self.quiet_since is not None:
+                    yield from self._answers_again()
 
     def _item(self, line: bytes) -> Iterator[Followed]:
         with contextlib.suppress(ValueError, KeyError, TypeError):
@@ -195,6 +229,47 @@ class RunFollower:
                     yield event
                     if isinstance(event, RunFinished):
                         self.ended = event.status
+
+    def _watch(self) -> Iterator[EngineQuiet]:
+        """After CHECK_S without a word from the engine: does it still answer? Say when it stops, every
+        REPEAT_S while it lasts, and when it answers again."""
+        now = time.monotonic()
+        if now - self._checked < CHECK_S:
+            return
+        problem = self._not_answering()
+        self._checked = now = time.monotonic()
+        if problem is None:
+            if self.quiet_since is not None:
+                yield from self._answers_again()
+        elif self.quiet_since is None:
+            self.quiet_since = self._said = now
+            yield EngineQuiet(False, problem)
+        elif now - self._said >= REPEAT_S:
+            self._said = now
+            yield EngineQuiet(False, f"{problem} (for {now - self.quiet_since:.0f} s)")
+
+    def _answers_again(self) -> Iterator[EngineQuiet]:
+        quiet = time.monotonic() - (self.quiet_since or time.monotonic())
+        self.quiet_since = None
+        yield EngineQuiet(True, f"its engine answers again (after {quiet:.0f} s)")
+
+    def _not_answering(self) -> str | None:
+        """Why the live run's engine does not answer now, or None (it does, or it is gone: _check_end's)."""
+        run = self.reader.run()
+        if run is None or run["status"] != "running" or not self.store.is_live(run):
+            return None
+        pid = stopped_pid(run)
+        if pid is not None:
+            return (
+                f"its engine (pid {pid}) is stopped (SIGSTOP or Ctrl-Z): nothing is recorded until `kill -CONT {pid}`"
+            )
+        try:
+            request(socket_of(self.store, self.run_id, run), "ping", PING_TIMEOUT_S)
+        except NoAnswer:
+            return f"its engine (pid {run['pid']}) does not answer"
+        except ControlError:
+            return None  # no socket to ask (an engine without one): its pid is all there is to watch
+        return None
 
     def _check_end(self) -> bool:
         """Has the run ended (its row says so) or its engine gone?"""

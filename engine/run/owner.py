@@ -6,14 +6,18 @@ background engine process (engine_main). Front ends only ask for a run and rende
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from rigcheck.engine.run.control import ControlError, ControlServer, control_path
+from rigcheck.engine.run.control import ControlError, ControlServer, new_control_path
+from rigcheck.engine.run.devlock import DeviceLocked, DeviceLocks
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import Listener, RunPlan
 from rigcheck.engine.run.session import RunSession, start_sampler
+from rigcheck.engine.run.sockets import sweep_stale
 from rigcheck.engine.run.stream import Broadcast
 from rigcheck.engine.store import Store
 from rigcheck.engine.store.run_end import run_end
@@ -46,12 +50,29 @@ class OwnedRun:
         self.store = store
         self.request = request
         names = [info.name for info in request.stages]
-        run_id, taken = store.claim_run(
-            names, request.device, request.profile, request.python, list(request.argv), request.devices, request.force
-        )
+        sweep_stale(store)  # sockets that engines killed with -9 left behind
+        try:  # one run per GPU on this machine, whatever store each run writes to
+            self.locks = DeviceLocks().take(request.devices, str(store.path), request.force)
+        except DeviceLocked as locked:
+            raise DeviceBusy(str(locked)) from None
+        try:
+            run_id, taken = store.claim_run(
+                names,
+                request.device,
+                request.profile,
+                request.python,
+                list(request.argv),
+                request.devices,
+                request.force,
+            )
+        except BaseException:
+            self.locks.release()
+            raise
         if run_id is None:
+            self.locks.release()
             raise DeviceBusy(busy_message(taken))
         self.run_id: int = run_id
+        self.locks.name_run(run_id)
         self.log_dir: Path = store.make_log_dir(run_id)
         self._own_sampler = sampler is None and request.telemetry
         self.sampler = start_sampler() if self._own_sampler else sampler
@@ -66,14 +87,31 @@ class OwnedRun:
         # viewers subscribe on the control socket; events and samples are pushed to them as they happen
         self.stream = Broadcast(store.path, run_id, getattr(self.sampler, "notes", []))
         self.session.run.listeners.append(self.stream.on_event)
+        if self.locks.note:
+            self.session.run.listener_errors.append(self.locks.note)
         self.control: ControlServer | None = None
         if control:
-            try:
-                self.control = ControlServer(
-                    control_path(store.path, run_id), self._on_request, subscribe=self.stream.subscribe
-                )
-            except (ControlError, OSError) as error:  # the run still runs; only remote cancel is lost
-                self.session.run.listener_errors.append(f"no control channel: {error}")
+            self._open_control()
+
+    def _open_control(self) -> None:
+        """The control socket, in a folder only this user can have made, its path recorded with the run."""
+        try:
+            path, fresh = new_control_path(self.store.path, self.run_id)
+        except ControlError as error:  # the run still runs; only remote cancel is lost
+            self.session.run.listener_errors.append(f"no control channel: {error}")
+            return
+        try:
+            self.control = ControlServer(path, self._on_request, subscribe=self.stream.subscribe, own_dir=fresh)
+        except (ControlError, OSError) as error:
+            self.session.run.listener_errors.append(f"no control channel: {error}")
+            if fresh:
+                with contextlib.suppress(OSError):
+                    os.rmdir(path.parent)
+            return
+        try:
+            self.store.record_control(self.run_id, str(path))
+        except Exception as error:  # a store that cannot be written stops the run soon enough
+            self.session.run.listener_errors.append(f"the control socket's path was not recorded: {error}")
 
     def _on_request(self, op: str) -> None:
         if op == "cancel":
@@ -120,6 +158,7 @@ class OwnedRun:
         release what it held; the exit code a front end should return."""
         if self.control is not None:
             self.control.close()
+        self.locks.release()
         if self.sampler is not None:
             self.sampler.remove_listener(self.stream.on_sample)  # type: ignore[attr-defined]
         self.stream.close()  # subscribers get the last events, then the end of the stream

@@ -91,6 +91,10 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE runs ADD COLUMN strict INTEGER NOT NULL DEFAULT 0;
     """,
+    # version 6: where the run's control socket is, so any caller finds it whatever its environment
+    """
+    ALTER TABLE runs ADD COLUMN control TEXT;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -86,6 +86,10 @@ class StoreWriter(RunEnds):
         self.update_fleet(run_id, fleet)
         return run_id
 
+    def record_control(self, run_id: int, path: str) -> None:
+        """Where the run's engine listens for control requests (its socket's path)."""
+        self._write("UPDATE runs SET control = ? WHERE id = ?", (path, run_id))
+
     def update_fleet(self, run_id: int, fleet: dict[str, Any]) -> None:
         """The fleet's hosts and their states (joined, done, lost) as rank 0 last saw them."""
         self._write("UPDATE runs SET fleet = ? WHERE id = ?", (_dumps(fleet), run_id))

@@ -110,7 +110,7 @@ def test_a_live_socket_is_not_taken_over(private_runtime: Path) -> None:
     path = control_path(private_runtime / "s.db", 1)
     server = ControlServer(path, lambda op: None)
     try:
-        with pytest.raises(ControlError, match="answered by a live engine"):
+        with pytest.raises(ControlError, match="held by another engine"):
             ControlServer(path, lambda op: None)
     finally:
         server.close()

@@ -66,7 +66,8 @@ def test_a_detached_run_finishes_with_its_parent_gone(tmp_path: Path) -> None:
     wait_for(lambda: not psutil.pid_exists(run["pid"]), 20)  # its last words are written after the run's end
     log = (tmp_path / "s.logs" / "run-1" / "engine.log").read_text()
     assert "run 1 ended, exit code 0" in log
-    assert not control_path(path, 1).exists()  # the engine took its socket with it
+    recorded = Path(run["control"])
+    assert not recorded.exists() and not recorded.parent.exists()  # the engine took its socket (and folder) with it
 
 
 def test_two_followers_see_the_same_events(tmp_path: Path) -> None:
@@ -138,7 +139,9 @@ def test_sigkill_of_the_engine_is_marked_interrupted_at_the_next_start(tmp_path:
     os.kill(engine, signal.SIGKILL)
     wait_for(lambda: not psutil.pid_exists(engine) or psutil.Process(engine).status() == psutil.STATUS_ZOMBIE)
     wait_for(lambda: not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE, 10)
-    assert control_path(path, run_id).exists()  # left behind by the dead engine
+    with sqlite3.connect(path) as db:
+        left = Path(db.execute("SELECT control FROM runs WHERE id = ?", (run_id,)).fetchone()[0])
+    assert left.is_socket()  # left behind by the dead engine, at the path it recorded
     store = Store(path)  # the next start
     report = store.report(run_id)
     assert report["run"]["status"] == "interrupted"
@@ -149,6 +152,7 @@ def test_sigkill_of_the_engine_is_marked_interrupted_at_the_next_start(tmp_path:
     bystander.wait()
     refused = cli(path, "cancel", str(run_id))
     assert refused.returncode == 2 and "not running (interrupted)" in refused.stderr
+    assert not left.exists() and not left.parent.exists()  # the cancel cleared the dead engine's socket
     # the dead engine's socket is cleaned up, never trusted, and the device is free again
     server = ControlServer(control_path(path, run_id), lambda op: None)
     server.close()
