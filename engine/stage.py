@@ -13,6 +13,7 @@ from typing import Any
 from rigcheck.engine.events import Event
 
 PROFILES = ("quick", "standard", "full")
+SHARED_DIR_ENV = "RIGCHECK_SHARED_DIR"  # the run's folder for host work done once, read by every GPU's child
 DEVICE_PATTERN = re.compile(r"^(cpu|all|cuda|cuda:\d+(,cuda:\d+)*)$")
 
 

@@ -70,9 +70,11 @@ def keep_strict(store: Any, run_id: int, code: int, err: Console) -> dict[str, A
 
 def command_run(args: argparse.Namespace) -> int:
     from rigcheck.engine.run.owner import DeviceBusy, OwnedRun
+    from rigcheck.engine.run.warm_pool import park_early
     from rigcheck.tui.cli_display import LiveDisplay, fitted_console
 
-    request, store = request_from_args(args)
+    early = None if args.detach or args.cold else park_early  # the first stage child starts beside the preflight
+    request, store = request_from_args(args, early)
     if args.detach:
         return _detach(store, request)
 

@@ -24,7 +24,7 @@ from rigcheck.engine.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from rigcheck.engine.run.codec import CodecError
 from rigcheck.engine.run.order import StageOrder
 from rigcheck.engine.run.warm_state import FreshState
-from rigcheck.engine.stage import StageContext, StageFunction, StageSpec
+from rigcheck.engine.stage import SHARED_DIR_ENV, StageContext, StageFunction, StageSpec
 from rigcheck.engine.stages.common.parent_death import die_with_parent
 
 
@@ -135,6 +135,9 @@ def serve_orders(orders: Connection, conn: Connection, import_torch: bool = Fals
             return EXIT_USAGE
         if order.log:
             output_to(order.log)
+            os.chdir(os.path.dirname(order.log))  # the run's folder, as a cold child's
+        if order.shared:
+            os.environ[SHARED_DIR_ENV] = order.shared  # put back (removed) with the rest after the stage
         if order.fingerprint and "torch" not in sys.modules:
             # Every real stage sends the fingerprint, so torch's switches are read here, before any stage
             # could change them; a stage sent without it (a test's) must leave torch's switches alone.

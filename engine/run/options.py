@@ -105,8 +105,13 @@ def check_report_files(args: argparse.Namespace) -> None:
         check_output_file(f"--{flag}", getattr(args, flag))
 
 
-def request_from_args(args: argparse.Namespace) -> tuple[RunRequest, Store]:
-    """Check `run`'s options and turn them into a RunRequest and the store it goes to (UsageError if bad)."""
+def request_from_args(
+    args: argparse.Namespace, before_inspect: Callable[[str], None] | None = None
+) -> tuple[RunRequest, Store]:
+    """Check `run`'s options and turn them into a RunRequest and the store it goes to (UsageError if bad).
+
+    `before_inspect(python)` is called once the options are checked, before the interpreter is asked
+    about its GPUs (which imports torch, seconds): e.g. to start the run's first stage child beside it."""
     try:
         infos = resolve(args.stages or list(default_stages(args.profile)))
         device = parse_device(args.device) if args.device else None
@@ -127,6 +132,8 @@ def request_from_args(args: argparse.Namespace) -> tuple[RunRequest, Store]:
     baseline = read_baseline(args.baseline) if getattr(args, "baseline", None) else None
     python = args.python or sys.executable
     gpus: tuple[str, ...] = ()
+    if before_inspect is not None:
+        before_inspect(python)
     if args.python or device != "cpu":
         device, gpus = run_devices(device, inspect_python(python))
     device = device or "cpu"

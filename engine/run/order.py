@@ -18,6 +18,7 @@ class StageOrder:
     target: str
     fingerprint: bool = True
     log: str = ""  # a warm child's log file for this stage; a cold child's output is already there
+    shared: str = ""  # the run's folder for host work done once (a warm child may predate the run)
 
     def to_json(self) -> str:
         return encode(self)

@@ -34,12 +34,19 @@ from rigcheck.engine.events import (
 from rigcheck.engine.exits import EXIT_CRASH, EXIT_FAIL, EXIT_OK
 from rigcheck.engine.measure.speedup import gpu_over_cpu
 from rigcheck.engine.registry import StageInfo
-from rigcheck.engine.run.childpath import absolute_program, child_env, shim_dir
+from rigcheck.engine.run.childpath import absolute_program
 from rigcheck.engine.run.no_child import skip_reason
 from rigcheck.engine.run.order import StageOrder
 from rigcheck.engine.run.request import RunRequest
-from rigcheck.engine.run.warm_pool import WarmChild, WarmKey, WarmPool, start_warm
-from rigcheck.engine.stage import StageSpec
+from rigcheck.engine.run.warm_pool import (
+    WarmChild,
+    WarmKey,
+    WarmPool,
+    adopt_parked,
+    child_environment,
+    start_warm,
+)
+from rigcheck.engine.stage import SHARED_DIR_ENV, StageSpec
 from rigcheck.engine.trust.peers import PEER_TOLERANCE, peer_verdicts
 from rigcheck.engine.trust.reference import reference_verdicts
 
@@ -313,15 +320,15 @@ class Run:
         request = self.plan.request
         options = dict(request.options) | dict(child.options)
         spec = StageSpec(info.name, child.device, request.profile, tuple(sorted(options.items())))
-        return StageOrder(spec, info.target, info.fingerprint, str(log_path.absolute()))
+        return StageOrder(spec, info.target, info.fingerprint, str(log_path.absolute()), self._shared_dir())
 
     def _child_env(self, info: StageInfo) -> dict[str, str]:
-        env = child_env(str(shim_dir()), *info.extra_paths)
-        env.update(PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1")
-        env["RIGCHECK_SHARED_DIR"] = str(
-            self.plan.log_dir.absolute() / "shared"
-        )  # host work done once, read by every GPU's child
+        env = child_environment(*info.extra_paths)
+        env[SHARED_DIR_ENV] = self._shared_dir()  # host work done once, read by every GPU's child
         return env
+
+    def _shared_dir(self) -> str:
+        return str(self.plan.log_dir.absolute() / "shared")
 
     def _start_host_arms(self) -> None:
         """Start, now, the warm child of each host arm that will run beside GPU arms, so its `import torch`
@@ -353,6 +360,8 @@ class Run:
         key: WarmKey = (request.python, child.device, info.extra_paths)
         order = self._order(info, child, log_path)
         warm = self.warm.take(key)
+        if warm is None and not info.extra_paths:
+            warm = adopt_parked(request.python)  # started before the preflight, importing torch beside it
         if warm is not None and warm.send(order):
             return warm, key
         if warm is not None:

@@ -7,15 +7,19 @@ gets its CRASH/TIMEOUT/SKIP as before, and the next stage on that device starts 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from rigcheck.engine.run.childpath import absolute_program, child_env, shim_dir
 from rigcheck.engine.run.order import StageOrder
 
 CLOSE_GRACE_S = 5.0  # an idle child leaves at once when its orders pipe closes; this is for a busy one
@@ -130,3 +134,47 @@ class WarmPool:
         deadline = time.monotonic() + CLOSE_GRACE_S
         for child in children:
             child.close(max(0.0, deadline - time.monotonic()))
+
+
+_parked: dict[str, tuple[WarmChild, Path]] = {}  # by interpreter: started before the run knew its device
+
+
+def child_environment(*extra_paths: str) -> dict[str, str]:
+    """A stage child's environment: this engine first on its path, output unbuffered, faults traced."""
+    env = child_env(str(shim_dir()), *extra_paths)
+    env.update(PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1")
+    return env
+
+
+def park_early(python: str) -> None:
+    """Start a warm child for `python` now, importing torch while the preflight asks `python` about its GPUs;
+    the run adopts it for its first stage. Never fails: a child that could not start is simply not there."""
+    if python in _parked:
+        return
+    folder = Path(tempfile.mkdtemp(prefix="rigcheck-early-"))  # an empty folder: `-m` imports from it
+    try:
+        child = start_warm(absolute_program(python), child_environment(), folder, folder / "early.log", True)
+    except OSError:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    _parked[python] = (child, folder)
+
+
+def adopt_parked(python: str) -> WarmChild | None:
+    """The child park_early started for `python`, if it is still alive; it is the caller's from now on."""
+    child, folder = _parked.pop(python, (None, None))
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)  # it runs from the run's folder once its first order comes
+    if child is not None and not child.alive():
+        child.close(0.0)
+        return None
+    return child
+
+
+@atexit.register
+def _close_parked() -> None:
+    """A child parked for a run that never started (bad input, --detach) leaves with this process."""
+    for python in list(_parked):
+        child = adopt_parked(python)
+        if child is not None:
+            child.close(1.0)

@@ -14,8 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
-
-SHARED_DIR_ENV = "RIGCHECK_SHARED_DIR"
+from rigcheck.engine.stage import SHARED_DIR_ENV
 
 
 def shared_dir() -> Path | None:
