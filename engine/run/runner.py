@@ -37,12 +37,14 @@ from rigcheck.engine.run.childpath import absolute_program, child_env, shim_dir
 from rigcheck.engine.run.order import StageOrder
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.stage import StageSpec
+from rigcheck.engine.stages.common.partials import remove_partials
 from rigcheck.engine.trust.peers import PEER_TOLERANCE, peer_verdicts
 from rigcheck.engine.trust.reference import reference_verdicts
 
 Listener = Callable[[Event], None]
 Annotator = Callable[[Measurement], Measurement]
 BeforeStage = Callable[[StageInfo], Iterable[Event]]
+BeforeEnd = Callable[[], Iterable[Event]]
 
 POLL_S = 0.1
 TERM_GRACE_S = 3.0
@@ -142,11 +144,13 @@ class Run:
         listeners: Iterable[Listener] = (),
         annotate: Annotator | None = None,
         before_stage: BeforeStage | None = None,
+        before_end: BeforeEnd | None = None,
     ) -> None:
         self.plan = plan
         self.listeners = list(listeners)
         self.annotate = annotate  # adds telemetry conditions to each measurement
         self.before_stage = before_stage  # e.g. the quiet-host check before throughput stages
+        self.before_end = before_end  # e.g. what a long store lock made the run drop
         self.stage_status: dict[str, Status] = {}
         self.listener_errors: list[str] = []
         self.status = "pending"
@@ -242,6 +246,9 @@ class Run:
                 self._emit(StageFinished(info.name, Status.SKIP))
                 continue
             self._run_one(info)
+        if self.before_end is not None:
+            for event in self.before_end():
+                self._emit(event)
         self.status = "cancelled" if self._cancel_run.is_set() else "complete"
         self._emit(RunFinished(plan.run_id, self.status, self.exit_code))
 
@@ -282,6 +289,7 @@ class Run:
                     )
                 continue
             settled += self._run_batch(info, batch)
+        remove_partials(plan.log_dir / "shared")  # half-written by a child that was killed: they only take room
         statuses = [s.status for s in settled]
         if len({s.child.device for s in settled}) > 1:
             analyses = [*peer_verdicts(self._stage_figures, info.name, plan.peer_tolerance)]

@@ -135,7 +135,7 @@ class StoreBase:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entered: a transaction's statements take it again
         try:
             check_store_paths(self.path, self.log_dir(0).parent)
             if not self.path.parent.is_dir():
@@ -250,6 +250,35 @@ class StoreBase:
         self.need_write()
         with self._lock, self._damage_said():
             return self._db.execute(sql, params).lastrowid or 0
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """The body's writes all land or none does, so a write refused by a lock or a full disk can be
+        tried again whole, never half-written twice."""
+        self.need_write()
+        with self._lock, self._damage_said():
+            if self._db.in_transaction:  # inside another transaction of ours: part of it
+                yield
+                return
+            self._db.execute("BEGIN IMMEDIATE")  # the write lock now, or SQLITE_BUSY before anything is written
+            try:
+                yield
+                self._db.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+                raise
+
+    @contextlib.contextmanager
+    def patience(self, seconds: float) -> Iterator[None]:
+        """Wait at most `seconds` for another process's lock in the body (not BUSY_TIMEOUT_S): writers that
+        can hold their writes in memory try often rather than stall the run."""
+        with self._lock:
+            self._db.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
+            try:
+                yield
+            finally:
+                self._db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         with self._lock, self._damage_said():

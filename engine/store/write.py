@@ -107,7 +107,11 @@ class StoreWriter(RunEnds):
 
     def record(self, run_id: int, event: Event, host: str = "") -> None:
         """Write one event as it arrives, plus its row in the table made for its kind. `host` names the
-        fleet host it came from ('' for the run's own host)."""
+        fleet host it came from ('' for the run's own host). One transaction: refused whole or written whole."""
+        with self.transaction():
+            self._record(run_id, event, host)
+
+    def _record(self, run_id: int, event: Event, host: str) -> None:
         stage = getattr(event, "stage", None)
         self._write(
             "INSERT INTO events (run_id, stage, kind, t, payload, host) VALUES (?, ?, ?, ?, ?, ?)",
