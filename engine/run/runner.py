@@ -158,6 +158,7 @@ class Run:
         self._stage_figures: list[Measurement] = []
         self._cancel_stage = threading.Event()
         self._cancel_run = threading.Event()
+        self.stop_reason = "cancelled by the user"
         self._done = threading.Event()  # not Thread.join: a Ctrl-C inside join() can break the next join
         self._thread = threading.Thread(target=self._supervise, name="rigcheck-run", daemon=True)
 
@@ -171,7 +172,10 @@ class Run:
     def stage_cancelled(self) -> bool:
         return self._cancel_stage.is_set()
 
-    def cancel(self) -> None:
+    def cancel(self, reason: str = "") -> None:
+        """Stop the run; `reason` replaces "cancelled by the user" in what the stopped stage says."""
+        if reason:
+            self.stop_reason = reason
         self._cancel_run.set()
         self._cancel_stage.set()
 
@@ -332,7 +336,7 @@ class Run:
         outcome: tuple[Status, str] | None = None
         while live:
             if self._cancel_stage.is_set():
-                outcome = (Status.SKIP, "cancelled by the user")
+                outcome = (Status.SKIP, self.stop_reason)
                 break
             if time.monotonic() > deadline:
                 outcome = (Status.TIMEOUT, f"ran past its {limit:.0f} s limit and was killed")

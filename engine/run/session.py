@@ -11,6 +11,7 @@ from rigcheck.engine.events import Event, LogLine, Measurement, RunFinished, Sta
 from rigcheck.engine.registry import StageInfo
 from rigcheck.engine.run.runner import Listener, Run, RunPlan
 from rigcheck.engine.store import Store
+from rigcheck.engine.store.errors import is_full
 from rigcheck.engine.store.held import HeldWrites
 from rigcheck.engine.store.reserve import SpaceReserve
 from rigcheck.engine.store.run_end import run_end
@@ -96,7 +97,8 @@ class RunSession:
         if self.store_error is None:
             self.store_error = f"the store could not be written ({error}); the run was stopped"
             _say(self.store_error)
-            self.run.cancel()
+            why = "its disk is full" if is_full(error) else "it could not be written"
+            self.run.cancel(f"stopped: the store {why}")
 
     def _on_sample(self, sample: Sample) -> None:
         if sample.t - self._last_stored >= SAMPLE_STORE_INTERVAL_S and self.store_error is None:

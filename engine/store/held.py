@@ -3,7 +3,8 @@
 Another process may hold the store for minutes (a `sqlite3` shell in a transaction, a backup). The run goes on:
 its events wait here, bounded, and a thread writes them as soon as it can. Progress, log lines and telemetry
 beyond the bound are dropped and counted; figures, verdicts, facts and a stage's start and end never are. A
-full disk is no lock: the run's reserve is given back so the write that failed still lands, and the run is told.
+full disk is no lock: the run is told (it stops), and its reserve is given back so the write that failed, the
+run's last events and its end still land.
 """
 
 from __future__ import annotations
@@ -154,11 +155,10 @@ class HeldWrites:
             if is_locked(error):
                 self._now_locked()
                 return False
+            self.on_failure(error)  # the run stops: the room left is for what it has, not for more
             if is_full(error) and self.reserve is not None and self.reserve.release():
-                self.say(f"the disk of store {self.store.path} is full: gave back this run's reserve to store its end")
-                return self._try(item)
+                return self._try(item)  # the write that met the full disk, into the room given back
             self.lost[item.kind] += 1
-            self.on_failure(error)
             return True
         self._now_free()
         return True
