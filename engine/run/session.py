@@ -97,8 +97,7 @@ class RunSession:
         if self.store_error is None:
             self.store_error = f"the store could not be written ({error}); the run was stopped"
             _say(self.store_error)
-            why = "its disk is full" if is_full(error) else "it could not be written"
-            self.run.cancel(f"stopped: the store {why}")
+            self.run.cancel("stopped: the store's disk is full" if is_full(error) else "stopped: the store failed")
 
     def _on_sample(self, sample: Sample) -> None:
         if sample.t - self._last_stored >= SAMPLE_STORE_INTERVAL_S and self.store_error is None:
