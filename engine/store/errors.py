@@ -21,6 +21,10 @@ class StoreReadOnly(StoreError, sqlite3.OperationalError):
     """A write to a store this process may only read."""
 
 
+class StoreLocked(StoreError):
+    """Another process held the store for longer than a run may wait before it begins."""
+
+
 def damaged_message(path: Path, error: BaseException) -> str:
     return (
         f"store {path} is damaged ({error}); it was left as it is: recover what it holds with "

@@ -21,7 +21,7 @@ from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import Run, RunPlan
 from rigcheck.engine.store import Store
 from rigcheck.engine.store import held as held_module
-from rigcheck.engine.store.errors import StoreReadOnly
+from rigcheck.engine.store.errors import StoreLocked, StoreReadOnly
 from rigcheck.engine.store.held import HeldWrites
 from rigcheck.engine.store.reserve import RESERVE_NAME
 from rigcheck.engine.store.run_end import RunEnds
@@ -173,6 +173,14 @@ def test_what_a_long_lock_drops_is_a_warn_in_the_run_shown_by_show(
     assert {"dropped_samples", "locked_s", "sampler_missed_ticks"} <= warn["numbers"].keys()
     shown = rigcheck("show", str(owned.run_id), store=path)
     assert shown.returncode == 0 and "store-lock" in shown.stdout and "dropped" in shown.stdout
+
+
+def test_a_run_that_cannot_begin_for_a_lock_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = Store(path)
+    with store_locked(path), store.patience(0.3), pytest.raises(StoreLocked, match="held by another process"):
+        store.claim_run(["a"], "cpu", "quick", "python", [], ("cpu",))
+    assert store.claim_run(["a"], "cpu", "quick", "python", [], ("cpu",))[0] == 1  # once released
 
 
 # -- a full disk, injected --
