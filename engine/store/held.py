@@ -171,16 +171,20 @@ class HeldWrites:
                 self.store.record_sample(self.run_id, *item.sample)
 
     def _now_locked(self) -> None:
-        if self._locked_since is None:
+        with self._cond:  # the run's thread and the writing thread both get here
+            if self._locked_since is not None:
+                return
             self._locked_since = time.monotonic() - QUICK_WAIT_S
-            self.say(
-                f"the store {self.store.path} is locked by another process: this run goes on, "
-                "holding its results in memory until the lock is released"
-            )
+        self.say(
+            f"the store {self.store.path} is locked by another process: this run goes on, "
+            "holding its results in memory until the lock is released"
+        )
 
     def _now_free(self) -> None:
-        if self._locked_since is not None:
+        with self._cond:
+            if self._locked_since is None:
+                return
             waited = time.monotonic() - self._locked_since
             self.locked_s += waited
             self._locked_since = None
-            self.say(f"the store is free again after {waited:.0f} s; the results held meanwhile are being written")
+        self.say(f"the store is free again after {waited:.0f} s; the results held meanwhile are being written")

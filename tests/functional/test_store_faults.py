@@ -26,6 +26,8 @@ from rigcheck.engine.store.held import HeldWrites
 from rigcheck.engine.store.reserve import RESERVE_NAME
 from rigcheck.engine.store.run_end import RunEnds
 from rigcheck.engine.store.schema import StoreBase, open_reading
+from rigcheck.engine.telemetry.sample import HostSample
+from rigcheck.engine.telemetry.sampler import Sampler
 from store_fault_cli import info
 
 LOCKER = """
@@ -334,3 +336,28 @@ def test_the_runner_leaves_whole_shared_files(tmp_path: Path) -> None:
     run.start()
     assert run.wait(120)
     assert [p.name for p in shared.iterdir()] == ["ref.pt"]
+
+
+# -- the sampler's own count of samples never taken --
+
+
+class QuietHost:
+    def read(self) -> HostSample:
+        return HostSample(cpus=4, load1=None, busy_cpus=0.0, own_cpus=0.0)
+
+
+def test_the_sampler_counts_the_ticks_a_slow_listener_made_it_miss() -> None:
+    sampler = Sampler(interval=0.05, host=QuietHost(), gpus=[])  # type: ignore[arg-type]
+    stalled: list[float] = []
+
+    def stalls_once(sample: object) -> None:
+        if not stalled:
+            stalled.append(time.monotonic())
+            time.sleep(1.0)  # twenty ticks' worth
+
+    sampler.add_listener(stalls_once)
+    sampler.start()
+    try:
+        wait_for(lambda: sampler.missed >= 15, timeout=60)
+    finally:
+        sampler.stop()
