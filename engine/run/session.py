@@ -70,7 +70,10 @@ class RunSession:
         """Telemetry conditions and trust, plus whether Verify has vouched for this device's answers."""
         if self._conditions is not None:
             measurement = self._conditions(measurement)
-        verified = self.store.verified(self.plan.run_id, measurement.device or self.plan.request.device)
+        verified = self.store.verified(self.plan.run_id, measurement.device or self.plan.request.device) or (
+            self.writes.held > 0  # Verify's end may be held in memory while another process holds the store
+            and self.run.stage_status.get("verify") in (Status.PASS, Status.WARN)
+        )
         conditions = measurement.conditions | {"verified": verified}
         sharing = self.store.sharing_runs(self.plan.run_id, self.devices) if self.devices else []
         if sharing:  # only with --force: two runs on one device make each other's figures worthless
@@ -114,13 +117,13 @@ class RunSession:
             self._stage or self.plan.request.stages[-1].name,
             "store-lock",
             Status.WARN,
-            f"another process held the store for {self.writes.locked_s:.0f} s: {dropped['samples']} telemetry "
+            f"another process held the store for {self.writes.locked_for():.0f} s: {dropped['samples']} telemetry "
             f"samples and {dropped['events']} progress or log events beyond what is kept in memory were dropped "
             "(every figure and verdict was kept); the contention report has gaps",
             {
                 "dropped_samples": dropped["samples"],
                 "dropped_events": dropped["events"],
-                "locked_s": round(self.writes.locked_s, 1),
+                "locked_s": round(self.writes.locked_for(), 1),
                 "sampler_missed_ticks": missed,
             },
         )

@@ -82,6 +82,12 @@ class HeldWrites:
         with self._cond:
             return len(self._items)
 
+    def locked_for(self) -> float:
+        """Seconds spent waiting for another process's lock so far, the wait going on now included."""
+        with self._cond:
+            now = 0.0 if self._locked_since is None else time.monotonic() - self._locked_since
+            return self.locked_s + now
+
     def drained(self, timeout: float | None = None) -> bool:
         """Wait until every held write is written (or refused for good); False if some remain after `timeout`."""
         with self._cond:
