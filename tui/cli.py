@@ -80,6 +80,8 @@ def command_show(args: argparse.Namespace) -> int:
         f"run {run['id']}: {run['status']}, device {fleet_label(run)}, profile {run['profile']}, "
         f"python {run['python']}, fingerprint {run['fingerprint'] or ('one per host' if report['fleet'] else 'none')}"
     )
+    if run.get("error"):  # why the run stopped (a full disk, a store it could not write)
+        console.print(f"error: {run['error']}", markup=False, highlight=False)
     for table in (fleet_table(report), summary_table(report), measurements_table(report), contention_table(report)):
         if table is not None:
             console.print(table)

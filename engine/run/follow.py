@@ -30,7 +30,7 @@ from rigcheck.engine.events import Event, RunFinished, event_from_dict
 from rigcheck.engine.run.control import ControlError, NoAnswer, request, subscribe
 from rigcheck.engine.run.sockets import socket_of, stopped_pid
 from rigcheck.engine.run.wire import parse_line, sample_from_dict
-from rigcheck.engine.store.schema import BUSY_TIMEOUT_S
+from rigcheck.engine.store.schema import reading_connection
 from rigcheck.engine.telemetry.sample import Sample
 
 POLL_S = 0.1  # how often the store is read when there is no stream to read
@@ -67,7 +67,7 @@ class Follower:
 
     def __init__(self, store_path: Path, run_id: int) -> None:
         self.run_id = run_id
-        self._db = sqlite3.connect(store_path, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+        self._db = reading_connection(Path(store_path))  # also where a full disk leaves it only readable
         self._db.row_factory = sqlite3.Row
         self.last_id = 0
         self._version: int | None = None

@@ -171,5 +171,6 @@ class OwnedRun:
                 self.store.write_end(self.run_id, end)
         except Exception as failure:  # the disk is still full: the engine log says so
             print(f"rigcheck engine: could not write the run's end: {failure}", file=sys.stderr, flush=True)
+        self.session.close()  # the room kept on the disk for the end goes back
         assert end.exit_code is not None
         return end.exit_code

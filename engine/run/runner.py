@@ -47,12 +47,14 @@ from rigcheck.engine.run.warm_pool import (
     start_warm,
 )
 from rigcheck.engine.stage import SHARED_DIR_ENV, StageSpec
+from rigcheck.engine.stages.common.partials import remove_partials
 from rigcheck.engine.trust.peers import PEER_TOLERANCE, peer_verdicts
 from rigcheck.engine.trust.reference import reference_verdicts
 
 Listener = Callable[[Event], None]
 Annotator = Callable[[Measurement], Measurement]
 BeforeStage = Callable[[StageInfo], Iterable[Event]]
+BeforeEnd = Callable[[], Iterable[Event]]
 
 POLL_S = 0.1
 TERM_GRACE_S = 3.0
@@ -204,11 +206,13 @@ class Run:
         listeners: Iterable[Listener] = (),
         annotate: Annotator | None = None,
         before_stage: BeforeStage | None = None,
+        before_end: BeforeEnd | None = None,
     ) -> None:
         self.plan = plan
         self.listeners = list(listeners)
         self.annotate = annotate  # adds telemetry conditions to each measurement
         self.before_stage = before_stage  # e.g. the quiet-host check before throughput stages
+        self.before_end = before_end  # e.g. what a long store lock made the run drop
         self.stage_status: dict[str, Status] = {}
         self.listener_errors: list[str] = []
         self.status = "pending"
@@ -216,6 +220,7 @@ class Run:
         self._stage_figures: list[Measurement] = []
         self._cancel_stage = threading.Event()
         self._cancel_run = threading.Event()
+        self.stop_reason = "cancelled by the user"
         self._done = threading.Event()  # not Thread.join: a Ctrl-C inside join() can break the next join
         self._thread = threading.Thread(target=self._supervise, name="rigcheck-run", daemon=True)
         self.warm = WarmPool()  # one warm stage child per device, unless the request says cold
@@ -230,7 +235,10 @@ class Run:
     def stage_cancelled(self) -> bool:
         return self._cancel_stage.is_set()
 
-    def cancel(self) -> None:
+    def cancel(self, reason: str = "") -> None:
+        """Stop the run; `reason` replaces "cancelled by the user" in what the stopped stage says."""
+        if reason:
+            self.stop_reason = reason
         self._cancel_run.set()
         self._cancel_stage.set()
 
@@ -313,6 +321,9 @@ class Run:
                 self._emit(StageFinished(info.name, Status.SKIP))
                 continue
             self._run_one(info)
+        if self.before_end is not None:
+            for event in self.before_end():
+                self._emit(event)
         self.status = "cancelled" if self._cancel_run.is_set() else "complete"
         self._emit(RunFinished(plan.run_id, self.status, self.exit_code))
 
@@ -407,6 +418,7 @@ class Run:
                     )
                 continue
             settled += self._run_batch(info, batch)
+        remove_partials(plan.log_dir / "shared")  # half-written by a child that was killed: they only take room
         statuses = [s.status for s in settled]
         if len({s.child.device for s in settled}) > 1:
             analyses = [*peer_verdicts(self._stage_figures, info.name, plan.peer_tolerance)]
@@ -453,7 +465,7 @@ class Run:
         outcome: tuple[Status, str] | None = None
         while live:
             if self._cancel_stage.is_set():
-                outcome = (Status.SKIP, "cancelled by the user")
+                outcome = (Status.SKIP, self.stop_reason)
                 break
             if time.monotonic() > deadline:
                 outcome = (Status.TIMEOUT, f"ran past its {limit:.0f} s limit and was killed")

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import sqlite3
 import sys
 import time
 from collections.abc import Generator, Iterable, Iterator
-from contextlib import suppress
 from dataclasses import replace
 
 from rigcheck.engine.events import Event, LogLine, Measurement, RunFinished, StageStarted, Status, Verdict
 from rigcheck.engine.registry import StageInfo
 from rigcheck.engine.run.runner import Listener, Run, RunPlan
 from rigcheck.engine.store import Store
+from rigcheck.engine.store.errors import is_full
+from rigcheck.engine.store.held import HeldWrites
+from rigcheck.engine.store.reserve import SpaceReserve
 from rigcheck.engine.store.run_end import run_end
 from rigcheck.engine.telemetry.sample import Sample
 from rigcheck.engine.telemetry.sampler import Sampler
@@ -20,6 +21,11 @@ from rigcheck.engine.trust.conditions import DEFAULT_POLICY, ConditionsAnnotator
 from rigcheck.engine.trust.quiet import WAIT, HostBusy, others_busy, wait_quiet
 
 SAMPLE_STORE_INTERVAL_S = 1.0
+LOCK_PATIENCE_S = 1800.0  # how long a finished run waits for a locked store to take what it holds
+
+
+def _say(line: str) -> None:
+    print(f"rigcheck engine: {line}", file=sys.stderr, flush=True)
 
 
 class RunSession:
@@ -42,7 +48,19 @@ class RunSession:
         self.store_error: str | None = None
         self._last_stored = 0.0
         self._conditions = ConditionsAnnotator(sampler, policy, self._earlier_clocks) if sampler else None
-        self.run = Run(plan, [self._record, *listeners], annotate=self._annotate, before_stage=self._before_stage)
+        self.run = Run(
+            plan,
+            [self._record, *listeners],
+            annotate=self._annotate,
+            before_stage=self._before_stage,
+            before_end=self._before_end,
+        )
+        folder = store.log_dir(plan.run_id)  # the room is kept only where the owner made the run's folder
+        reserve = SpaceReserve.make(folder) if folder.is_dir() and not store.read_only else None
+        self.writes = HeldWrites(store, plan.run_id, reserve, self._store_failed, _say)
+        self._missed_at_start = getattr(sampler, "missed", 0)
+        self._stage = ""  # the stage running now: a drop of held results is that stage's finding
+        self._ended_at: float | None = None  # when the run's last event was handed to the store
 
     def _earlier_clocks(self, measurement: Measurement) -> list[float]:
         uuid = str(measurement.params.get("gpu_uuid"))
@@ -52,7 +70,10 @@ class RunSession:
         """Telemetry conditions and trust, plus whether Verify has vouched for this device's answers."""
         if self._conditions is not None:
             measurement = self._conditions(measurement)
-        verified = self.store.verified(self.plan.run_id, measurement.device or self.plan.request.device)
+        verified = self.store.verified(self.plan.run_id, measurement.device or self.plan.request.device) or (
+            self.writes.held > 0  # Verify's end may be held in memory while another process holds the store
+            and self.run.stage_status.get("verify") in (Status.PASS, Status.WARN)
+        )
         conditions = measurement.conditions | {"verified": verified}
         sharing = self.store.sharing_runs(self.plan.run_id, self.devices) if self.devices else []
         if sharing:  # only with --force: two runs on one device make each other's figures worthless
@@ -65,25 +86,47 @@ class RunSession:
         return replace(measurement, conditions=conditions)
 
     def _record(self, event: Event) -> None:
-        if isinstance(event, StageStarted) and self.sampler is not None:
-            self.sampler.host.track(event.pid)  # its CPU use is rigcheck's own from the first sample
+        if isinstance(event, StageStarted):
+            self._stage = event.stage
+            if self.sampler is not None:
+                self.sampler.host.track(event.pid)  # its CPU use is rigcheck's own from the first sample
         if isinstance(event, RunFinished):  # stored as the one rule ends a run (stopped on request: 130)
             event = replace(event, exit_code=run_end(event.status, event.exit_code).exit_code)
-        try:
-            self.store.record(self.plan.run_id, event)
-        except (sqlite3.Error, OSError) as error:  # disk full, store gone read-only: end the run, say why
-            if self.store_error is None:
-                self.store_error = f"the store could not be written ({error}); the run was stopped"
-                print(f"rigcheck engine: {self.store_error}", file=sys.stderr, flush=True)
-                self.run.cancel()
+            self._ended_at = time.monotonic()
+        self.writes.event(event)  # now, or held in memory while another process holds the store
+
+    def _store_failed(self, error: BaseException) -> None:
+        """Disk full, store gone read-only or damaged (not a lock): end the run, say why."""
+        if self.store_error is None:
+            self.store_error = f"the store could not be written ({error}); the run was stopped"
+            _say(self.store_error)
+            self.run.cancel("stopped: the store's disk is full" if is_full(error) else "stopped: the store failed")
 
     def _on_sample(self, sample: Sample) -> None:
         if sample.t - self._last_stored >= SAMPLE_STORE_INTERVAL_S and self.store_error is None:
             self._last_stored = sample.t
-            with suppress(
-                sqlite3.Error, OSError
-            ):  # a lost sample is no reason to stop; events say why if the disk is full
-                self.store.record_sample(self.plan.run_id, sample.t, sample.to_dict())
+            self.writes.sample(sample.t, sample.to_dict())
+
+    def _before_end(self) -> Iterator[Event]:
+        """A WARN, in the run, for what a long store lock made it drop; nothing is said when nothing was dropped."""
+        dropped = self.writes.dropped
+        if not dropped:
+            return
+        missed = getattr(self.sampler, "missed", 0) - self._missed_at_start
+        yield Verdict(
+            self._stage or self.plan.request.stages[-1].name,
+            "store-lock",
+            Status.WARN,
+            f"another process held the store for {self.writes.locked_for():.0f} s: {dropped['samples']} telemetry "
+            f"samples and {dropped['events']} progress or log events beyond what is kept in memory were dropped "
+            "(every figure and verdict was kept); the contention report has gaps",
+            {
+                "dropped_samples": dropped["samples"],
+                "dropped_events": dropped["events"],
+                "locked_s": round(self.writes.locked_for(), 1),
+                "sampler_missed_ticks": missed,
+            },
+        )
 
     def _before_stage(self, info: StageInfo) -> Iterator[Event]:
         if not info.throughput or self.sampler is None:
@@ -139,10 +182,30 @@ class RunSession:
         self.run.start()
 
     def wait(self, timeout: float | None = None) -> bool:
+        """True once the run has ended and everything it produced is in the store (or LOCK_PATIENCE_S of a
+        lock after its end has passed: then what is still held is lost, and the run is an error)."""
         done = self.run.wait(timeout)
         if done and self.sampler is not None:
             self.sampler.remove_listener(self._on_sample)
-        return done
+        if not done:
+            return False
+        if self.writes.drained(LOCK_PATIENCE_S if timeout is None else timeout):
+            return True
+        if self._ended_at is None:
+            self._ended_at = time.monotonic()
+        if time.monotonic() - self._ended_at < LOCK_PATIENCE_S:
+            return False
+        lost = self.writes.close()
+        self.store_error = self.store_error or (
+            f"the store stayed locked by another process for {LOCK_PATIENCE_S:.0f} s after the run's end; "
+            f"{lost} results held in memory could not be written"
+        )
+        _say(self.store_error)
+        return True
+
+    def close(self) -> None:
+        """The run is over and stored: give the disk back the room kept for its end."""
+        self.writes.close()
 
     def cancel(self) -> None:
         self.run.cancel()

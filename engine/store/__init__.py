@@ -2,8 +2,9 @@
 
 Split by job: schema (the file, schema, migrations), write (runs and events going in), run_end (how a
 run ends, and the one writer of that), read (lists and reports coming out), paths (what may be
-opened or made), errors (what goes wrong, in one line). `Store` is all of them over one
-connection.
+opened or made), errors (what goes wrong, in one line), held (a run's writes that wait out another
+process's lock), reserve (room kept for a run's end on a disk that fills up). `Store` is all of them
+over one connection.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ __all__ = [
 
 
 class Store(StoreWriter, StoreReader):
-    """The store as a rigcheck process opens it: opening it marks runs whose engine died as interrupted."""
+    """The store as a rigcheck process opens it: opening it marks runs whose engine died as interrupted, where
+    it can write (never on a full disk, a locked or a read-only store)."""
 
     def __init__(self, path: Path | str) -> None:
         super().__init__(path)

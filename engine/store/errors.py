@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import sqlite3
 from pathlib import Path
 
@@ -20,6 +21,10 @@ class StoreReadOnly(StoreError, sqlite3.OperationalError):
     """A write to a store this process may only read."""
 
 
+class StoreLocked(StoreError):
+    """Another process held the store for longer than a run may wait before it begins."""
+
+
 def damaged_message(path: Path, error: BaseException) -> str:
     return (
         f"store {path} is damaged ({error}); it was left as it is: recover what it holds with "
@@ -32,3 +37,19 @@ def is_damage(error: sqlite3.Error) -> bool:
     at all keeps the plainer message)."""
     name = getattr(error, "sqlite_errorname", "")  # Python 3.11+
     return name.startswith("SQLITE_CORRUPT") or "malformed" in str(error)
+
+
+def is_locked(error: BaseException) -> bool:
+    """SQLITE_BUSY or SQLITE_LOCKED: another process holds the store for now; the write may be tried again."""
+    name = getattr(error, "sqlite_errorname", "")
+    return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "is locked" in str(error)
+
+
+def is_full(error: BaseException) -> bool:
+    """SQLITE_FULL, or ENOSPC/EDQUOT from a file of ours: the disk (or the user's quota) has no room left."""
+    name = getattr(error, "sqlite_errorname", "")
+    return (
+        name.startswith("SQLITE_FULL")
+        or "disk is full" in str(error)
+        or getattr(error, "errno", None) in (errno.ENOSPC, errno.EDQUOT)
+    )

@@ -7,6 +7,7 @@ run was interrupted or the store failed, rank 0's fleet run, and the sweep of ru
 from __future__ import annotations
 
 import socket
+import sqlite3
 import time
 from dataclasses import dataclass
 
@@ -30,6 +31,7 @@ class RunEnd:
     error: str | None = None
 
 
+SWEEP_WAIT_S = 1.0  # how long opening the store waits for another process's lock before leaving the sweep
 CUT_OFF = RunEnd(INTERRUPTED, None)  # a run left running by an engine that no longer exists
 
 
@@ -53,15 +55,16 @@ class RunEnds(StoreBase):
 
     def write_end(self, run_id: int, end: RunEnd) -> None:
         """Write `end` now; a run that did not complete leaves the stages it was running INTERRUPTED."""
-        self._write(
-            "UPDATE runs SET finished = ?, status = ?, exit_code = ?, error = coalesce(?, error) WHERE id = ?",
-            (time.time(), end.status, end.exit_code, end.error, run_id),
-        )
-        if end.status != COMPLETE:
+        with self.transaction():
             self._write(
-                "UPDATE stages SET status = 'INTERRUPTED' WHERE run_id = ? AND status = 'running'",
-                (run_id,),
+                "UPDATE runs SET finished = ?, status = ?, exit_code = ?, error = coalesce(?, error) WHERE id = ?",
+                (time.time(), end.status, end.exit_code, end.error, run_id),
             )
+            if end.status != COMPLETE:
+                self._write(
+                    "UPDATE stages SET status = 'INTERRUPTED' WHERE run_id = ? AND status = 'running'",
+                    (run_id,),
+                )
 
     def record_strict(self, run_id: int, exit_code: int) -> None:
         """The run was made with --strict: keep the flag, and the exit code it returned (a WARN made it 1), as the
@@ -71,13 +74,18 @@ class RunEnds(StoreBase):
     def sweep_dead_runs(self) -> list[int]:
         """Runs left running by an engine that no longer exists on this host were cut off: mark them
         interrupted (their finished stages stay as they are). Called when a rigcheck process starts,
-        never from a read, and never where the store may only be read."""
+        never from a read, and never where the store may only be read. It never fails the opening: on a
+        full disk, or while another process holds the store, the runs stay as they are for the next look."""
         if self.read_only:
             return []
         host = socket.gethostname()
         ended = []
         for row in self._read("SELECT id, pid, started, host FROM runs WHERE status = ?", (RUNNING,)):
             if row["host"] == host and not process_alive(row["pid"], row["started"]):
-                self.write_end(row["id"], CUT_OFF)
+                try:
+                    with self.patience(SWEEP_WAIT_S):
+                        self.write_end(row["id"], CUT_OFF)
+                except sqlite3.OperationalError:  # full, locked, or read-only after all: nothing was written
+                    break
                 ended.append(row["id"])
         return ended

@@ -19,6 +19,7 @@ from rigcheck.engine.store.errors import (
     StoreReadOnly,
     damaged_message,
     is_damage,
+    is_full,
 )
 from rigcheck.engine.store.paths import check_own_path, check_store_paths, make_private_folder
 
@@ -138,25 +139,72 @@ def _read_only_query(path: Path) -> str:
     return "mode=ro&immutable=1"
 
 
+def _connect(path: Path, query: str | None = None) -> sqlite3.Connection:
+    """A connection to the store; `query`: SQLite URI options (read-only ones)."""
+    target = f"{path.absolute().as_uri()}?{query}" if query else path
+    db = sqlite3.connect(target, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None, uri=bool(query))
+    db.row_factory = sqlite3.Row
+    db.text_factory = _lenient_text
+    return db
+
+
+def lacks_room(error: sqlite3.Error) -> bool:
+    """A read refused because SQLite could not make or grow its files beside the store (a full disk)."""
+    name = getattr(error, "sqlite_errorname", "")
+    return is_full(error) or name.startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN")) or "disk I/O error" in str(error)
+
+
+def open_reading(path: Path) -> sqlite3.Connection:
+    """A connection that reads the store where its disk is full and SQLite cannot make the shared-memory file
+    WAL readers use. With no write-ahead log pending, the file is read as it stands; with one, its index is
+    kept in this process's memory (exclusive locking mode: nothing else can write meanwhile anyway)."""
+    wal = path.with_name(path.name + "-wal")
+    if not wal.exists() or wal.stat().st_size == 0:
+        db = _connect(path, "mode=ro&immutable=1")
+    else:
+        db = _connect(path)
+        db.execute("PRAGMA locking_mode=EXCLUSIVE")
+        db.execute("PRAGMA query_only=1")
+    db.execute("SELECT count(*) FROM sqlite_master").fetchone()  # raises here if it cannot be read this way either
+    return db
+
+
+def reading_connection(path: Path) -> sqlite3.Connection:
+    """A reader's own connection (a follower's): the usual one, else the full-disk one."""
+    db = _connect(path)
+    try:
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.OperationalError as error:
+        db.close()
+        if not lacks_room(error):
+            raise
+        return open_reading(path)
+
+
 class StoreBase:
     """One SQLite file shared by every rigcheck process; safe to call from several threads."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entered: a transaction's statements take it again
         try:
             check_store_paths(self.path, self.log_dir(0).parent)
             if not self.path.parent.is_dir():
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             _create_private(self.path)
             self.read_only = not _writable(self.path)  # then opening it writes nothing at all
-            target = f"{self.path.absolute().as_uri()}?{_read_only_query(self.path)}" if self.read_only else self.path
-            self._db = sqlite3.connect(
-                target, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None, uri=self.read_only
-            )
-            self._db.row_factory = sqlite3.Row
-            self._db.text_factory = _lenient_text
-            self._migrate()
+            self.full = False  # its disk had no room for the files SQLite keeps beside it: read as it stands
+            self._db = _connect(self.path, _read_only_query(self.path) if self.read_only else None)
+            try:
+                self._migrate()
+            except sqlite3.OperationalError as error:
+                if self.read_only or not lacks_room(error):
+                    raise
+                self._db.close()
+                self._db = open_reading(self.path)
+                self.read_only = self.full = True
+                self._migrate()
         except StoreError:
             raise
         except sqlite3.DatabaseError as error:
@@ -251,6 +299,8 @@ class StoreBase:
 
     def need_write(self) -> None:
         """StoreReadOnly (one line) before a write to a store this process may only read."""
+        if self.full:
+            raise StoreReadOnly(f"store {self.path}: its disk is full; nothing was written: free some space first")
         if self.read_only:
             raise StoreReadOnly(f"store {self.path} is read-only here; nothing was written: use a store you can write")
 
@@ -258,6 +308,35 @@ class StoreBase:
         self.need_write()
         with self._lock, self._damage_said():
             return self._db.execute(sql, params).lastrowid or 0
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """The body's writes all land or none does, so a write refused by a lock or a full disk can be
+        tried again whole, never half-written twice."""
+        self.need_write()
+        with self._lock, self._damage_said():
+            if self._db.in_transaction:  # inside another transaction of ours: part of it
+                yield
+                return
+            self._db.execute("BEGIN IMMEDIATE")  # the write lock now, or SQLITE_BUSY before anything is written
+            try:
+                yield
+                self._db.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+                raise
+
+    @contextlib.contextmanager
+    def patience(self, seconds: float) -> Iterator[None]:
+        """Wait at most `seconds` for another process's lock in the body (not BUSY_TIMEOUT_S): writers that
+        can hold their writes in memory try often rather than stall the run."""
+        with self._lock:
+            self._db.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
+            try:
+                yield
+            finally:
+                self._db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         with self._lock, self._damage_said():

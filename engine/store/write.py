@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sqlite3
 import time
 from typing import Any
 
@@ -20,9 +21,10 @@ from rigcheck.engine.events import (
     event_kind,
     event_to_dict,
 )
+from rigcheck.engine.store.errors import StoreLocked, is_locked
 from rigcheck.engine.store.liveness import process_alive
 from rigcheck.engine.store.run_end import RunEnd, RunEnds
-from rigcheck.engine.store.schema import _dumps
+from rigcheck.engine.store.schema import BUSY_TIMEOUT_S, _dumps
 
 
 class StoreWriter(RunEnds):
@@ -51,7 +53,15 @@ class StoreWriter(RunEnds):
         begins anyway and the runs it shares a device with are still returned."""
         self.need_write()
         with self._lock, self._damage_said():
-            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as error:
+                if not is_locked(error):
+                    raise
+                raise StoreLocked(
+                    f"store {self.path} is held by another process (waited {BUSY_TIMEOUT_S:.0f} s); "
+                    "nothing was run: try again once it lets go"
+                ) from None
             try:
                 taken = self._holders(devices)
                 if taken and not force:
@@ -111,7 +121,11 @@ class StoreWriter(RunEnds):
 
     def record(self, run_id: int, event: Event, host: str = "") -> None:
         """Write one event as it arrives, plus its row in the table made for its kind. `host` names the
-        fleet host it came from ('' for the run's own host)."""
+        fleet host it came from ('' for the run's own host). One transaction: refused whole or written whole."""
+        with self.transaction():
+            self._record(run_id, event, host)
+
+    def _record(self, run_id: int, event: Event, host: str) -> None:
         stage = getattr(event, "stage", None)
         self._write(
             "INSERT INTO events (run_id, stage, kind, t, payload, host) VALUES (?, ?, ?, ?, ?, ?)",

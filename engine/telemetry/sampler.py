@@ -33,6 +33,7 @@ class Sampler:
         self.gpus = gpus
         self.buffer: deque[Sample] = deque(maxlen=max(10, int(keep_seconds / interval)))
         self.listeners: list[Listener] = []
+        self.missed = 0  # ticks skipped because a read or a listener ran late: samples never taken
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="rigcheck-sampler", daemon=True)
@@ -69,7 +70,9 @@ class Sampler:
             next_at = start + tick * self.interval
             delay = next_at - time.monotonic()
             if delay < 0:  # fell behind (a slow read): skip the missed ticks rather than bunch up
-                tick += int(-delay / self.interval) + 1
+                skipped = int(-delay / self.interval) + 1
+                tick += skipped
+                self.missed += skipped
                 delay = start + tick * self.interval - time.monotonic()
             time.sleep(delay)  # cheaper than Event.wait on a VM; stop() waits at most one interval
 

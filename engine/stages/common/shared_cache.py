@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 from rigcheck.engine.stage import SHARED_DIR_ENV
+from rigcheck.engine.stages.common.partials import partial_path
 
 
 def shared_dir() -> Path | None:
@@ -55,7 +56,22 @@ def cached_tensor(key: str, compute: Callable[[], torch.Tensor]) -> torch.Tensor
             with contextlib.suppress(Exception):
                 return torch.load(path, weights_only=True)
         value = compute()
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        torch.save(value, partial)
-        os.replace(partial, path)
+        with contextlib.suppress(OSError, RuntimeError):  # a full disk: the others compute it themselves
+            _save(value, path)
         return value
+
+
+def _save(value: torch.Tensor, path: Path) -> None:
+    """Write `value` to a new file beside `path` (O_EXCL), moved into place when whole; removed on every
+    failure, so a full disk is never kept full by half a file. A child killed mid-way leaves one that the
+    runner removes after the stage (remove_partials)."""
+    partial = partial_path(path)
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            torch.save(value, file)
+        os.replace(partial, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
