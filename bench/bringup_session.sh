@@ -15,6 +15,6 @@ for tag in ${TAGS:-cold warm quick}; do
     echo "$tag: rc=$? wall $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s"
 done
 python3 bench/bringup_times.py $(for t in ${TAGS:-cold warm quick}; do echo $OUT/$t.json; done)
-python3 bench/summarize_run.py $OUT/warm.json | grep -v "^  *[A-Z]" | head -60
+python3 bench/summarize_run.py $OUT/warm.json | grep -E "train|==" | head -30
 python3 bench/summarize_run.py $OUT/warm.json | grep "^  " | head -20
 for i in 1 2 3; do python3 bench/matmul_sandwich.py ${DEVICE:-cuda:0}; done
