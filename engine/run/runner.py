@@ -300,8 +300,6 @@ class Run:
         plan, request = self.plan, self.plan.request
         self.status = "running"
         self._emit(RunStarted(plan.run_id, tuple(s.name for s in request.stages), request.device, request.profile))
-        if not request.cold:
-            self._start_host_arms()
         for info in request.stages:
             if self._cancel_run.is_set():
                 self._emit(Verdict(info.name, "stage", Status.SKIP, "not run: the run was cancelled"))
@@ -340,30 +338,6 @@ class Run:
 
     def _shared_dir(self) -> str:
         return str(self.plan.log_dir.absolute() / "shared")
-
-    def _start_host_arms(self) -> None:
-        """Start, now, the warm child of each host arm that will run beside GPU arms, so its `import torch`
-        overlaps the first stages (which measure no throughput) rather than delaying its own."""
-        request = self.plan.request
-        for info in request.stages:
-            if not (info.overlap_cpu_part and skip_reason(info, request) is None):
-                continue
-            for batch in stage_batches(info, self.plan):
-                for child in batch if len(batch) > 1 else ():
-                    key: WarmKey = (request.python, child.device, info.extra_paths)
-                    if child.device != "cpu" or self.warm.has(key):
-                        continue
-                    self.plan.log_dir.mkdir(parents=True, exist_ok=True)
-                    program = absolute_program(request.python)
-                    log_path = child.log_path(self.plan.log_dir, info.name)
-                    try:
-                        started = start_warm(
-                            program, self._child_env(info), self.plan.log_dir.absolute(), log_path, True
-                        )
-                    except OSError:
-                        continue  # the stage starts its own, and says why if it cannot
-                    self.warm.started += 1
-                    self.warm.give_back(key, started)
 
     def _warm_child(self, info: StageInfo, child: Child, log_path: Path) -> tuple[WarmChild, WarmKey]:
         """The device's warm child with this stage's order sent; a fresh one where none is idle or it died."""

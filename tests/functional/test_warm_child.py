@@ -134,7 +134,7 @@ def torch_threads() -> int:
     return torch.get_num_threads()
 
 
-def test_a_host_arm_starts_early_and_runs_beside_its_gpu_arm(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_host_arm_runs_beside_its_gpu_arm(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(runner_module.os, "sched_getaffinity", lambda pid: set(range(16)))  # a 16-CPU host
     info = replace(fake("training", "per_gpu"), per_device=True, cpu_part=True, overlap_cpu_part=True)
     events: list[Event] = []
@@ -143,7 +143,7 @@ def test_a_host_arm_starts_early_and_runs_beside_its_gpu_arm(tmp_path: Path, mon
     run.start()
     assert run.wait(240)
     assert run.stage_status == {"first": Status.PASS, "training": Status.PASS}
-    assert run.warm.started == 2  # the host arm at once, and one for cuda:0 that runs "first" and training
+    assert run.warm.started == 2  # the host arm, and one for cuda:0 that runs "first" and then training
     parts = sorted(v.explanation.split()[1] for v in events if isinstance(v, Verdict) and v.check == "done")
     assert parts == ["(cpu)", "(gpu)"]
     notes = {m.device: m.params.get("overlap") for m in events if isinstance(m, Measurement) and m.stage == "training"}
