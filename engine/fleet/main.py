@@ -8,16 +8,22 @@ import math
 import os
 import signal
 import sys
+from contextlib import suppress
 
 from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_NO_STORE, EXIT_USAGE
-from rigcheck.engine.fleet.agent import Agent, FleetOptions, FleetStoreError
-from rigcheck.engine.fleet.env import FleetEnvError, read_env
+from rigcheck.engine.fleet.agent import Agent, FleetOptions, FleetStoreError, refuse_early
+from rigcheck.engine.fleet.channel import StoreTampered
+from rigcheck.engine.fleet.env import FleetEnv, FleetEnvError, read_env
+from rigcheck.engine.fleet.seal import FleetKeyError, take_key
 from rigcheck.engine.report.fleet_summary import fleet_summary
 from rigcheck.engine.run.numbers import bounded_float
 from rigcheck.engine.run.options import UsageParser, add_run_options, request_from_args, write_reports
 from rigcheck.engine.run.owner import DeviceBusy
 from rigcheck.engine.run.preflight import UsageError
+from rigcheck.engine.run.request import RunRequest
+from rigcheck.engine.store import Store
 
+EXIT_FILE_ENV = "RIGCHECK_FLEET_EXIT_FILE"  # where `rigcheck fleet` reads this agent's exit code
 MAX_WAIT_S = 7 * 86400.0
 WAITS = (
     ("join_timeout", "for every agent to announce itself"),
@@ -71,37 +77,65 @@ def stop_on_sigterm(signum: int, frame: object) -> None:
     raise KeyboardInterrupt  # torchrun stops its workers with SIGTERM
 
 
+def check_agent_args(argv: list[str]) -> tuple[argparse.Namespace, FleetOptions, RunRequest, Store]:
+    """An agent's arguments checked as the agent will (UsageError if bad): `rigcheck fleet` calls it before
+    torchrun starts, so bad input is one line and exit 2 on this host rather than torchrun's report."""
+    args = agent_parser().parse_args(argv)
+    if args.detach:
+        raise UsageError("a fleet agent runs in the foreground under torchrun or srun; --detach is for `run`")
+    options = fleet_options(args)
+    request, store = request_from_args(args)
+    return args, options, request, store
+
+
 def agent_main(argv: list[str] | None = None) -> int:
+    """The agent's exit code, also written where `rigcheck fleet` reads it (torchrun itself exits 1 for any
+    failure of its worker)."""
+    exit_file = os.environ.pop(EXIT_FILE_ENV, "")
+    code = _agent_main(sys.argv[1:] if argv is None else argv)
+    if exit_file:
+        with suppress(OSError), open(exit_file, "w") as out:
+            out.write(f"{code}\n")
+    return code
+
+
+def _agent_main(argv: list[str]) -> int:
     os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")  # c10d's retry warnings, C++ frames and all
-    argv = sys.argv[1:] if argv is None else argv
+    env: FleetEnv | None = None
+    key: bytes | None = None
     try:
-        args = agent_parser().parse_args(argv)
-        if args.detach:
-            raise UsageError("a fleet agent runs in the foreground under torchrun or srun; --detach is for `run`")
         try:
             env = read_env()
-        except FleetEnvError as error:
-            raise UsageError(str(error)) from None
-        options = fleet_options(args)
-        request, store = request_from_args(args)
+            key = take_key()
+        except (FleetEnvError, FleetKeyError) as error:
+            setup = str(error)
+        else:
+            setup = ""
+        args, options, request, store = check_agent_args(argv)
+        if setup:
+            raise UsageError(setup)
     except UsageError as error:
         print(f"rigcheck fleet: {error}", file=sys.stderr)
+        if env is not None and key is not None:  # rank 0 quotes it, rather than wait for this host in vain
+            refuse_early(env, key, str(error))
         return EXIT_USAGE
+    assert env is not None and key is not None
     signal.signal(signal.SIGTERM, stop_on_sigterm)
-    agent = Agent(env, store, request, options)
+    agent = Agent(env, store, request, options, key)
     try:
         code = agent.run()
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except DeviceBusy as error:
-        print(
-            f"rigcheck fleet [{env.node}]: {str(error).split(':')[0]}: agents that share a machine need a store "
-            "each (RIGCHECK_STORE or --store)",
-            file=sys.stderr,
-        )
+        text = f"{str(error).split(':')[0]}: agents that share a machine need a store each (RIGCHECK_STORE or --store)"
+        print(f"rigcheck fleet [{env.node}]: {text}", file=sys.stderr)
+        agent.refuse(text)
         return EXIT_USAGE
     except FleetStoreError as error:
         print(f"rigcheck fleet [{env.node}]: {error}", file=sys.stderr)
+        return EXIT_NO_STORE
+    except StoreTampered as error:
+        print(f"rigcheck fleet [{env.node}]: {error}; this host's results are whole in its own store", file=sys.stderr)
         return EXIT_NO_STORE
     shown = agent.fleet_run_id if agent.fleet_run_id is not None else agent.local_run_id
     report = store.report(shown) if shown is not None else None
