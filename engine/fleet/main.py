@@ -25,6 +25,7 @@ from rigcheck.engine.store import Store
 
 EXIT_FILE_ENV = "RIGCHECK_FLEET_EXIT_FILE"  # where `rigcheck fleet` reads this agent's exit code
 MAX_WAIT_S = 7 * 86400.0
+REFUSAL_WAIT_S = 60.0  # for rank 0's store, to say why this agent refused (rank 0 may still be starting)
 WAITS = (
     ("join_timeout", "for every agent to announce itself"),
     ("lost_after", "heartbeat silence before an agent is called lost"),
@@ -104,20 +105,17 @@ def _agent_main(argv: list[str]) -> int:
     env: FleetEnv | None = None
     key: bytes | None = None
     try:
+        agent_parser().parse_args(argv)  # `--help`, and a bad flag said before a missing launcher
         try:
             env = read_env()
             key = take_key()
         except (FleetEnvError, FleetKeyError) as error:
-            setup = str(error)
-        else:
-            setup = ""
+            raise UsageError(str(error)) from None
         args, options, request, store = check_agent_args(argv)
-        if setup:
-            raise UsageError(setup)
     except UsageError as error:
         print(f"rigcheck fleet: {error}", file=sys.stderr)
         if env is not None and key is not None:  # rank 0 quotes it, rather than wait for this host in vain
-            refuse_early(env, key, str(error))
+            refuse_early(env, key, str(error), REFUSAL_WAIT_S)
         return EXIT_USAGE
     assert env is not None and key is not None
     signal.signal(signal.SIGTERM, stop_on_sigterm)

@@ -63,7 +63,7 @@ class Malformed(Exception):
 
 
 def inert(text: str, lines: bool = False) -> str:
-    """`text` without terminal escapes or control characters (tabs and, with `lines`, newlines kept):
+    """`text` without terminal escapes or control characters (with `lines`, tabs and newlines kept):
     nothing in it can move a cursor, recolour or retitle a terminal, or hide text by bidi tricks."""
     text = _ESCAPES.sub("", text)
     keep = "\t\n" if lines else ""

@@ -7,44 +7,11 @@ import time
 from pathlib import Path
 
 import pytest
+from fleet_memory import KEY, MemoryStore, channel
 from rigcheck.engine.events import Measurement, Progress, StageFinished, StageStarted, Status
-from rigcheck.engine.fleet.channel import FleetChannel
 from rigcheck.engine.fleet.collector import Collector
 from rigcheck.engine.fleet.env import FleetEnvError, first_slurm_host, read_env
 from rigcheck.engine.store import Store
-
-
-class MemoryStore:
-    """The calls of torch.distributed's Store that the channel uses."""
-
-    def __init__(self) -> None:
-        self.data: dict[str, bytes] = {}
-
-    def set(self, key: str, value: str) -> None:
-        self.data[key] = value.encode()
-
-    def get(self, key: str) -> bytes:
-        return self.data[key]
-
-    def check(self, keys: list[str]) -> bool:
-        return all(k in self.data for k in keys)
-
-    def add(self, key: str, amount: int) -> int:
-        value = int(self.data.get(key, b"0")) + amount
-        self.data[key] = str(value).encode()
-        return value
-
-    def compare_set(self, key: str, expected: str, desired: str) -> bytes:
-        if self.data.get(key, b"") == expected.encode():
-            self.data[key] = desired.encode()
-        return self.data[key]
-
-
-KEY = b"k" * 32
-
-
-def channel(shared: MemoryStore, rank: int, world: int, key: bytes = KEY) -> FleetChannel:
-    return FleetChannel(shared, rank, world, key, "t")
 
 
 def fleet_of(tmp_path: Path, world: int, join_timeout: float = 30.0, lost_after: float = 30.0):
