@@ -87,6 +87,10 @@ def agent_env(key: str, exit_file: Path) -> dict[str, str]:
     return env
 
 
+def start_torchrun(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(argv, env=env)
+
+
 def command_fleet(args: argparse.Namespace, rest: list[str]) -> int:
     argv = launch_argv(args, rest)
     key = fleet_key(args, dict(os.environ))
@@ -95,7 +99,7 @@ def command_fleet(args: argparse.Namespace, rest: list[str]) -> int:
     exit_file = folder / "agent-exit"
     print(f"rigcheck fleet: {shlex.join(argv)}", file=sys.stderr, flush=True)
     try:
-        with subprocess.Popen(argv, env=agent_env(key, exit_file)) as torchrun:
+        with start_torchrun(argv, agent_env(key, exit_file)) as torchrun:
             for signum in (signal.SIGTERM, signal.SIGHUP):
                 signal.signal(signum, lambda sig, _frame: torchrun.send_signal(sig))
             while True:

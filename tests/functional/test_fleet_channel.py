@@ -128,10 +128,10 @@ def test_rigcheck_fleet_builds_the_torchrun_command_and_refuses_a_bad_endpoint(
         ["fleet", "--nnodes", "4", "--endpoint", "node0:29400", "--id", "b7", "--rendezvous-client", "probe", "-v"]
     )
     argv = launch_argv(args, rest)
-    assert argv[1:3] == ["-m", "torch.distributed.run"]
+    assert argv[1:4] == ["-P", "-m", "torch.distributed.run"]
     assert {"--nnodes=4", "--nproc-per-node=1", "--rdzv-backend=c10d", "--rdzv-endpoint=node0:29400"} <= set(argv)
     assert "--rdzv-id=b7" in argv and "--rdzv-conf=is_host=0" in argv
-    assert argv[argv.index("-m", 3) :] == ["-m", "rigcheck.fleet", "probe", "-v"]
+    assert argv[argv.index("-m", 4) :] == ["-m", "rigcheck.fleet", "probe", "-v"]
     for endpoint in ("node0", "node0:abc", "node0:99999", ":29400"):
         assert main(["fleet", "--nnodes", "2", "--endpoint", endpoint, "probe"]) == 2
         err = capsys.readouterr().err

@@ -109,7 +109,7 @@ def test_a_malformed_event_is_skipped_and_counted_and_the_next_one_is_stored(tmp
 
 
 def test_nan_and_a_huge_value_are_refused_before_they_are_read_as_numbers(tmp_path: Path) -> None:
-    shared, channels, store, run_id, collector = fleet_of(tmp_path)
+    shared, _channels, store, run_id, collector = fleet_of(tmp_path)
     nan = seal(KEY, RUN, "ev/1/0", {"seq": 0, "event": event_to_dict(LogLine("p", "x"))}).replace(
         '\\"t\\":', '\\"t\\":NaN,\\"u\\":'
     )
@@ -181,7 +181,7 @@ def test_a_slot_taken_first_is_passed_over_and_one_overwritten_is_counted(tmp_pa
 
 
 def test_text_from_peers_is_inert_everywhere_it_is_stored(tmp_path: Path) -> None:
-    shared, channels, store, run_id, collector = fleet_of(tmp_path, world=1)
+    _shared, channels, store, run_id, collector = fleet_of(tmp_path, world=1)
     channels[0].announce({"name": f"a{ESC}\r\n", "devices": ["cpu"]})
     channels[0].publish(LogLine("probe", f"line {ESC}one\r\x08\x9b2Jtwo\u202e\nnext"))
     channels[0].publish(Verdict("probe", f"c{ESC}", Status.WARN, f"why {ESC}", {f"k{ESC}": f"v{ESC}"}))
@@ -226,10 +226,59 @@ def test_a_lost_hosts_last_event_says_elapsed_time_not_epoch_seconds() -> None:
 
 
 def test_rank_0s_phase_decision_and_announcement_need_the_key(tmp_path: Path) -> None:
-    shared, channels, store, run_id, collector = fleet_of(tmp_path)
+    shared, channels, _store, _run_id, _collector = fleet_of(tmp_path)
     channel(shared, 0, 2, key=b"q" * 32).set_members("links", [1])
     assert channels[1].members("links") is None  # forged: no decision yet
     shared.set("host/0", seal(KEY, RUN, "host/0", {"name": "a", "collective_timeout": 1e12}))
     assert channels[1].host(0) is None  # a wait beyond bounds is no announcement
     channels[0].set_members("links", [0, 1])
     assert channels[1].members("links") == [0, 1]
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--nnodes", "0"], "--nnodes"),
+        (["--nnodes", "-1"], "--nnodes"),
+        (["--nnodes", "abc"], "--nnodes"),
+        (["--nnodes", "99999999999999999999"], "--nnodes"),
+        (["--nnodes", "1", "nosuchstage"], "nosuchstage"),
+        (["--nnodes", "1", "probe", "--profile", "fast"], "profile"),
+        (["--nnodes", "1", "probe", "--device", "tpu:0"], "tpu"),
+        (["--nnodes", "1", "probe", "--lost-after", "nan"], "lost-after"),
+        (["--nnodes", "1", "probe", "--bogus-flag"], "bogus"),
+        (["--nnodes", "1", "probe", "--detach"], "detach"),
+        (["--nnodes", "1", "probe", "--store", "/no/such/folder/s.db"], "does not exist"),
+        (["--nnodes", "2", "probe"], "RIGCHECK_FLEET_KEY"),
+    ],
+)
+def test_bad_input_to_rigcheck_fleet_is_one_line_before_torchrun_starts(
+    argv: list[str], said: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rigcheck.tui import cli_fleet
+    from rigcheck.tui.cli import main
+
+    def no_torchrun(*args: object, **kwargs: object) -> None:
+        raise AssertionError("torchrun started")
+
+    monkeypatch.setattr(cli_fleet, "start_torchrun", no_torchrun)
+    monkeypatch.delenv("RIGCHECK_FLEET_KEY", raising=False)
+    assert main(["fleet", "--endpoint", "127.0.0.1:29400", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said in err and "Traceback" not in err, err
+
+
+def test_rigcheck_fleet_makes_a_key_for_one_host_and_keeps_the_users(tmp_path: Path) -> None:
+    import argparse
+
+    from rigcheck.tui.cli_fleet import agent_code, agent_env, fleet_key
+
+    one, four = argparse.Namespace(nnodes=1), argparse.Namespace(nnodes=4)
+    assert len(fleet_key(one, {})) == 64 and fleet_key(one, {}) != fleet_key(one, {})
+    assert fleet_key(four, {"RIGCHECK_FLEET_KEY": "u" * 32}) == "u" * 32
+    env = agent_env("k" * 64, tmp_path / "exit")
+    assert env["RIGCHECK_FLEET_KEY"] == "k" * 64 and env["PYTHONSAFEPATH"] == "1"
+    assert "" not in env.get("PYTHONPATH", "x").split(":")
+    (tmp_path / "exit").write_text("3\n")
+    assert agent_code(tmp_path / "exit", 1) == 3  # the agent's code, not torchrun's 1
+    assert agent_code(tmp_path / "none", 1) == 1 and agent_code(tmp_path / "none", -9) == 137
