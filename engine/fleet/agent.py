@@ -251,7 +251,7 @@ class Agent:
     def refuse(self, why: str) -> None:
         """Tell rank 0 why this agent will not run (it quotes it rather than wait for a host that never comes);
         rank 0 itself ends its fleet run as an error."""
-        refuse_on(self.channel, why)
+        refuse_on(self.channel, why, self.env.node)
         if self.collector is not None and self.fleet_run_id is not None:
             self.collector.stop()
             self.store.end_run(self.fleet_run_id, "error", EXIT_USAGE, f"rank 0 refused to start: {why}")
@@ -284,12 +284,12 @@ def fleet_sizes(profile: str, gpu: bool) -> tuple[tuple[int, int], ...]:
     return ((1 << 20, 5), (16 << 20, 3)) if profile != "quick" else ((1 << 20, 3),)
 
 
-def refuse_on(channel: FleetChannel | None, why: str) -> None:
+def refuse_on(channel: FleetChannel | None, why: str, name: str) -> None:
     """Write a refusal where rank 0 reads it, if the store can be reached; a refusal never waits long on it."""
     if channel is None:
         return
     with suppress(Exception):
-        channel.refuse(why)
+        channel.refuse(why, name)
 
 
 def refuse_early(env: FleetEnv, key: bytes, why: str, timeout: float = 20.0) -> None:
@@ -298,4 +298,4 @@ def refuse_early(env: FleetEnv, key: bytes, why: str, timeout: float = 20.0) -> 
     if env.hosts_store:
         return
     with suppress(Exception):
-        refuse_on(FleetChannel(connect(env, timeout), env.rank, env.world, key, env.run_id), why)
+        refuse_on(FleetChannel(connect(env, timeout), env.rank, env.world, key, env.run_id), why, env.node)

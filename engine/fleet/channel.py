@@ -124,9 +124,9 @@ class FleetChannel:
     def arrive(self, phase: str) -> None:
         self._set(f"arrive/{phase}/{self.rank}", {"t": time.time()})
 
-    def refuse(self, why: str) -> None:
+    def refuse(self, why: str, name: str) -> None:
         """This agent will not run (bad input, a busy store): rank 0 quotes why instead of waiting for it."""
-        self._set(f"refused/{self.rank}", {"why": why})
+        self._set(f"refused/{self.rank}", {"why": why, "name": name})
 
     def finish(self, summary: dict[str, Any]) -> None:
         """The last thing an agent writes: every event it sent is readable before this, in `slots` slots."""

@@ -220,6 +220,9 @@ class Collector:
         why = body.get("why") if isinstance(body, dict) else None
         if not isinstance(why, str):
             return False
+        name = body.get("name")
+        if not host.name and isinstance(name, str) and schema.inert(name).strip():
+            host.name = self._unique(schema.inert(name).strip()[:128], host.rank)
         self._lose(host, f"its agent refused to start: {schema.inert(why)[:1000]}", refused=True)
         return True
 

@@ -205,14 +205,14 @@ def test_an_agent_without_a_key_is_refused_and_a_short_key_too() -> None:
 
 def test_a_refusal_is_quoted_at_once_rather_than_waited_for(tmp_path: Path) -> None:
     shared, channels, store, run_id, collector = fleet_of(tmp_path, world=3)
-    channels[2].refuse("bad profile 'fast': use one of quick, standard, long")
+    channels[2].refuse("bad profile 'fast': use one of quick, standard, long", "c\x1b[2J")
     collector.poll()
     report = ended(store, run_id, collector)
     [refused] = [v for v in report["verdicts"] if v["check_name"] == "agent"]
-    assert refused["host"] == "rank 2" and "refused to start: bad profile 'fast'" in refused["explanation"]
-    assert report["fleet"]["states"]["rank 2"] == "lost"
+    assert refused["host"] == "c" and "refused to start: bad profile 'fast'" in refused["explanation"]
+    assert report["fleet"]["states"]["c"] == "lost"
     forged = channel(shared, 1, 3, key=b"z" * 32)
-    forged.refuse("forged")  # a refusal without the key does not stop a host
+    forged.refuse("forged", "b")  # a refusal without the key does not stop a host
     collector.poll()
     assert collector.hosts[1].state == "running"
 
@@ -282,3 +282,16 @@ def test_rigcheck_fleet_makes_a_key_for_one_host_and_keeps_the_users(tmp_path: P
     (tmp_path / "exit").write_text("3\n")
     assert agent_code(tmp_path / "exit", 1) == 3  # the agent's code, not torchrun's 1
     assert agent_code(tmp_path / "none", 1) == 1 and agent_code(tmp_path / "none", -9) == 137
+
+
+def test_rank_0s_prometheus_labels_name_it_as_the_fleet_does(tmp_path: Path) -> None:
+    from rigcheck.engine.report.prom import report_to_prom
+
+    store = Store(tmp_path / "s.db")
+    run_id = store.begin_fleet_run(["probe"], "quick", "python3", [], {"id": "f", "rank0": "host-a"})
+    store.record(run_id, Verdict("fleet", "fleet-peers", Status.PASS, "fleet-wide"), host="")
+    report = store.report(run_id)
+    assert report is not None
+    lines = [line for line in report_to_prom(report).splitlines() if line.startswith("rigcheck_run_info")]
+    lines += [line for line in report_to_prom(report).splitlines() if "fleet-peers" in line]
+    assert lines and all('="host-a"' in line for line in lines), lines
