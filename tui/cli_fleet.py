@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from rigcheck.engine.fleet.main import EXIT_FILE_ENV, check_agent_args
+from rigcheck.engine.fleet.args import EXIT_FILE_ENV, check_agent_args
 from rigcheck.engine.fleet.seal import KEY_ENV, MIN_KEY_CHARS, new_key
 from rigcheck.engine.run.childpath import absolute_pythonpath
 from rigcheck.engine.run.preflight import UsageError

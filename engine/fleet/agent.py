@@ -12,12 +12,12 @@ import sys
 import time
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from rigcheck.engine.events import Event, LogLine, Measurement, StageFinished, StageStarted, Status, worst
 from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_USAGE
+from rigcheck.engine.fleet.args import FleetOptions
 from rigcheck.engine.fleet.channel import FleetChannel, Heartbeat
 from rigcheck.engine.fleet.collector import Collector
 from rigcheck.engine.fleet.env import FleetEnv
@@ -37,18 +37,6 @@ PHASE_GRACE_S = 60.0
 
 class FleetStoreError(Exception):
     """The fleet's store (torchrun's, or rank 0's under srun) could not be reached; the message says where."""
-
-
-@dataclass(frozen=True)
-class FleetOptions:
-    """Every wait of a fleet run has an end; these are the flags that set them."""
-
-    join_timeout: float = 300.0  # for an agent to announce itself after the rendezvous
-    lost_after: float = 30.0  # heartbeat silence before an agent is lost
-    phase_timeout: float = 3600.0  # for the live agents to reach the collectives
-    collective_timeout: float = 60.0  # without a word from any rank during one collective
-    links: bool = True
-    pair_bytes: int = 0  # 0: by backend (64 MiB on NCCL, 4 MiB on gloo)
 
 
 def connect(env: FleetEnv, timeout: float) -> Any:

@@ -295,3 +295,12 @@ def test_rank_0s_prometheus_labels_name_it_as_the_fleet_does(tmp_path: Path) -> 
     lines = [line for line in report_to_prom(report).splitlines() if line.startswith("rigcheck_run_info")]
     lines += [line for line in report_to_prom(report).splitlines() if "fleet-peers" in line]
     assert lines and all('="host-a"' in line for line in lines), lines
+
+
+def test_a_workers_progress_from_the_store_is_bounded_and_inert() -> None:
+    from rigcheck.engine.fleet.progress import checked
+
+    good = checked(json.dumps({"n": 3, "kind": "begin", "step": f"all_reduce {ESC}16 MiB", "t": 1.0}).encode())
+    assert good is not None and good["n"] == 3 and good["step"] == "all_reduce 16 MiB"
+    for bad in (b"[]", b'{"n": 1e400}', b'{"n": "7"}', b'{"n": -1}', b"x" * 10_000, b"\xff", b'{"n": NaN}'):
+        assert checked(bad) is None, bad
