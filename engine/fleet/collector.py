@@ -25,6 +25,7 @@ from rigcheck.engine.store import Store
 POLL_S = 0.25
 READS_PER_POLL = 200  # events read from one host in one poll, at most: a flood waits for the next poll
 LOOKAHEAD = 8  # slots looked at past a missing one (someone deleted it) before waiting for the agent
+LOOKAHEAD_EVERY_S = 2.0  # at most this often per host: the store serves every host's reads
 REFUSAL_CHECK_S = 2.0  # heartbeat silence after which rank 0 looks for a refusal
 MAX_SLOTS = 10**9
 
@@ -44,6 +45,7 @@ class HostState:
     last_event: str = "none"
     began: float | None = None  # its own run's start (its clock), for the elapsed times in words
     local_run: str = ""
+    looked_ahead: float = 0.0  # when rank 0 last looked past a missing slot
 
     @property
     def label(self) -> str:
@@ -240,6 +242,9 @@ class Collector:
                 if host.final is not None:  # below its last slot: deleted by someone
                     host.slot += 1
                     continue
+                if time.monotonic() - host.looked_ahead < LOOKAHEAD_EVERY_S:
+                    return True
+                host.looked_ahead = time.monotonic()
                 ahead = next(
                     (
                         n

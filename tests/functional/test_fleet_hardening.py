@@ -304,3 +304,16 @@ def test_a_workers_progress_from_the_store_is_bounded_and_inert() -> None:
     assert good is not None and good["n"] == 3 and good["step"] == "all_reduce 16 MiB"
     for bad in (b"[]", b'{"n": 1e400}', b'{"n": "7"}', b'{"n": -1}', b"x" * 10_000, b"\xff", b'{"n": NaN}'):
         assert checked(bad) is None, bad
+
+
+def test_a_deleted_slot_does_not_stall_the_host_behind_it(tmp_path: Path) -> None:
+    shared, channels, store, run_id, collector = fleet_of(tmp_path)
+    for text in ("one", "two", "three"):
+        channels[1].publish(LogLine("probe", text))
+    del shared.data["ev/1/1"]  # someone deleted it before rank 0 read it
+    collector.poll()
+    assert logs(store, run_id, "b") == ["one", "three"]
+    channels[1].publish(LogLine("probe", "four"))
+    collector.poll()
+    assert logs(store, run_id, "b") == ["one", "three", "four"]
+    assert collector.dropped[1].overwritten == 1
