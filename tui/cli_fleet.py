@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from rigcheck.engine.fleet.args import EXIT_FILE_ENV, check_agent_args
+from rigcheck.engine.fleet.args import AGENT_EXIT_FILE_ENV, check_agent_args
 from rigcheck.engine.fleet.seal import KEY_ENV, MIN_KEY_CHARS, new_key
 from rigcheck.engine.run.childpath import absolute_pythonpath
 from rigcheck.engine.run.preflight import UsageError
@@ -79,7 +79,7 @@ def agent_env(key: str, exit_file: Path) -> dict[str, str]:
     import path that leads into the caller's folder."""
     env = dict(os.environ)
     env[KEY_ENV] = key
-    env[EXIT_FILE_ENV] = str(exit_file)
+    env[AGENT_EXIT_FILE_ENV] = str(exit_file)
     env["PYTHONSAFEPATH"] = "1"  # the agent (`python -m rigcheck.fleet`) and its children too
     paths = absolute_pythonpath(env.pop("PYTHONPATH", None))  # an empty entry means the current folder
     if paths:

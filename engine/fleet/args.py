@@ -26,7 +26,7 @@ class FleetOptions:
     pair_bytes: int = 0  # 0: by backend (64 MiB on NCCL, 4 MiB on gloo)
 
 
-EXIT_FILE_ENV = "RIGCHECK_FLEET_EXIT_FILE"  # where `rigcheck fleet` reads this agent's exit code
+AGENT_EXIT_FILE_ENV = "RIGCHECK_FLEET_EXIT_FILE"  # where `rigcheck fleet` reads this agent's exit code
 MAX_WAIT_S = 7 * 86400.0
 WAITS = (
     ("join_timeout", "for every agent to announce itself"),

@@ -10,7 +10,7 @@ from contextlib import suppress
 
 from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_NO_STORE, EXIT_USAGE
 from rigcheck.engine.fleet.agent import Agent, FleetStoreError, refuse_early
-from rigcheck.engine.fleet.args import EXIT_FILE_ENV, FleetOptions, agent_parser, check_agent_args, fleet_options
+from rigcheck.engine.fleet.args import AGENT_EXIT_FILE_ENV, FleetOptions, agent_parser, check_agent_args, fleet_options
 from rigcheck.engine.fleet.channel import StoreTampered
 from rigcheck.engine.fleet.env import FleetEnv, FleetEnvError, read_env
 from rigcheck.engine.fleet.seal import FleetKeyError, take_key
@@ -30,7 +30,7 @@ def stop_on_sigterm(signum: int, frame: object) -> None:
 def agent_main(argv: list[str] | None = None) -> int:
     """The agent's exit code, also written where `rigcheck fleet` reads it (torchrun itself exits 1 for any
     failure of its worker)."""
-    exit_file = os.environ.pop(EXIT_FILE_ENV, "")
+    exit_file = os.environ.pop(AGENT_EXIT_FILE_ENV, "")
     code = _agent_main(sys.argv[1:] if argv is None else argv)
     if exit_file:
         with suppress(OSError), open(exit_file, "w") as out:
