@@ -7,11 +7,14 @@ import os
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from rigcheck.engine.store import Store
 
 
 def free_port() -> int:
@@ -32,8 +35,12 @@ class Agent:
         return self.out.read_text(errors="replace") + self.err.read_text(errors="replace")
 
 
+FLEET_KEY = "test-fleet-key-" + "0123456789abcdef" * 3  # every agent of a test fleet shares it
+
+
 @dataclass
 class Fleet:
+    port: int = 0  # the rendezvous endpoint's, where torchrun's store listens
     agents: list[Agent] = field(default_factory=list)
     burners: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
@@ -70,7 +77,8 @@ def start_fleet(
     """One torchrun per name, each in a session of its own; the first serves the rendezvous, the others only join
     it. `cpus_for` pins a host's agent to CPUs; `burners_for` starts busy loops pinned beside it, each in a session
     of its own (with autogroup scheduling the kernel shares a CPU between sessions, and every stage child has one)."""
-    port, fleet = free_port(), Fleet()
+    port = free_port()
+    fleet = Fleet(port)
     for index, name in enumerate(names):
         argv = [
             sys.executable,
@@ -97,6 +105,7 @@ def start_fleet(
             "RIGCHECK_NODE_NAME": name,
             "RIGCHECK_STORE": str(tmp_path / f"{name}.db"),
             "TMPDIR": str(scratch),
+            "RIGCHECK_FLEET_KEY": FLEET_KEY,
         }
         env |= (env_for or {}).get(name, {})
         out, err = tmp_path / f"{name}.out", tmp_path / f"{name}.err"
@@ -105,3 +114,24 @@ def start_fleet(
         if index == 0:
             time.sleep(1.5)  # the first one serves the rendezvous: let it bind before the others look for it
     return fleet
+
+
+def fleet_report(timeout: float, fleet: Fleet) -> dict:
+    """Rank 0's fleet run once it has ended, from whichever agent's store holds it (torchrun picks rank 0,
+    not always the host that serves the rendezvous; torchrun itself may still wait at its exit barrier)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for agent in fleet.agents:
+            row = None
+            if agent.store.exists():
+                with contextlib.suppress(sqlite3.OperationalError), sqlite3.connect(agent.store) as db:
+                    query = "SELECT id FROM runs WHERE device = 'fleet' AND status != 'running'"
+                    row = db.execute(query).fetchone()  # (no such table while the store is being made)
+            if row:
+                report = Store(agent.store).report(row[0])
+                assert report is not None
+                return report
+        time.sleep(0.5)
+    fleet.stop()
+    logs = "\n".join(f"--- {a.name}\n{a.text()[-4000:]}" for a in fleet.agents)
+    raise AssertionError(f"no fleet run ended within {timeout:.0f} s:\n{logs}")

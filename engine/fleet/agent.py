@@ -12,12 +12,12 @@ import sys
 import time
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from rigcheck.engine.events import Event, LogLine, Measurement, StageFinished, StageStarted, Status, worst
-from rigcheck.engine.exits import EXIT_INTERRUPTED
+from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_USAGE
+from rigcheck.engine.fleet.args import FleetOptions
 from rigcheck.engine.fleet.channel import FleetChannel, Heartbeat
 from rigcheck.engine.fleet.collector import Collector
 from rigcheck.engine.fleet.env import FleetEnv
@@ -37,18 +37,6 @@ PHASE_GRACE_S = 60.0
 
 class FleetStoreError(Exception):
     """The fleet's store (torchrun's, or rank 0's under srun) could not be reached; the message says where."""
-
-
-@dataclass(frozen=True)
-class FleetOptions:
-    """Every wait of a fleet run has an end; these are the flags that set them."""
-
-    join_timeout: float = 300.0  # for an agent to announce itself after the rendezvous
-    lost_after: float = 30.0  # heartbeat silence before an agent is lost
-    phase_timeout: float = 3600.0  # for the live agents to reach the collectives
-    collective_timeout: float = 60.0  # without a word from any rank during one collective
-    links: bool = True
-    pair_bytes: int = 0  # 0: by backend (64 MiB on NCCL, 4 MiB on gloo)
 
 
 def connect(env: FleetEnv, timeout: float) -> Any:
@@ -87,15 +75,18 @@ def _fault_listener(fault: str, rank: int) -> Callable[[Event], None] | None:
 
 
 class Agent:
-    def __init__(self, env: FleetEnv, store: Store, request: RunRequest, options: FleetOptions) -> None:
-        self.env, self.store, self.request, self.options = env, store, request, options
+    def __init__(self, env: FleetEnv, store: Store, request: RunRequest, options: FleetOptions, key: bytes) -> None:
+        self.env, self.store, self.request, self.options, self.key = env, store, request, options, key
+        self.channel: FleetChannel | None = None
         self.fleet_run_id: int | None = None
         self.local_run_id: int | None = None
         self.collector: Collector | None = None
         self.say: Callable[[str], None] = lambda text: print(f"rigcheck fleet [{env.node}]: {text}", file=sys.stderr)
 
     def run(self) -> int:
-        channel = FleetChannel(connect(self.env, self.options.join_timeout), self.env.rank, self.env.world)
+        channel = self.channel = FleetChannel(
+            connect(self.env, self.options.join_timeout), self.env.rank, self.env.world, self.key, self.env.run_id
+        )
         beat = Heartbeat(channel).start()
         channel.announce(
             {
@@ -177,6 +168,9 @@ class Agent:
         deadline = time.monotonic() + self.options.phase_timeout + self.options.lost_after + PHASE_GRACE_S
         members = channel.members(LINKS_PHASE)
         while members is None and time.monotonic() < deadline:
+            if self.env.rank and channel.refused(0) is not None:
+                self._send(channel, LogLine("fleet-links", "rank 0 refused to start: no collectives", "warning"))
+                return 0
             time.sleep(0.25)
             members = channel.members(LINKS_PHASE)
         if members is None:
@@ -242,6 +236,14 @@ class Agent:
         with suppress(Exception):  # a broken channel says so itself (channel.broken), once
             channel.publish(event)
 
+    def refuse(self, why: str) -> None:
+        """Tell rank 0 why this agent will not run (it quotes it rather than wait for a host that never comes);
+        rank 0 itself ends its fleet run as an error."""
+        refuse_on(self.channel, why, self.env.node)
+        if self.collector is not None and self.fleet_run_id is not None:
+            self.collector.stop()
+            self.store.end_run(self.fleet_run_id, "error", EXIT_USAGE, f"rank 0 refused to start: {why}")
+
     def _finish_fleet(self) -> int:
         from rigcheck.engine.fleet.verdicts import fleet_verdicts
 
@@ -249,6 +251,7 @@ class Agent:
         if not self.collector.wait(self.options.phase_timeout + self.options.lost_after):
             self.collector.give_up(f"rank 0 stopped waiting after {self.options.phase_timeout:g} s (--phase-timeout)")
         self.collector.stop()
+        self.collector.record_dropped()
         for error in self.collector.errors[:3]:
             self.store.record(self.fleet_run_id, LogLine("fleet", f"reading the agents: {error}", "error"))
         report = self.store.report(self.fleet_run_id)
@@ -267,3 +270,20 @@ def fleet_sizes(profile: str, gpu: bool) -> tuple[tuple[int, int], ...]:
     if gpu:
         return ((16 << 20, 20), (256 << 20, 10), (1 << 30, 5)) if profile != "quick" else ((1 << 30, 5),)
     return ((1 << 20, 5), (16 << 20, 3)) if profile != "quick" else ((1 << 20, 3),)
+
+
+def refuse_on(channel: FleetChannel | None, why: str, name: str) -> None:
+    """Write a refusal where rank 0 reads it, if the store can be reached; a refusal never waits long on it."""
+    if channel is None:
+        return
+    with suppress(Exception):
+        channel.refuse(why, name)
+
+
+def refuse_early(env: FleetEnv, key: bytes, why: str, timeout: float = 20.0) -> None:
+    """An agent that refused before it joined (bad input, a busy store) still tells rank 0 why. Under srun
+    alone rank 0 serves the store itself, so a refusing rank 0 has no one to tell."""
+    if env.hosts_store:
+        return
+    with suppress(Exception):
+        refuse_on(FleetChannel(connect(env, timeout), env.rank, env.world, key, env.run_id), why, env.node)

@@ -1,47 +1,88 @@
 """The fleet's one channel: torch.distributed's c10d store (torchrun's own), keyed per agent.
 
-Each agent writes its events as JSON under `ev/<rank>/<n>` and then counts them up under `evn/<rank>`, so rank 0
-never reads an event before it is whole; a heartbeat counter, its announcement, phase arrivals and its end
-live beside them. JSON only: nothing read from the store is ever unpickled.
+torchrun's store listens on every interface, and anyone who reaches it may read and write any key. So every
+value an agent puts there is sealed with the fleet key (engine/fleet/seal.py), and rank 0 opens and checks
+each one (engine/fleet/schema.py) before it counts: what fails is dropped and counted, never stored.
+
+Each agent writes its events under `ev/<rank>/<slot>`, one slot each, taking a slot only while it is empty
+(compare_set): a slot someone else filled first is passed over, not overwritten. Rank 0 reads the slots in
+order while they exist, a bounded number per poll; no counter from the store is trusted to say how many
+there are. Each event carries the agent's own sequence number, so an event someone overwrote is counted as
+lost. A heartbeat (a sealed, rising number), its announcement, phase arrivals, a refusal and its end live
+beside them. JSON only: nothing read from the store is ever unpickled.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from rigcheck.engine.events import Event, Progress, event_to_dict
+from rigcheck.engine.fleet.seal import Unsealed, seal, unseal
 
 PROGRESS_EVERY_S = 0.5  # progress is coalesced: the panels need a few a second, not every step
 GIVE_UP_AFTER = 5  # heartbeats that failed in a row before the store is taken to be gone
+TAKEN_LIMIT = 1000  # slots in a row found filled by another writer before this agent stops sending
+
+
+class StoreTampered(Exception):
+    """Another writer keeps filling this agent's slots on rank 0's store."""
+
+
+@dataclass(frozen=True)
+class Read:
+    """What one slot held: its body once it passed (`state` ok), or why not (missing, forged, unreadable)."""
+
+    state: str
+    body: Any = None
+    detail: str = ""
+    raw: bytes = b""
 
 
 class FleetChannel:
     """One agent's view of the store (thread-safe): what it writes, and what rank 0 reads of every agent."""
 
-    def __init__(self, store: Any, rank: int, world: int) -> None:
+    def __init__(self, store: Any, rank: int, world: int, key: bytes, run_id: str) -> None:
         self.store, self.rank, self.world = store, rank, world
+        self.key, self.run_id = key, run_id
         self._lock = threading.Lock()  # one store call at a time
         self._sending = threading.Lock()  # one event at a time
-        self._sent = 0
+        self._slot = 0  # the next slot to try
+        self._sent = 0  # this agent's own count of events sent: each event carries its number
+        self._beats = 0
         self.broken: str | None = None  # why sending to rank 0 stopped
         self._last_progress: dict[tuple[str, str], float] = {}
 
-    def _set(self, key: str, value: Any) -> None:
-        with self._lock:
-            self.store.set(key, json.dumps(value, default=str))
+    def _seal(self, key: str, body: Any) -> str:
+        return seal(self.key, self.run_id, key, body)
 
-    def _get(self, key: str) -> Any | None:
+    def _set(self, key: str, body: Any) -> None:
+        value = self._seal(key, body)
+        with self._lock:
+            self.store.set(key, value)
+
+    def read(self, key: str) -> Read:
+        """One slot, opened: missing, or its seal and form checked."""
         with self._lock:
             if not self.store.check([key]):
-                return None
-            return json.loads(self.store.get(key))
+                return Read("missing")
+            raw = self.store.get(key)
+        raw = raw if isinstance(raw, bytes) else str(raw).encode()
+        try:
+            return Read("ok", unseal(self.key, self.run_id, key, raw).body, raw=raw)
+        except Unsealed as why:
+            return Read(why.reason, detail=why.detail, raw=raw)
 
-    def _count(self, key: str, add: int = 0) -> int:
+    def _get(self, key: str) -> Any | None:
+        """A slot's body if it passed; None for a missing one or one that did not (the reader waits on)."""
+        found = self.read(key)
+        return found.body if found.state == "ok" else None
+
+    def exists(self, key: str) -> bool:
         with self._lock:
-            return int(self.store.add(key, add))
+            return bool(self.store.check([key]))
 
     # -- what an agent writes --
     def announce(self, info: dict[str, Any]) -> None:
@@ -58,59 +99,71 @@ class FleetChannel:
             raise
 
     def _publish(self, event: Event) -> None:
-        with self._sending:  # the event's number, its key and the count move together
+        with self._sending:  # the event's number, its slot and the next slot move together
             if isinstance(event, Progress) and event.done < event.total:
                 key = (event.stage, event.device)
                 if event.t - self._last_progress.get(key, 0.0) < PROGRESS_EVERY_S:
                     return
                 self._last_progress[key] = event.t
-            self._set(f"ev/{self.rank}/{self._sent}", event_to_dict(event))
-            self._sent += 1
-            self._count(f"evn/{self.rank}", 1)
+            body = {"seq": self._sent, "event": event_to_dict(event)}
+            for _ in range(TAKEN_LIMIT):
+                slot = f"ev/{self.rank}/{self._slot}"
+                value = self._seal(slot, body)
+                with self._lock:
+                    now = self.store.compare_set(slot, "", value)
+                self._slot += 1
+                if (now.decode() if isinstance(now, bytes) else str(now)) == value:
+                    self._sent += 1
+                    return
+            raise StoreTampered(f"{TAKEN_LIMIT} slots in a row were taken by another writer on rank 0's store")
 
     def beat(self) -> None:
-        self._count(f"hb/{self.rank}", 1)
+        self._beats += 1
+        self._set(f"hb/{self.rank}", {"beat": self._beats})
 
     def arrive(self, phase: str) -> None:
-        self._set(f"arrive/{phase}/{self.rank}", time.time())
+        self._set(f"arrive/{phase}/{self.rank}", {"t": time.time()})
+
+    def refuse(self, why: str, name: str) -> None:
+        """This agent will not run (bad input, a busy store): rank 0 quotes why instead of waiting for it."""
+        self._set(f"refused/{self.rank}", {"why": why, "name": name})
 
     def finish(self, summary: dict[str, Any]) -> None:
-        """The last thing an agent writes: every event it sent is readable before this."""
-        self._set(f"done/{self.rank}", summary)
+        """The last thing an agent writes: every event it sent is readable before this, in `slots` slots."""
+        with self._sending:
+            self._set(f"done/{self.rank}", {**summary, "slots": self._slot, "sent": self._sent})
 
     def members(self, phase: str) -> list[int] | None:
-        """The ranks rank 0 admitted to a phase, once it has decided."""
-        return self._get(f"members/{phase}")
+        """The ranks rank 0 admitted to a phase, once it has decided (a value failing its seal is no decision)."""
+        from rigcheck.engine.fleet.schema import Malformed, ranks
+
+        found = self._get(f"members/{phase}")
+        try:
+            return None if found is None else ranks(found, self.world)
+        except Malformed:
+            return None
+
+    def refused(self, rank: int) -> str | None:
+        found = self._get(f"refused/{rank}")
+        return str(found.get("why"))[:2000] if isinstance(found, dict) else None
 
     # -- what rank 0 reads --
     def host(self, rank: int) -> dict[str, Any] | None:
-        return self._get(f"host/{rank}")
+        """Rank `rank`'s announcement, checked; None while there is none that passes."""
+        from rigcheck.engine.fleet.schema import Malformed, announcement
 
-    def beats(self, rank: int) -> int:
-        return self._count(f"hb/{rank}")
-
-    def events(self, rank: int, since: int) -> list[dict[str, Any]]:
-        """Rank `rank`'s events from number `since` on."""
-        total = self._count(f"evn/{rank}")
-        found = []
-        for n in range(since, total):
-            data = self._get(f"ev/{rank}/{n}")
-            if data is not None:
-                found.append(data)
-        return found
-
-    def arrived(self, phase: str, rank: int) -> bool:
-        return self._get(f"arrive/{phase}/{rank}") is not None
+        found = self._get(f"host/{rank}")
+        try:
+            return None if found is None else announcement(found)
+        except Malformed:
+            return None
 
     def set_members(self, phase: str, ranks: list[int]) -> None:
         self._set(f"members/{phase}", ranks)
 
-    def done(self, rank: int) -> dict[str, Any] | None:
-        return self._get(f"done/{rank}")
-
 
 class Heartbeat:
-    """Counts up this agent's heartbeat every `interval` seconds while the agent lives."""
+    """Raises this agent's sealed heartbeat every `interval` seconds while the agent lives."""
 
     def __init__(self, channel: FleetChannel, interval: float = 1.0) -> None:
         self.channel, self.interval = channel, interval

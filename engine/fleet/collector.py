@@ -2,7 +2,11 @@
 
 A thread polls the channel a few times a second. An agent that never announces itself within the join
 timeout, or whose heartbeat stops for `lost_after` seconds before it finished, is lost: a CRASH verdict on its
-host quotes its last event, its running stages become INTERRUPTED, and the others carry on.
+host quotes its last event, its running stages become INTERRUPTED, and the others carry on. An agent that
+refused to start says why, and the verdict quotes it.
+
+Nothing read from the store is trusted: each value's seal and schema are checked first (what fails is dropped
+and counted, engine/fleet/intake.py), reads per poll are bounded, and no peer's number sets a loop's length.
 """
 
 from __future__ import annotations
@@ -12,11 +16,18 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from rigcheck.engine.events import Event, LogLine, Status, Verdict, event_from_dict
-from rigcheck.engine.fleet.channel import FleetChannel
+from rigcheck.engine.events import Event, LogLine, Status, Verdict
+from rigcheck.engine.fleet import schema
+from rigcheck.engine.fleet.channel import FleetChannel, Read
+from rigcheck.engine.fleet.intake import UNKNOWN, Dropped, dropped_verdict
 from rigcheck.engine.store import Store
 
 POLL_S = 0.25
+READS_PER_POLL = 200  # events read from one host in one poll, at most: a flood waits for the next poll
+LOOKAHEAD = 8  # slots looked at past a missing one (someone deleted it) before waiting for the agent
+LOOKAHEAD_EVERY_S = 2.0  # at most this often per host: the store serves every host's reads
+REFUSAL_CHECK_S = 2.0  # heartbeat silence after which rank 0 looks for a refusal
+MAX_SLOTS = 10**9
 
 
 @dataclass
@@ -25,28 +36,46 @@ class HostState:
     name: str = ""
     state: str = "waiting"  # waiting | running | done | lost
     read: int = 0  # events read so far
+    slot: int = 0  # the next slot to read
+    seq: int = 0  # the agent's next event number
+    final: int | None = None  # slots its end said it used
+    sent: int = 0  # events its end said it sent
     beats: int = -1
     beat_seen: float = field(default_factory=time.monotonic)
     last_event: str = "none"
+    began: float | None = None  # its own run's start (its clock), for the elapsed times in words
+    local_run: str = ""
+    looked_ahead: float = 0.0  # when rank 0 last looked past a missing slot
 
     @property
     def label(self) -> str:
         return self.name or f"rank {self.rank}"
 
 
-def describe(event: Event) -> str:
-    """A few words for a host's last event, for the lost-host verdict."""
+def _elapsed(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def describe(event: Event, began: float | None = None) -> str:
+    """A few words for a host's last event, for the lost-host verdict; its time as elapsed in the host's run."""
     kind = type(event).__name__
     stage = getattr(event, "stage", "")
+    t = getattr(event, "t", None)
+    when = f" {_elapsed(t - began)} into its run" if began is not None and isinstance(t, float) else ""
     if kind == "Measurement":
-        return f"{stage}: figure {event.name} at {event.t:.0f}"  # type: ignore[union-attr]
+        return f"{stage}: figure {event.name}{when}"  # type: ignore[union-attr]
     if kind == "Progress":
-        return f"{stage}: {event.done}/{event.total} {event.what}".strip()  # type: ignore[union-attr]
+        return f"{stage}: {event.done}/{event.total} {event.what}".strip() + when  # type: ignore[union-attr]
     if kind == "StageStarted":
-        return f"{stage} started"
+        return f"{stage} started{when}"
     if kind == "StageFinished":
-        return f"{stage} finished {event.status.value}"  # type: ignore[union-attr]
-    return f"{stage}: {kind}"
+        return f"{stage} finished {event.status.value}{when}"  # type: ignore[union-attr]
+    return f"{stage}: {kind}{when}"
 
 
 class Collector:
@@ -65,6 +94,7 @@ class Collector:
         self.store, self.run_id, self.channel, self.fleet = store, run_id, channel, fleet
         self.join_timeout, self.lost_after, self.phase_timeout = join_timeout, lost_after, phase_timeout
         self.hosts = [HostState(rank) for rank in range(channel.world)]
+        self.dropped: dict[int | None, Dropped] = {}  # by rank; None: a sender that cannot be told
         self.started = time.monotonic()
         self.phases: dict[str, list[int] | None] = {}
         self._first_arrival: dict[str, float] = {}
@@ -103,40 +133,166 @@ class Collector:
                 self._done.set()
             self._stop.wait(POLL_S)
 
+    # -- reading, each value checked --
+    def _drop(self, rank: int | None, slot: str, found: Read | None = None, why: str = "") -> None:
+        """Count one value that did not pass: forged on the host whose slot it sat in, unreadable on (unknown)."""
+        reason = found.state if found is not None else "malformed"
+        owner = None if reason == "unreadable" else rank
+        detail = found.detail if found is not None else why
+        raw = found.raw if found is not None else why.encode()  # a value read again each poll counts once
+        self.dropped.setdefault(owner, Dropped()).count(reason, detail, raw, slot)
+
+    def _opened(self, rank: int, slot: str) -> Any | None:
+        """A slot's body once its seal passed; a bad one is counted (once per value) and reads as missing."""
+        found = self.channel.read(slot)
+        if found.state == "ok":
+            return found.body
+        if found.state != "missing":
+            self._drop(rank, slot, found)
+        return None
+
     def poll(self) -> None:
         now = time.monotonic()
         for host in self.hosts:
             if host.state in ("done", "lost"):
                 continue
-            if host.state == "waiting":
-                info = self.channel.host(host.rank)
-                if info is None:
-                    if now - self.started > self.join_timeout:
-                        self._lose(host, f"its agent never joined within {self.join_timeout:.0f} s")
-                    continue
-                host.name, host.state, host.beat_seen = (
-                    self._unique(str(info.get("name") or ""), host.rank),
-                    "running",
-                    now,
-                )
-                self._save_states()
-                self._check_options(host, info)
-            self._read_events(host)
-            beats = self.channel.beats(host.rank)
-            if beats != host.beats:
-                host.beats, host.beat_seen = beats, now
-            done = self.channel.done(host.rank)
-            if done is not None:
-                self._read_events(host)  # everything it sent before its end
-                host.state = "done"
-                self._save_states()
+            if host.state == "waiting" and not self._join(host, now):
+                continue
+            if host.final is None:
+                self._read_events(host)
+                self._beat(host, now)
+                self._end(host)
+            if host.final is not None:
+                if self._read_events(host):
+                    host.state = "done"
+                    self._save_states()
+            elif now - host.beat_seen > REFUSAL_CHECK_S and self._refused(host):
+                continue
             elif now - host.beat_seen > self.lost_after:
                 self._lose(host, f"its agent stopped answering for {self.lost_after:.0f} s")
         self._decide_phases()
 
+    def _join(self, host: HostState, now: float) -> bool:
+        slot = f"host/{host.rank}"
+        body = self._opened(host.rank, slot)
+        info = None
+        if body is not None:
+            try:
+                info = schema.announcement(body)
+            except schema.Malformed as why:
+                self._drop(host.rank, slot, why=str(why))
+        if info is None:
+            if self._refused(host):
+                return False
+            if now - self.started > self.join_timeout:
+                self._lose(host, f"its agent never joined within {self.join_timeout:.0f} s")
+            return False
+        host.name, host.state, host.beat_seen = self._unique(info["name"], host.rank), "running", now
+        self._save_states()
+        self._check_options(host, info)
+        return True
+
+    def _beat(self, host: HostState, now: float) -> None:
+        body = self._opened(host.rank, f"hb/{host.rank}")
+        beat = body.get("beat") if isinstance(body, dict) else None
+        if isinstance(beat, int) and not isinstance(beat, bool) and host.beats < beat < 2**53:
+            host.beats, host.beat_seen = beat, now
+
+    def _end(self, host: HostState) -> None:
+        slot = f"done/{host.rank}"
+        body = self._opened(host.rank, slot)
+        if body is None:
+            return
+        try:
+            if not isinstance(body, dict):
+                raise schema.Malformed("an end is an object")
+            final = schema.whole(body.get("slots"), "slots", 0, MAX_SLOTS)
+            sent = schema.whole(body.get("sent"), "sent", 0, MAX_SLOTS)
+            run = body.get("run_id")
+            where = schema.inert(str(body.get("store") or ""))[:4096]
+        except schema.Malformed as why:
+            self._drop(host.rank, slot, why=str(why))
+            return
+        host.final, host.sent = final, sent
+        if isinstance(run, int) and where:
+            host.local_run = f"run {run} of {where} on {host.label}"
+
+    def _refused(self, host: HostState) -> bool:
+        body = self._opened(host.rank, f"refused/{host.rank}")
+        why = body.get("why") if isinstance(body, dict) else None
+        if not isinstance(why, str):
+            return False
+        name = body.get("name")
+        if not host.name and isinstance(name, str) and schema.inert(name).strip():
+            host.name = self._unique(schema.inert(name).strip()[:128], host.rank)
+        self._lose(host, f"its agent refused to start: {schema.inert(why)[:1000]}", refused=True)
+        return True
+
+    def _read_events(self, host: HostState) -> bool:
+        """Read the host's next events, at most READS_PER_POLL; True once it has caught up with every slot."""
+        for _ in range(READS_PER_POLL):
+            if host.final is not None and host.slot >= host.final:
+                if host.sent > host.seq:  # events it sent that never reached rank 0 whole
+                    self.dropped.setdefault(host.rank, Dropped()).overwritten += host.sent - host.seq
+                    host.seq = host.sent
+                return True
+            slot = f"ev/{host.rank}/{host.slot}"
+            found = self.channel.read(slot)
+            if found.state == "missing":
+                if host.final is not None:  # below its last slot: deleted by someone
+                    host.slot += 1
+                    continue
+                if time.monotonic() - host.looked_ahead < LOOKAHEAD_EVERY_S:
+                    return True
+                host.looked_ahead = time.monotonic()
+                ahead = next(
+                    (
+                        n
+                        for n in range(host.slot + 1, host.slot + 1 + LOOKAHEAD)
+                        if self.channel.exists(f"ev/{host.rank}/{n}")
+                    ),
+                    None,
+                )
+                if ahead is None:
+                    return True  # the agent has not written it yet
+                host.slot = ahead
+                continue
+            host.slot += 1
+            if found.state != "ok":
+                self._drop(host.rank, slot, found)
+                continue
+            self._take(host, slot, found.body)
+        return False
+
+    def _take(self, host: HostState, slot: str, body: Any) -> None:
+        try:
+            if not isinstance(body, dict) or set(body) != {"seq", "event"}:
+                raise schema.Malformed("an event's envelope is {seq, event}")
+            seq = schema.whole(body["seq"], "seq", host.seq, MAX_SLOTS)
+            event = schema.event(body["event"])
+        except schema.Malformed as why:
+            self._drop(host.rank, slot, why=str(why))
+            return
+        if seq > host.seq:
+            self.dropped.setdefault(host.rank, Dropped()).overwritten += seq - host.seq
+        host.seq = seq + 1
+        host.read += 1
+        kind = type(event).__name__
+        if kind == "RunStarted":
+            host.began = event.t
+        if kind in ("RunStarted", "RunFinished"):
+            return  # the agent's own run; the fleet run begins and ends here
+        host.last_event = describe(event, host.began)
+        self.store.record(self.run_id, event, host=host.label)
+
+    def arrived(self, phase: str, rank: int) -> bool:
+        body = self._opened(rank, f"arrive/{phase}/{rank}")
+        return isinstance(body, dict)
+
+    # -- deciding --
     def _unique(self, name: str, rank: int) -> str:
         """Two agents that report one host name (RIGCHECK_NODE_NAME set alike, or one machine twice) stay apart."""
-        if name and name not in {h.name for h in self.hosts if h.rank != rank}:
+        if name and name not in {h.name for h in self.hosts if h.rank != rank} and name != UNKNOWN:
             return name
         unique = f"{name or 'host'} (rank {rank})"
         self.store.record(
@@ -174,28 +330,26 @@ class Collector:
                 self.store.interrupt_host_stages(self.run_id, host.label)
         self._save_states()
 
-    def _read_events(self, host: HostState) -> None:
-        for data in self.channel.events(host.rank, host.read):
-            host.read += 1
-            event = event_from_dict(data)
-            if event is None:
+    def record_dropped(self) -> None:
+        """A WARN on each host (or on "(unknown)") for what rank 0 dropped from the store."""
+        for rank, dropped in sorted(self.dropped.items(), key=lambda item: -1 if item[0] is None else item[0]):
+            if not dropped.total:
                 continue
-            if type(event).__name__ in ("RunStarted", "RunFinished"):
-                continue  # the agent's own run; the fleet run begins and ends here
-            host.last_event = describe(event)
-            self.store.record(self.run_id, event, host=host.label)
+            host = UNKNOWN if rank is None else self.hosts[rank].label
+            local = "" if rank is None else self.hosts[rank].local_run
+            self.store.record(self.run_id, dropped_verdict(host, dropped, local), host=host)
 
-    def _lose(self, host: HostState, why: str) -> None:
+    def _lose(self, host: HostState, why: str, refused: bool = False) -> None:
         host.state = "lost"
-        explanation = (
-            f"{host.label} is lost: {why} (its last event: {host.last_event}); its results up to then are kept, "
-            "and the other hosts carried on"
-        )
-        self.store.record(
-            self.run_id,
-            Verdict("fleet", "agent", Status.CRASH, explanation, {"rank": host.rank, "events": host.read}),
-            host=host.label,
-        )
+        if refused:
+            explanation = f"{host.label}: {why}; the other hosts carried on"
+        else:
+            explanation = (
+                f"{host.label} is lost: {why} (its last event: {host.last_event}); its results up to then are kept, "
+                "and the other hosts carried on"
+            )
+        numbers = {"rank": host.rank, "events": host.read, "refused": refused}
+        self.store.record(self.run_id, Verdict("fleet", "agent", Status.CRASH, explanation, numbers), host=host.label)
         self.store.interrupt_host_stages(self.run_id, host.label)
         self._save_states()
 
@@ -203,7 +357,7 @@ class Collector:
         for phase, members in self.phases.items():
             if members is not None:
                 continue
-            arrived = [h.rank for h in self.hosts if h.state != "lost" and self.channel.arrived(phase, h.rank)]
+            arrived = [h.rank for h in self.hosts if h.state != "lost" and self.arrived(phase, h.rank)]
             pending = [h for h in self.hosts if h.state not in ("lost", "done") and h.rank not in arrived]
             if arrived:
                 self._first_arrival.setdefault(phase, time.monotonic())

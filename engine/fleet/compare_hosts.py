@@ -142,10 +142,9 @@ def _slow_hosts(groups: dict[GroupKey, dict[str, list[Measurement]]], tolerance:
             slowest = min(ms, key=lambda m: m.value)
             slow[host].append(_SlowFigure(key, values[host], values[best_host], best_host, below, slowest, len(ms)))
     out: list[Hosted] = []
-    for host in sorted(slow):
+    named = [host for host in sorted(slow) if len(slow[host]) * 2 > compared[host]]
+    for host in named:
         figures = slow[host]
-        if len(figures) * 2 <= compared[host]:
-            continue
         worst = max(figures, key=lambda f: f.below)
         kind, model, name = worst.key
         if kind == "GPU":
@@ -158,7 +157,8 @@ def _slow_hosts(groups: dict[GroupKey, dict[str, list[Measurement]]], tolerance:
             STAGE,
             "fleet-host",
             Status.WARN,
-            f"{host} is the slow host: {len(figures)} of its {compared[host]} compared figure(s) more than "
+            f"{host} is {'the slow host' if len(named) == 1 else f'one of {len(named)} slow hosts'}: "
+            f"{len(figures)} of its {compared[host]} compared figure(s) more than "
             f"{tolerance:.0%} below the best other host; worst {name} {worst.value:,.4g} {worst.slowest.unit} "
             f"({where}), {worst.below:.0%} below {worst.best:,.4g} on {worst.best_host}; {cause}",
             {

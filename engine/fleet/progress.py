@@ -30,10 +30,29 @@ def read_progress(
         for rank in range(world):
             key = f"progress/{rank}"
             if store.check([key]):
-                found[rank] = json.loads(store.get(key))
+                record = checked(store.get(key))
+                if record is not None:
+                    found[rank] = record
         return found
     except Exception:  # the store went with a lost rank 0: the local view is all there is
         return None
+
+
+def checked(raw: bytes) -> dict[str, Any] | None:
+    """A worker's progress as read from the store, which anyone on the network may have written: a whole number
+    of steps and an inert step name, or None (taken as never written)."""
+    from rigcheck.engine.fleet.schema import inert
+
+    if len(raw) > 4096:
+        return None
+    try:
+        record = json.loads(raw, parse_constant=lambda name: None)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    n = record.get("n") if isinstance(record, dict) else None
+    if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n < 2**53:
+        return None
+    return {**record, "n": n, "step": inert(str(record.get("step") or ""))[:200]}
 
 
 def stragglers(progress: dict[int, dict[str, Any]], world: int) -> tuple[list[int], str]:

@@ -104,6 +104,11 @@ def _probe(report: dict[str, Any], host: str) -> dict[str, Any]:
     return facts.get("probe") or {}
 
 
+def run_hostname(report: dict[str, Any]) -> str:
+    """The run's host as the fleet names it (rank 0's RIGCHECK_NODE_NAME), else as the machine does."""
+    return str((report.get("fleet") or {}).get("rank0") or report["run"].get("host") or "")
+
+
 def device_labels(row: Row, report: dict[str, Any]) -> Labels:
     """hostname, gpu, uuid, pci_bus_id, device and model_name of the device a row is about.
 
@@ -113,7 +118,7 @@ def device_labels(row: Row, report: dict[str, Any]) -> Labels:
     device = row.get("device") or ""
     params, conditions = row.get("params") or {}, row.get("conditions") or {}
     probe = _probe(report, host)
-    labels: Labels = {"hostname": host or str(report["run"].get("host") or "")}
+    labels: Labels = {"hostname": host or run_hostname(report)}
     index = gpu_index(device)
     if index is not None:
         gpu = str(index)
@@ -143,7 +148,7 @@ def _run_families(report: dict[str, Any]) -> list[Metric]:
     info = Info("rigcheck_run", "The run this file describes: always 1, its facts in the labels.")
     info.add(
         {
-            "hostname": run.get("host") or "",
+            "hostname": run_hostname(report),
             "run": run["id"],
             "status": run.get("status") or "",
             "profile": run.get("profile") or "",

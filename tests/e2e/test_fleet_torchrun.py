@@ -3,41 +3,18 @@ gloo, CPU stages; rank 0's store holds all three hosts' results."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from fleet_driver import Fleet, free_port, start_fleet
+from fleet_driver import FLEET_KEY, fleet_report, free_port, start_fleet
 from rigcheck.engine.store import Store
 
 pytestmark = pytest.mark.timeout(420)
 HOSTS = ["host-a", "host-b", "host-c"]
-
-
-def fleet_report(timeout: float, fleet: Fleet) -> dict:
-    """Rank 0's fleet run once it has ended, from whichever agent's store holds it (torchrun picks rank 0,
-    not always the host that serves the rendezvous; torchrun itself may still wait at its exit barrier)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for agent in fleet.agents:
-            row = None
-            if agent.store.exists():
-                with contextlib.suppress(sqlite3.OperationalError), sqlite3.connect(agent.store) as db:
-                    query = "SELECT id FROM runs WHERE device = 'fleet' AND status != 'running'"
-                    row = db.execute(query).fetchone()  # (no such table while the store is being made)
-            if row:
-                report = Store(agent.store).report(row[0])
-                assert report is not None
-                return report
-        time.sleep(0.5)
-    fleet.stop()
-    logs = "\n".join(f"--- {a.name}\n{a.text()[-4000:]}" for a in fleet.agents)
-    raise AssertionError(f"no fleet run ended within {timeout:.0f} s:\n{logs}")
 
 
 def test_three_hosts_in_one_run_and_the_slow_one_named(tmp_path: Path) -> None:
@@ -155,6 +132,7 @@ def test_under_srun_alone_rank_0_serves_the_store(tmp_path: Path) -> None:
             "MASTER_PORT": str(port),
             "RIGCHECK_NODE_NAME": name,
             "RIGCHECK_STORE": str(tmp_path / f"{name}.db"),
+            "RIGCHECK_FLEET_KEY": FLEET_KEY,
         }
         for key in ("RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE"):
             env.pop(key, None)

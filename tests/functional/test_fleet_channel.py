@@ -7,37 +7,16 @@ import time
 from pathlib import Path
 
 import pytest
+from fleet_memory import KEY, MemoryStore, channel
 from rigcheck.engine.events import Measurement, Progress, StageFinished, StageStarted, Status
-from rigcheck.engine.fleet.channel import FleetChannel
 from rigcheck.engine.fleet.collector import Collector
 from rigcheck.engine.fleet.env import FleetEnvError, first_slurm_host, read_env
 from rigcheck.engine.store import Store
 
 
-class MemoryStore:
-    """The four calls of torch.distributed's Store that the channel uses."""
-
-    def __init__(self) -> None:
-        self.data: dict[str, bytes] = {}
-
-    def set(self, key: str, value: str) -> None:
-        self.data[key] = value.encode()
-
-    def get(self, key: str) -> bytes:
-        return self.data[key]
-
-    def check(self, keys: list[str]) -> bool:
-        return all(k in self.data for k in keys)
-
-    def add(self, key: str, amount: int) -> int:
-        value = int(self.data.get(key, b"0")) + amount
-        self.data[key] = str(value).encode()
-        return value
-
-
 def fleet_of(tmp_path: Path, world: int, join_timeout: float = 30.0, lost_after: float = 30.0):
     shared = MemoryStore()
-    channels = [FleetChannel(shared, rank, world) for rank in range(world)]
+    channels = [channel(shared, rank, world) for rank in range(world)]
     store = Store(tmp_path / "s.db")
     run_id = store.begin_fleet_run(["matmul"], "quick", "python3", [], {"id": "t"})
     collector = Collector(store, run_id, channels[0], {"id": "t"}, join_timeout, lost_after)
@@ -67,8 +46,8 @@ def test_progress_is_coalesced_but_the_last_step_always_goes(tmp_path: Path) -> 
     for step in range(10):
         ch.publish(Progress("matmul", step, 10, t=now + step * 0.01))
     ch.publish(Progress("matmul", 10, 10, t=now + 0.2))
-    sent = [ch._get(f"ev/0/{n}") for n in range(ch._count("evn/0"))]
-    assert [e["done"] for e in sent] == [0, 10]
+    sent = [ch._get(f"ev/0/{n}") for n in range(ch._slot)]
+    assert [e["event"]["done"] for e in sent] == [0, 10]
 
 
 def test_a_silent_agent_is_lost_with_its_last_event_and_its_stage_interrupted(tmp_path: Path) -> None:
@@ -149,10 +128,10 @@ def test_rigcheck_fleet_builds_the_torchrun_command_and_refuses_a_bad_endpoint(
         ["fleet", "--nnodes", "4", "--endpoint", "node0:29400", "--id", "b7", "--rendezvous-client", "probe", "-v"]
     )
     argv = launch_argv(args, rest)
-    assert argv[1:3] == ["-m", "torch.distributed.run"]
+    assert argv[1:4] == ["-P", "-m", "torch.distributed.run"]
     assert {"--nnodes=4", "--nproc-per-node=1", "--rdzv-backend=c10d", "--rdzv-endpoint=node0:29400"} <= set(argv)
     assert "--rdzv-id=b7" in argv and "--rdzv-conf=is_host=0" in argv
-    assert argv[argv.index("-m", 3) :] == ["-m", "rigcheck.fleet", "probe", "-v"]
+    assert argv[argv.index("-m", 4) :] == ["-m", "rigcheck.fleet", "probe", "-v"]
     for endpoint in ("node0", "node0:abc", "node0:99999", ":29400"):
         assert main(["fleet", "--nnodes", "2", "--endpoint", endpoint, "probe"]) == 2
         err = capsys.readouterr().err
@@ -207,19 +186,19 @@ def test_a_heartbeat_rides_out_a_slow_answer_and_stops_when_the_store_is_gone() 
             super().__init__()
             self.failures, self.calls = failures, 0
 
-        def add(self, key: str, amount: int) -> int:
+        def set(self, key: str, value: str) -> None:
             self.calls += 1
             if self.calls <= self.failures:
                 raise RuntimeError("timed out")
-            return super().add(key, amount)
+            super().set(key, value)
 
     slow = Flaky(2)
-    beat = Heartbeat(FleetChannel(slow, 0, 1), interval=0.01).start()
+    beat = Heartbeat(channel(slow, 0, 1), interval=0.01).start()
     time.sleep(0.2)
     beat.stop()
-    assert int(slow.data["hb/0"]) > 0  # it went on beating after two failures
+    assert channel(slow, 0, 1)._get("hb/0")["beat"] > 2  # it went on beating after two failures
     gone = Flaky(10**6)
-    beat = Heartbeat(FleetChannel(gone, 0, 1), interval=0.01).start()
+    beat = Heartbeat(channel(gone, 0, 1), interval=0.01).start()
     time.sleep(0.3)
     assert gone.calls == GIVE_UP_AFTER and "hb/0" not in gone.data
     beat.stop()
@@ -244,23 +223,23 @@ def test_a_fleet_event_lands_in_the_hosts_own_run_even_when_rank_0_is_gone(tmp_p
     from rigcheck.engine.run.request import RunRequest
 
     class Gone(MemoryStore):
-        def set(self, key: str, value: str) -> None:
+        def compare_set(self, key: str, expected: str, desired: str) -> bytes:
             raise RuntimeError("Broken pipe")
 
     store = Store(tmp_path / "s.db")
     env = FleetEnv(1, 2, "127.0.0.1", 1, "r", "b", False, "torchrun")
-    agent = Agent(env, store, RunRequest(()), FleetOptions())
+    agent = Agent(env, store, RunRequest(()), FleetOptions(), KEY)
     agent.local_run_id = store.begin_run(["probe"], "cpu", "quick", "python3", [])
-    channel = FleetChannel(Gone(), 1, 2)
-    agent._send(channel, Measurement("fleet-links", "pair all_reduce 4 MiB a-b", 1.0, "GB/s", device="cpu"))
+    gone = channel(Gone(), 1, 2)
+    agent._send(gone, Measurement("fleet-links", "pair all_reduce 4 MiB a-b", 1.0, "GB/s", device="cpu"))
     report = store.report(agent.local_run_id)
     assert report is not None and [m["name"] for m in report["measurements"]] == ["pair all_reduce 4 MiB a-b"]
-    assert channel.broken is not None and "Broken pipe" in channel.broken
+    assert gone.broken is not None and "Broken pipe" in gone.broken
 
 
 def test_rank_0_keeps_one_deadline_for_the_collectives_and_goes_on_without_a_late_host(tmp_path: Path) -> None:
     shared = MemoryStore()
-    channels = [FleetChannel(shared, rank, 3) for rank in range(3)]
+    channels = [channel(shared, rank, 3) for rank in range(3)]
     store = Store(tmp_path / "s.db")
     run_id = store.begin_fleet_run(["training"], "quick", "python3", [], {"id": "t"})
     collector = Collector(store, run_id, channels[0], {"id": "t"}, 30.0, 30.0, phase_timeout=0.2)

@@ -374,3 +374,14 @@ def test_a_host_whose_probe_did_not_report_is_flagged_and_one_host_gives_nothing
     assert [(h, v.status) for h, v in found] == [("node4", Status.WARN)] * 2
     assert "did not report" in found[0][1].explanation and "no environment fingerprint" in found[1][1].explanation
     assert probe_differences({"node0": probe_facts(driver="1")}, {"node0": fingerprint("node0")}) == []
+
+
+def test_two_slow_hosts_are_not_each_called_the_slow_host() -> None:
+    reason = "other processes kept 1.0 of 2 CPUs busy while this figure needed 2: burn (pid 77, 1.0 CPUs)"
+    cond = {"host_others_cpus": 1.0, "trust": "SUSPECT", "trust_reasons": [reason]}
+    both = [(h, m) for h, m in cpu_fleet("b", 0.6, **cond) if h != "c"]
+    both += [(h, m) for h, m in cpu_fleet("c", 0.7, **cond) if h == "c"]
+    named = sorted((h, v.explanation) for h, v in warns(fleet_peer_verdicts(both)) if v.check == "fleet-host")
+    assert [h for h, _ in named] == ["b", "c"]
+    assert all(text.startswith(f"{h} is one of 2 slow hosts: ") for h, text in named), named
+    assert not any("the slow host" in text for _, text in named)
