@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -15,8 +16,17 @@ from rigcheck.engine.report.atomic_write import write_atomic
 from rigcheck.engine.report.export import to_json
 from rigcheck.engine.report.junit import to_junit
 from rigcheck.engine.run.numbers import WEEK_S, bounded_float
-from rigcheck.engine.run.preflight import STDOUT, UsageError, check_output_file, inspect_python, open_store, run_devices
+from rigcheck.engine.run.preflight import (
+    PYTHON_TIMEOUT_S,
+    STDOUT,
+    UsageError,
+    check_output_file,
+    inspect_python,
+    open_store,
+    run_devices,
+)
 from rigcheck.engine.run.request import RunRequest
+from rigcheck.engine.run.warm_pool import park_early, parked_answer
 from rigcheck.engine.stage import PROFILES, parse_device
 from rigcheck.engine.store import Store
 
@@ -105,13 +115,12 @@ def check_report_files(args: argparse.Namespace) -> None:
         check_output_file(f"--{flag}", getattr(args, flag))
 
 
-def request_from_args(
-    args: argparse.Namespace, before_inspect: Callable[[str], None] | None = None
-) -> tuple[RunRequest, Store]:
+def request_from_args(args: argparse.Namespace, early_child: bool = False) -> tuple[RunRequest, Store]:
     """Check `run`'s options and turn them into a RunRequest and the store it goes to (UsageError if bad).
 
-    `before_inspect(python)` is called once the options are checked, before the interpreter is asked
-    about its GPUs (which imports torch, seconds): e.g. to start the run's first stage child beside it."""
+    `early_child`: once the options are checked, start the run's first stage child (warm_pool.park_early):
+    it imports torch once, answers the preflight's question about the interpreter's GPUs, and then runs
+    the first stage, where otherwise a second interpreter would import torch only to answer it."""
     try:
         infos = resolve(args.stages or list(default_stages(args.profile)))
         device = parse_device(args.device) if args.device else None
@@ -132,10 +141,12 @@ def request_from_args(
     baseline = read_baseline(args.baseline) if getattr(args, "baseline", None) else None
     python = args.python or sys.executable
     gpus: tuple[str, ...] = ()
-    if before_inspect is not None:
-        before_inspect(python)
+    asked = None
+    if early_child:
+        park_early(python)
+        asked = partial(parked_answer, python, PYTHON_TIMEOUT_S)
     if args.python or device != "cpu":
-        device, gpus = run_devices(device, inspect_python(python))
+        device, gpus = run_devices(device, inspect_python(python, asked))
     device = device or "cpu"
     store = open_store(args.store)
     options: dict[str, object] = {name: True for name in ("max_find", "compile") if getattr(args, name)}

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,21 +18,11 @@ from typing import Any
 from rigcheck.engine.report.atomic_write import RefusedTarget, existing_target, temp_name
 from rigcheck.engine.run.childpath import absolute_program, child_env
 from rigcheck.engine.run.numbers import parse_count
+from rigcheck.engine.run.torch_question import MARK, PROBE_CODE
 from rigcheck.engine.store import STORE_ENV, Store, StoreError, default_store_path
 
 PYTHON_TIMEOUT_S = 180
-MARK = "RIGCHECK-PYTHON "
 STDOUT = "-"  # as an output file: standard output
-# Runs under the interpreter being checked: standard library and torch only.
-PROBE_CODE = f"""
-import json, sys
-import torch
-hip = getattr(torch.version, "hip", None)
-build = f"ROCm {{hip}}" if hip else f"CUDA {{torch.version.cuda}}" if torch.version.cuda else "CPU-only"
-gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-answer = {{"python": sys.version.split()[0], "torch": torch.__version__, "build": build, "gpus": gpus}}
-print({MARK!r} + json.dumps(answer))
-"""
 
 
 class UsageError(Exception):
@@ -61,8 +52,14 @@ def _answer(stdout: str) -> dict[str, Any] | None:
     return None
 
 
-def inspect_python(python: str) -> Interpreter:
-    """Ask `python` about its torch; UsageError("not a Python with torch") when it cannot answer."""
+def inspect_python(python: str, asked: Callable[[], str | None] | None = None) -> Interpreter:
+    """Ask `python` about its torch; UsageError("not a Python with torch") when it cannot answer.
+
+    `asked()`: the answer of a warm child already started under `python` (it imports torch once for
+    both); where it has none, or a bad one, a fresh interpreter is asked, and its error is the one said."""
+    data = _answer(asked() or "") if asked is not None else None
+    if data is not None:
+        return _interpreter(python, data)
     try:
         with tempfile.TemporaryDirectory(prefix="rigcheck-preflight-") as empty:  # `-c` imports from its folder
             done = subprocess.run(
@@ -85,6 +82,10 @@ def inspect_python(python: str) -> Interpreter:
         else:
             why = f"it exited with code {done.returncode} without naming a torch version"
         raise UsageError(f"--python {python}: not a Python with torch ({why})")
+    return _interpreter(python, data)
+
+
+def _interpreter(python: str, data: dict[str, Any]) -> Interpreter:
     return Interpreter(
         python, str(data.get("python", "?")), str(data["torch"]), str(data.get("build", "?")), int(data["gpus"])
     )

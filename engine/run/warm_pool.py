@@ -65,9 +65,10 @@ class WarmChild:
         return code
 
 
-def start_warm(program: str, env: dict[str, str], cwd: Path, first_log: Path, import_torch: bool = False) -> WarmChild:
+def start_warm(program: str, env: dict[str, str], cwd: Path, first_log: Path, first: str = "") -> WarmChild:
     """Start a warm child; until its first order its output goes to `first_log` (the first stage's log).
-    `import_torch`: it imports torch at once, not when its first stage comes."""
+    `first`: "torch" imports torch at once, not when its first stage comes; "answer" also answers the
+    preflight's question first (torch_question)."""
     order_read, order_write = os.pipe()
     event_read, event_write = os.pipe()
     try:
@@ -80,7 +81,7 @@ def start_warm(program: str, env: dict[str, str], cwd: Path, first_log: Path, im
                     "--warm",
                     str(order_read),
                     str(event_write),
-                    *(["torch"] if import_torch else []),
+                    *([first] if first else []),
                 ],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -137,6 +138,7 @@ class WarmPool:
 
 
 _parked: dict[str, tuple[WarmChild, Path]] = {}  # by interpreter: started before the run knew its device
+_answers: dict[str, str | None] = {}  # by interpreter: what its parked child answered the preflight
 
 
 def child_environment(*extra_paths: str) -> dict[str, str]:
@@ -153,15 +155,38 @@ def park_early(python: str) -> None:
         return
     folder = Path(tempfile.mkdtemp(prefix="rigcheck-early-"))  # an empty folder: `-m` imports from it
     try:
-        child = start_warm(absolute_program(python), child_environment(), folder, folder / "early.log", True)
+        child = start_warm(absolute_program(python), child_environment(), folder, folder / "early.log", "answer")
     except OSError:
         shutil.rmtree(folder, ignore_errors=True)
         return
     _parked[python] = (child, folder)
 
 
+def parked_answer(python: str, timeout_s: float) -> str | None:
+    """What the child parked for `python` answered the preflight (torch_question), once it has; None where
+    there is no such child or it gave no answer in time (it is then dropped: the preflight asks afresh)."""
+    if python in _answers:
+        return _answers[python]
+    child, _ = _parked.get(python, (None, None))
+    answer = None
+    if child is not None:
+        try:
+            if child.events.poll(timeout_s):
+                answer = child.events.recv_bytes(1 << 16).decode(errors="replace")
+        except (EOFError, OSError):
+            answer = None
+    _answers[python] = answer
+    if child is not None and answer is None:
+        drop = adopt_parked(python)
+        if drop is not None:
+            drop.close(0.0)
+    return answer
+
+
 def adopt_parked(python: str) -> WarmChild | None:
     """The child park_early started for `python`, if it is still alive; it is the caller's from now on."""
+    if python in _parked and python not in _answers:
+        parked_answer(python, 180.0)  # its answer comes first on its pipe: read it before any event
     child, folder = _parked.pop(python, (None, None))
     if folder is not None:
         shutil.rmtree(folder, ignore_errors=True)  # it runs from the run's folder once its first order comes

@@ -150,3 +150,47 @@ def test_a_host_arm_runs_beside_its_gpu_arm(tmp_path: Path, monkeypatch) -> None
     assert "CPUs 2-15" in str(notes["cuda:0"]) and "ran at once with the GPU arm" in str(notes["cpu"])
     # this machine lacks CPUs 2-15: the child kept to those it may use rather than fail
     assert "('cpus', " in (tmp_path / "logs" / "training-cpu.log").read_text()
+
+
+def test_the_early_child_answers_the_preflight_and_the_run_adopts_it(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from rigcheck.engine.run import preflight, warm_pool
+    from rigcheck.engine.run.options import request_from_args
+    from rigcheck.tui.cli_parser import build_parser
+
+    def no_second_interpreter(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the preflight started an interpreter of its own")
+
+    monkeypatch.setattr(preflight.subprocess, "run", no_second_interpreter)
+    args = build_parser().parse_args(["run", "probe", "--store", str(tmp_path / "s.db")])
+    request, _ = request_from_args(args, early_child=True)
+    assert request.device in ("cpu", "cuda:0")  # what the early child's torch sees, here a CPU build
+    child = warm_pool.adopt_parked(sys.executable)
+    assert child is not None and child.alive()
+    assert child.close() == 0 and warm_pool.adopt_parked(sys.executable) is None
+
+
+def test_an_interpreter_without_torch_is_still_one_line_from_a_fresh_preflight(tmp_path: Path) -> None:
+    import subprocess
+
+    fake = tmp_path / "bin" / "python3"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\nexec " + sys.executable + ' -I -S "$@"\n')  # no site-packages: no torch
+    fake.chmod(0o755)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rigcheck.tui.cli",
+            "run",
+            "probe",
+            "--python",
+            str(fake),
+            "--store",
+            str(tmp_path / "s.db"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "not a Python with torch" in done.stderr and "ModuleNotFoundError" in done.stderr
