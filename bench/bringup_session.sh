@@ -8,7 +8,7 @@ for tag in ${TAGS:-cold warm quick}; do
     case $tag in
         cold*) extra="--cold" ;;
         warm*) extra="" ;;
-        quick) extra="--profile quick" ;;
+        quick*) extra="--profile quick" ;;
     esac
     start=$(date +%s.%N)
     RIGCHECK_STORE=$OUT/store.db rigcheck run --device ${DEVICE:-cuda:0} $extra --json $OUT/$tag.json > $OUT/$tag.log 2>&1
