@@ -12,12 +12,12 @@ for tag in ${TAGS:-cold warm quick}; do
     esac
     start=$(date +%s.%N)
     RIGCHECK_STORE=$OUT/store.db rigcheck run --device ${DEVICE:-cuda:0} $extra --json $OUT/$tag.json > $OUT/$tag.log 2>&1
-    echo "$tag: rc=$? wall $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s"
+    echo "$tag: rc=$? wall $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s" | tee -a $OUT/walls.txt
 done
 python3 bench/bringup_times.py $(for t in ${TAGS:-cold warm quick}; do echo $OUT/$t.json; done)
 python3 bench/summarize_run.py $OUT/warm.json | grep -E "train|==" | head -30
 python3 bench/summarize_run.py $OUT/warm.json | grep "^  " | head -20
-for i in 1 2 3; do python3 bench/matmul_sandwich.py ${DEVICE:-cuda:0}; done
+[ -n "${NO_SANDWICH:-}" ] || for i in 1 2 3; do python3 bench/matmul_sandwich.py ${DEVICE:-cuda:0}; done
 # what a run pays outside its stages: the CLI's own imports, and the preflight's `import torch`
 for what in "import rigcheck.tui.cli, rigcheck.engine.run.options" "import torch; torch.cuda.device_count()"; do
     start=$(date +%s.%N); python3 -c "$what"; echo "$what: $(python3 -c "print(round($(date +%s.%N) - $start, 2))") s"
@@ -26,3 +26,4 @@ for t in ${TAGS:-cold warm quick}; do
     python3 -c "
 import json; r = json.load(open('$OUT/$t.json'))['run']; print('$t: run in store', round(r['finished'] - r['started'], 1), 's')"
 done
+cat $OUT/walls.txt
