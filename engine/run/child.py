@@ -43,25 +43,8 @@ def environment_fingerprint(stage: str) -> Fingerprint:
     return Fingerprint(stage, digest(basis), basis)
 
 
-def pin_to(cpus: object) -> None:
-    """Keep this child, and torch's thread pool, on the CPUs the runner gave it (a host arm beside GPU arms)."""
-    if not isinstance(cpus, list | tuple) or not cpus or not hasattr(os, "sched_setaffinity"):
-        return
-    cpus = sorted({int(cpu) for cpu in cpus} & os.sched_getaffinity(0))  # only CPUs this child may use
-    if not cpus:
-        return
-    os.sched_setaffinity(0, cpus)
-    try:
-        import torch
-    except ImportError:
-        return
-    torch.set_num_threads(len(cpus))
-    print(f"rigcheck child {os.getpid()}: on CPUs {sorted(cpus)}, {len(cpus)} torch threads", flush=True)
-
-
 def run_stage(conn: Connection, spec: StageSpec, target: str, fingerprint: bool) -> None:
     context = StageContext(spec)
-    pin_to(spec.option("cpus"))
 
     def on_term(signum: int, frame: object) -> None:
         context.cancel_flag[0] = True

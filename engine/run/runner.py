@@ -118,57 +118,13 @@ class Child:
         return log_dir / f"{stage}{self.log_suffix}.log"
 
 
-MIN_CPU_ARM = 4  # fewer CPUs than this left for a host arm: it runs after the GPUs, on the whole host
-
-
-def cpu_split(cpus: Iterable[int], gpus: int) -> tuple[list[int], tuple[int, ...]] | None:
-    """A CPU of its own for each GPU child, the rest for the host arm, the first left to the parent; None
-    where the host arm would get fewer than MIN_CPU_ARM."""
-    ordered = sorted(cpus)
-    if len(ordered) < 1 + gpus + MIN_CPU_ARM:
-        return None
-    return ordered[1 : 1 + gpus], tuple(ordered[1 + gpus :])
-
-
-def span(cpus: Iterable[int]) -> str:
-    """CPUs as a person writes them: 2-15, or 1,3,5."""
-    ordered = sorted(cpus)
-    if ordered and ordered == list(range(ordered[0], ordered[-1] + 1)) and len(ordered) > 2:
-        return f"{ordered[0]}-{ordered[-1]}"
-    return ",".join(map(str, ordered))
-
-
-def stage_batches(info: StageInfo, plan: RunPlan, cpus: Iterable[int] | None = None) -> list[list[Child]]:
+def stage_batches(info: StageInfo, plan: RunPlan) -> list[list[Child]]:
     """The children of one stage, in batches run one after another; the children of a batch run at once.
 
     A per-device stage on several GPUs gets one child per GPU (all at once, or one by one with
     `serial`), then, where it has host work that does not depend on the GPU, one CPU child after them.
-    A stage whose host arm may overlap its GPU arms (training) runs them all at once instead, on disjoint
-    CPUs (`cpus`: this process's, by default), where there are enough; each figure says so.
     """
     request = plan.request
-    split = None
-    if info.overlap_cpu_part and info.cpu_part and request.gpus and not request.serial:
-        split = cpu_split(os.sched_getaffinity(0) if cpus is None else cpus, len(request.gpus))
-    if split is not None:
-        own, host = split
-        gpus = [
-            Child(
-                gpu,
-                (
-                    ("parts", "gpu"),
-                    ("cpus", (cpu,)),
-                    (
-                        "overlap",
-                        f"its host arm ran at once on CPUs {span(host)}; this GPU's child had CPU {cpu} to itself",
-                    ),
-                ),
-                "-" + gpu.replace(":", ""),
-            )
-            for gpu, cpu in zip(request.gpus, own, strict=True)
-        ]
-        note = f"ran at once with the GPU arm{'s' if len(own) > 1 else ''}, on CPUs {span(host)} ({len(host)} threads)"
-        return [[*gpus, Child("cpu", (("parts", "cpu"), ("cpus", host), ("overlap", note)), "-cpu")]]
     if not (info.per_device and len(request.gpus) > 1):
         return [[Child(request.device)]]
     gpus = [Child(gpu, (("parts", "gpu"),), "-" + gpu.replace(":", "")) for gpu in request.gpus]
@@ -423,7 +379,7 @@ class Run:
         for child in batch:
             log_path = child.log_path(plan.log_dir, info.name)
             try:
-                if request.cold:
+                if request.cold or info.fresh_child:
                     proc, conn = self._spawn(info, child, log_path)
                     running.append(_Running(child, proc, conn, log_path))
                 else:
@@ -457,9 +413,6 @@ class Run:
                     continue
                 if isinstance(event, Progress) and len(batch) > 1:
                     event = replace(event, device=entry.child.device)
-                overlap = dict(entry.child.options).get("overlap")
-                if isinstance(event, Measurement) and overlap:
-                    event = replace(event, params={**event.params, "overlap": overlap})
                 self._emit(event)
             for conn, entry in list(live.items()):
                 if entry.proc.poll() is not None and not conn.poll(0):

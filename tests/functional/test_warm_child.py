@@ -8,9 +8,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from rigcheck.engine.events import Event, Measurement, StageStarted, Status, Verdict
+from rigcheck.engine.events import Event, StageStarted, Status, Verdict
 from rigcheck.engine.registry import STAGES, StageInfo
-from rigcheck.engine.run import runner as runner_module
 from rigcheck.engine.run.no_child import skip_reason
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import Run, RunPlan
@@ -114,15 +113,8 @@ def test_the_parent_skips_links_on_one_gpu_named_without_a_child(tmp_path: Path)
     assert "nothing to link" in verdict(events, "links").explanation
 
 
-def test_a_child_given_cpus_keeps_to_them_and_a_stage_that_pins_itself_is_undone(tmp_path: Path) -> None:
-    events: list[Event] = []
-    request = RunRequest((fake("pinned", "where"),), "cpu", "quick", options={"cpus": [0]})
-    run = Run(RunPlan(1, request, tmp_path / "a"), [events.append])
-    run.start()
-    assert run.wait(240)
-    pinned = verdict(events, "pinned").numbers
-    assert pinned["cpus"] == [0] and pinned["threads"] == 1
-    _, events = run_to_end([with_torch(fake("pins", "pins_itself")), with_torch(fake("free", "where"))], tmp_path / "b")
+def test_a_stage_that_pins_itself_to_one_cpu_is_undone_before_the_next(tmp_path: Path) -> None:
+    _, events = run_to_end([with_torch(fake("pins", "pins_itself")), with_torch(fake("free", "where"))], tmp_path)
     free = verdict(events, "free").numbers
     assert free["pid"] == verdict(events, "pins").numbers["pid"]  # one warm child: only undoing explains it
     assert free["cpus"] == sorted(os.sched_getaffinity(0)) and free["threads"] == torch_threads()
@@ -134,22 +126,14 @@ def torch_threads() -> int:
     return torch.get_num_threads()
 
 
-def test_a_host_arm_runs_beside_its_gpu_arm(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(runner_module.os, "sched_getaffinity", lambda pid: set(range(16)))  # a 16-CPU host
-    info = replace(fake("training", "per_gpu"), per_device=True, cpu_part=True, overlap_cpu_part=True)
-    events: list[Event] = []
-    request = RunRequest((fake("first", "ok"), info), "cuda:0", "quick", gpus=("cuda:0",))
-    run = Run(RunPlan(1, request, tmp_path / "logs"), [events.append])
-    run.start()
-    assert run.wait(240)
-    assert run.stage_status == {"first": Status.PASS, "training": Status.PASS}
-    assert run.warm.started == 2  # the host arm, and one for cuda:0 that runs "first" and then training
-    parts = sorted(v.explanation.split()[1] for v in events if isinstance(v, Verdict) and v.check == "done")
-    assert parts == ["(cpu)", "(gpu)"]
-    notes = {m.device: m.params.get("overlap") for m in events if isinstance(m, Measurement) and m.stage == "training"}
-    assert "CPUs 2-15" in str(notes["cuda:0"]) and "ran at once with the GPU arm" in str(notes["cpu"])
-    # this machine lacks CPUs 2-15: the child kept to those it may use rather than fail
-    assert "('cpus', " in (tmp_path / "logs" / "training-cpu.log").read_text()
+def test_a_stage_that_asks_for_a_fresh_child_gets_one_between_warm_ones(tmp_path: Path) -> None:
+    infos = [fake("before", "ok"), replace(fake("fresh", "ok"), fresh_child=True), fake("after", "ok")]
+    run, events = run_to_end(infos, tmp_path)
+    started = pids(events)
+    assert set(run.stage_status.values()) == {Status.PASS}
+    assert started["before"] == started["after"] != started["fresh"]  # the warm child waited beside it
+    assert run.warm.started == 1
+    assert STAGES["training"].fresh_child and not STAGES["matmul"].fresh_child
 
 
 def test_the_early_child_answers_the_preflight_and_the_run_adopts_it(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -32,7 +32,7 @@ STAGE = StageInfo(
     default_in=("full",),
     timed=True,
     min_gpus=2,
-    overlap_cpu_part=True,
+    fresh_child=True,
 )
 REQUEST = RunRequest(
     stages=(STAGE, StageInfo("probe", "pkg.probe:run", "probe")),

@@ -60,31 +60,6 @@ def test_batches_of_a_run() -> None:
     assert [[c.device for c in b] for b in stage_batches(probe, plan)] == [["all"]]
 
 
-def test_a_host_arm_that_may_overlap_runs_beside_the_gpus_on_cpus_of_its_own() -> None:
-    info = replace(fake("training", "per_gpu"), per_device=True, cpu_part=True, overlap_cpu_part=True)
-    one = RunPlan(1, RunRequest((info,), "cuda:0", gpus=("cuda:0",)))
-    [batch] = stage_batches(info, one, cpus=range(16))
-    assert [(c.device, dict(c.options)["parts"], dict(c.options)["cpus"]) for c in batch] == [
-        ("cuda:0", "gpu", (1,)),
-        ("cpu", "cpu", tuple(range(2, 16))),
-    ]
-    assert "CPUs 2-15" in str(dict(batch[0].options)["overlap"]) and "14 threads" in str(
-        dict(batch[1].options)["overlap"]
-    )
-    two = RunPlan(1, RunRequest((info,), "all", gpus=("cuda:0", "cuda:1")))
-    [batch] = stage_batches(info, two, cpus=[0, 2, 4, 6, 8, 10, 12, 14])
-    assert [dict(c.options)["cpus"] for c in batch] == [(2,), (4,), (6, 8, 10, 12, 14)]
-    # too few CPUs for a host arm of its own, or GPUs asked one by one: the host arm runs after them
-    assert [[c.device for c in b] for b in stage_batches(info, one, cpus=range(4))] == [["cuda:0"]]
-    assert [[c.device for c in b] for b in stage_batches(info, two, cpus=range(6))] == [["cuda:0", "cuda:1"], ["cpu"]]
-    serial = RunPlan(1, RunRequest((info,), "all", gpus=("cuda:0", "cuda:1"), serial=True))
-    assert [[c.device for c in b] for b in stage_batches(info, serial, cpus=range(16))] == [
-        ["cuda:0"],
-        ["cuda:1"],
-        ["cpu"],
-    ]
-
-
 def test_a_slow_gpu_is_named_against_its_peers_through_the_runner(tmp_path: Path) -> None:
     events = run_per_gpu(tmp_path, slow_cuda2=True)
     (warn,) = [e for e in events if isinstance(e, Verdict) and e.check.startswith("peers")]
