@@ -8,6 +8,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from cli_calls import assert_one_line_error, rigcheck
 from rigcheck.engine.events import Event, StageStarted, Status, Verdict
 from rigcheck.engine.registry import STAGES, StageInfo
 from rigcheck.engine.run.no_child import skip_reason
@@ -154,27 +155,9 @@ def test_the_early_child_answers_the_preflight_and_the_run_adopts_it(tmp_path: P
 
 
 def test_an_interpreter_without_torch_is_still_one_line_from_a_fresh_preflight(tmp_path: Path) -> None:
-    import subprocess
-
     fake = tmp_path / "bin" / "python3"
     fake.parent.mkdir()
     fake.write_text("#!/bin/sh\nexec " + sys.executable + ' -I -S "$@"\n')  # no site-packages: no torch
     fake.chmod(0o755)
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rigcheck.tui.cli",
-            "run",
-            "probe",
-            "--python",
-            str(fake),
-            "--store",
-            str(tmp_path / "s.db"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
-    assert "not a Python with torch" in done.stderr and "ModuleNotFoundError" in done.stderr
+    done = rigcheck("run", "probe", "--python", str(fake), store=tmp_path / "s.db", timeout=300)
+    assert_one_line_error(done, "not a Python with torch", "ModuleNotFoundError")
