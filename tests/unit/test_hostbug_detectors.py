@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import numpy
+import pytest
 import torch
 from rigcheck.engine.events import Status
+from rigcheck.engine.models.board_net import BoardNetConfig
+from rigcheck.engine.stages.hostbugs import sgemm_race
+from rigcheck.engine.stages.hostbugs import stage as hostbugs
 from rigcheck.engine.stages.hostbugs.repeatability import repeat_twice
 from rigcheck.engine.stages.hostbugs.sgemm_race import hunt, numpy_matmul, thread_counts
-from rigcheck.engine.stages.hostbugs.stage import repeat_verdict, sgemm_verdicts, summary
+from rigcheck.engine.stages.hostbugs.stage import (
+    cpu_conv_checks,
+    gpu_repeat_checks,
+    repeat_verdict,
+    sgemm_verdicts,
+    summary,
+)
 
 
 def racy(a, b, threads):  # type: ignore[no-untyped-def]
@@ -77,3 +87,72 @@ def test_numpy_arrays_are_float32_in_the_hunt() -> None:
 
     hunt({"spy": (spy, "k")}, [1], trials=1, n=16)
     assert seen == [numpy.float32]
+
+
+def test_a_float64_reference_that_does_not_repeat_stops_every_sgemm_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+
+    def flaky(a, b, threads):  # type: ignore[no-untyped-def]
+        out = a @ b
+        if out.dtype == numpy.float64:
+            calls.append(1)
+            out = out + (1e-12 if len(calls) % 2 == 0 else 0.0)  # every second reference call is off by one ulp or so
+        return out
+
+    monkeypatch.setattr(sgemm_race, "numpy_matmul", flaky)
+    records, repeats = hunt({"numpy": (numpy_matmul, "k")}, [1, 2], trials=2, n=32)
+    assert not repeats
+    verdicts = list(sgemm_verdicts(records, repeats, 32))
+    assert [(v.check, v.status) for v in verdicts] == [("sgemm-reference", Status.FAIL)]
+    assert "did not repeat bit for bit: no sgemm can be judged" in verdicts[0].explanation
+    closing = summary(verdicts)
+    assert closing.status == Status.FAIL and closing.numbers["untrusted"] == ["sgemm-reference"]
+    monkeypatch.undo()
+    assert hunt({"numpy": (numpy_matmul, "k")}, [1, 2], trials=2, n=32)[1]  # the clean side: it repeats
+
+
+class ThreadSensitiveConv(torch.nn.Conv2d):
+    """Repeats at any one thread count, but at more than one thread differs from one thread by 1e-3."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = super().forward(x)
+        return out + 1e-3 if torch.get_num_threads() > 1 else out
+
+
+def conv_verdicts() -> dict:
+    return {v.check: v for v in cpu_conv_checks((2, 4, 7, 7), BoardNetConfig(4, 1), 2, 2)}
+
+
+def test_a_conv_that_differs_across_thread_counts_fails_and_one_that_agrees_passes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clean = conv_verdicts()
+    assert {k: v.status for k, v in clean.items()} == dict.fromkeys(
+        ("conv-repeat-onednn", "conv-repeat-native", "model-repeat-cpu", "conv-threads"), Status.PASS
+    )
+    monkeypatch.setattr(torch.nn, "Conv2d", ThreadSensitiveConv)
+    found = conv_verdicts()
+    verdict = found["conv-threads"]
+    assert verdict.status == Status.FAIL, verdict.explanation
+    assert verdict.numbers["rel_error"] > hostbugs.THREAD_TOLERANCE
+    assert verdict.explanation.startswith("CPU Conv2d at 1 and 2 threads agrees to")
+    assert found["conv-repeat-onednn"].status == Status.PASS  # it repeats: only the thread counts disagree
+
+
+def test_a_gpu_that_does_not_repeat_warns_and_one_that_repeats_passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    def checks(fraction: float) -> dict:
+        monkeypatch.setattr(hostbugs, "repeat_twice", lambda compute: (fraction, fraction / 10))
+        found = gpu_repeat_checks(torch.device("cpu"), (2, 4, 7, 7), BoardNetConfig(4, 1), 2)
+        return {v.check: v for v in found}
+
+    assert {k: v.status for k, v in checks(0.0).items()} == dict.fromkeys(
+        ("gpu-matmul-repeat", "gpu-conv-repeat", "gpu-model-repeat"), Status.PASS
+    )
+    warned = checks(0.02)
+    assert {k: v.status for k, v in warned.items()} == dict.fromkeys(
+        ("gpu-matmul-repeat", "gpu-conv-repeat", "gpu-model-repeat"), Status.WARN
+    )
+    assert warned["gpu-conv-repeat"].explanation == (
+        "Conv2d (2, 4, 7, 7) on cpu does not repeat: 2.00% of elements differ, by up to 2.00e-03"
+    )
+    assert summary(list(warned.values())).status == Status.PASS  # a GPU that does not repeat is no CPU reference
