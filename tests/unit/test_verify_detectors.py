@@ -131,6 +131,32 @@ def test_steps_change_weights() -> None:
     assert check_steps(SMALL, 8, CPU).status == Status.PASS
 
 
+def test_steps_that_leave_a_weight_unchanged_or_not_finite_fail(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    class SkipsFirst(torch.optim.SGD):
+        """Updates every parameter tensor but the first, as a lost gradient would."""
+
+        def step(self, closure=None):  # type: ignore[no-untyped-def, override]
+            kept = self.param_groups[0]["params"][0].detach().clone()
+            super().step(closure)
+            self.param_groups[0]["params"][0].data.copy_(kept)
+
+    monkeypatch.setattr(torch.optim, "SGD", SkipsFirst)
+    stuck = check_steps(SMALL, 8, CPU)
+    assert stuck.status == Status.FAIL, stuck.explanation
+    assert stuck.numbers["changed"] == stuck.numbers["total"] - 1 and stuck.numbers["finite"] is True
+
+    class Poison(SkipsFirst.__mro__[1]):  # the real SGD, then one weight made NaN
+        def step(self, closure=None):  # type: ignore[no-untyped-def, override]
+            super().step(closure)
+            self.param_groups[0]["params"][-1].data[0] = float("nan")
+
+    monkeypatch.setattr(torch.optim, "SGD", Poison)
+    poisoned = check_steps(SMALL, 8, CPU)
+    assert poisoned.status == Status.FAIL and poisoned.numbers["finite"] is False
+    assert poisoned.numbers["changed"] == poisoned.numbers["total"]
+    assert check_batchnorm_training(SMALL, 8, CPU).status == Status.WARN  # a failed step under BatchNorm warns
+
+
 def test_batchnorm_failure_is_a_warn_naming_groupnorm(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     def broken(self, x):  # type: ignore[no-untyped-def]
         raise RuntimeError("miopenStatusUnknownError in batch_norm training")
