@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 from fleet_driver import Fleet, free_port, start_fleet
+from rigcheck.engine.fleet.verdicts import stored_figure
 from rigcheck.engine.store import Store
+from rigcheck.engine.trust.peers import sound
 
 pytestmark = pytest.mark.timeout(420)
 HOSTS = ["host-a", "host-b", "host-c"]
@@ -41,11 +43,12 @@ def fleet_report(timeout: float, fleet: Fleet) -> dict:
 
 
 def test_three_hosts_in_one_run_and_the_slow_one_named(tmp_path: Path) -> None:
-    """host-c shares its one CPU with three burners pinned to it in its own session; a and b share the other."""
+    """host-c shares its one CPU with three burners pinned to it in its own session; a and b share the other.
+    host-c must be named, and host-a and host-b must not: a detector naming every host fails here."""
     fleet = start_fleet(
         tmp_path,
         HOSTS,
-        ["probe", "training", "--profile", "quick", "--lost-after", "20", "--collective-timeout", "30"],
+        ["probe", "training", "--profile", "quick", "--lost-after", "60", "--collective-timeout", "60"],
         cpus_for={"host-a": "0", "host-b": "0", "host-c": "1"},
         burners_for={"host-c": 3},
     )
@@ -60,9 +63,26 @@ def test_three_hosts_in_one_run_and_the_slow_one_named(tmp_path: Path) -> None:
         assert stages[(host, "probe")] == "PASS", stages
         assert stages[(host, "training")] in ("PASS", "WARN"), stages
         assert any(m["host"] == host and m["stage"] == "training" for m in report["measurements"])
-    slow = [v for v in report["verdicts"] if v["stage"] == "fleet" and v["status"] == "WARN" and v["host"] == "host-c"]
-    assert slow, [(v["host"], v["check_name"], v["explanation"]) for v in report["verdicts"] if v["stage"] == "fleet"]
-    assert "host-c" in slow[0]["explanation"]
+    fleet_rows = [v for v in report["verdicts"] if v["stage"] == "fleet"]
+    seen = [(v["host"], v["check_name"], v["status"], v["explanation"]) for v in fleet_rows]
+    named = {v["host"] for v in fleet_rows if v["status"] != "PASS" and v["host"]}
+    assert not named & {"host-a", "host-b"}, seen  # the clean side: the fast hosts are never named
+    # host-c can only be named where its figures stood as results: the fleet compares sound figures only, and
+    # on a machine busy beyond the burners a figure may come out NOISY (the same rule decides here as there)
+    sound_hosts = {
+        m["host"]
+        for m in report["measurements"]
+        if m["stage"] == "training" and m["device"] == "cpu" and sound(stored_figure(m))
+    }
+    if "host-c" not in sound_hosts or len(sound_hosts) < 2:
+        trusts = sorted({(m["host"], (m["conditions"] or {}).get("trust")) for m in report["measurements"]})
+        pytest.skip(f"the training figures were not sound enough to compare hosts on this busy machine: {trusts}")
+    slow = [
+        v for v in fleet_rows if v["status"] == "WARN" and v["host"] == "host-c" and v["check_name"] == "fleet-host"
+    ]
+    assert slow, seen
+    assert slow[0]["explanation"].startswith("host-c is the slow host: ")
+    assert slow[0]["numbers"]["best_host"] in ("host-a", "host-b")
     # the inter-host collectives ran across the three hosts, checked, with their busbw
     links = [m for m in report["measurements"] if m["stage"] == "fleet-links" and not m["params"].get("pair")]
     assert {m["name"].split()[0] for m in links} >= {"all_reduce", "all_gather", "reduce_scatter"}
