@@ -80,7 +80,12 @@ def test_three_hosts_in_one_run_and_the_slow_one_named(tmp_path: Path) -> None:
     slow = [
         v for v in fleet_rows if v["status"] == "WARN" and v["host"] == "host-c" and v["check_name"] == "fleet-host"
     ]
-    assert slow, seen
+    figures = [
+        (m["host"], m["name"], round(m["value"], 3), (m["conditions"] or {}).get("trust"))
+        for m in report["measurements"]
+        if m["stage"] == "training"
+    ]
+    assert slow, (seen, figures)
     assert slow[0]["explanation"].startswith("host-c is the slow host: ")
     assert slow[0]["numbers"]["best_host"] in ("host-a", "host-b")
     # the inter-host collectives ran across the three hosts, checked, with their busbw
