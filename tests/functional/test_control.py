@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ci_tools import need
 from rigcheck.engine.run.control import ControlError, ControlServer, NotLive, control_path, request, runtime_dir
 
 
@@ -75,8 +76,7 @@ def other_user() -> Iterator[int]:
     """A second real user, made for this test and removed after it: the uid."""
     if os.getuid() != 0:
         pytest.skip("making a second real user and switching to it needs root (CI runs as root)")
-    if not shutil.which("useradd") or not os.access(SYSTEM_PYTHON, os.X_OK):
-        pytest.skip("useradd or the system python3 is missing: no second user to try the socket as")
+    need("useradd", SYSTEM_PYTHON)  # the second user's client is the system python: the venv may be private
     name = f"rcother{os.getpid() % 100000}"
     subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True, timeout=60)
     try:
