@@ -374,3 +374,51 @@ def test_a_host_whose_probe_did_not_report_is_flagged_and_one_host_gives_nothing
     assert [(h, v.status) for h, v in found] == [("node4", Status.WARN)] * 2
     assert "did not report" in found[0][1].explanation and "no environment fingerprint" in found[1][1].explanation
     assert probe_differences({"node0": probe_facts(driver="1")}, {"node0": fingerprint("node0")}) == []
+
+
+def stored(host: str, m: Measurement) -> dict[str, Any]:
+    """A figure as rank 0's store gives it back: a row with its host (unit and time may be empty)."""
+    return {"host": host, "stage": m.stage, "name": m.name, "value": m.value, "unit": m.unit or None,
+            "spread": m.spread, "repeats": m.repeats, "device": m.device, "params": m.params,
+            "conditions": m.conditions, "t": None}  # fmt: skip
+
+
+def test_rank_0_compares_stage_figures_of_the_hosts_that_ran_and_flags_only_those_that_did_not_report() -> None:
+    """a, b and d ran and reported (d slow); c was lost (its silence is the agent verdict's, not a probe gap);
+    e finished but its probe never reported. Pair figures go to the pair rule, never host against host."""
+    from rigcheck.engine.fleet.verdicts import fleet_verdicts, stored_figure
+
+    probe = {"torch": {"torch": "2.13.0", "build": "CPU-only"}, "cpu": {"model": "AMD EPYC 9654"}}
+    link = {"bytes": 2**20, "bound": "link", "pair": ["a", "b"], "broken": None}
+    pair = Measurement("fleet-links", "pair all_reduce 1 MiB a-b", 1.0, "GB/s", None, 3, "cpu", link, conditions(None))
+    rows = [stored(h, train("cpu", v)) for h, v in (("a", 100.0), ("b", 98.0), ("d", 50.0))] + [stored("a", pair)]
+    report = {
+        "measurements": rows,
+        "host_facts": {h: {"probe": probe} for h in ("a", "b", "d")},
+        "fleet": {"hosts": ["a", "b", "c", "d", "e"], "states": {"a": "done", "b": "done", "c": "lost", "d": "done",
+                                                                  "e": "done"}},
+    }  # fmt: skip
+    fingerprints = {h: ("f00d", {"torch": "2.13.0"}) for h in ("a", "b", "d")}
+    found = fleet_verdicts(report, fingerprints)
+    assert sorted((h, v.check, v.status) for h, v in found if v.status != Status.PASS) == [
+        ("d", "fleet-host", Status.WARN),
+        ("e", "fleet-probe", Status.WARN),
+        ("e", "fleet-probe", Status.WARN),
+    ]
+    [slow] = [v for h, v in found if h == "d"]
+    assert "worst train c128 b1024 fp32 50 samples/s (on its CPU), 50% below 100 on a" in slow.explanation
+    assert {v.explanation for h, v in found if h == "e"} == {
+        "its probe did not report: driver, torch build and GPUs not compared",
+        "it reported no environment fingerprint: its environment not compared",
+    }
+    summary = next(v for h, v in found if v.check == "fleet-peers")
+    assert summary.numbers["host_figures"] == 1  # the training figure; the pair figure is not compared here
+    figure = stored_figure(rows[0])
+    assert (figure.unit, figure.t, figure.value) == ("samples/s", 0.0, 100.0)
+    assert stored_figure(stored("a", replace(train("cpu", 1.0), unit=""))).unit == ""
+
+
+def test_a_link_figure_counts_for_its_gpu_only_when_pinned() -> None:
+    gpu = device_copy("cuda:0", 50.0)
+    for bound, pinned, expected in (("link", True, True), ("link", False, False), ("host", True, False)):
+        assert comparable(replace(gpu, params=gpu.params | {"bound": bound, "pinned": pinned})) is expected, bound

@@ -1,0 +1,186 @@
+"""Mutation testing of the modules that decide verdicts and labels, with cosmic-ray: each module is mutated
+one small change at a time (in a scratch copy of the repository, never in place) and its own unit tests are
+run against each mutant; a mutant no test notices has survived.
+
+    python bench/mutation.py                      # every module below, every mutant (slow: hours on 2 cores)
+    python bench/mutation.py peers limits         # some of them
+    python bench/mutation.py --sample 40 health   # a seeded random sample of each module's mutants
+    python bench/mutation.py --ci                 # CI's fast subset: a sample of two small modules, ~2 min
+
+Prints each module's score and every surviving mutant (line, operator, diff); --json FILE keeps them. Exit 1
+when a mutant survives in --ci mode, 0 otherwise (the full run is a report: bench/RESULTS.md judges survivors).
+Needs `pip install cosmic-ray` (in the test extras).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PYTEST = f"{sys.executable} -m pytest -x -q -p no:cacheprovider -p no:randomly"
+# name -> (module, the tests that judge it); each module is scoped to its own tests, so a mutant costs seconds
+MODULES: dict[str, tuple[str, str]] = {
+    "conditions": ("engine/trust/conditions.py", "tests/unit/test_conditions.py tests/unit/test_truth_guards.py "
+                   "tests/unit/test_power_limit_trust.py tests/unit/test_figure_causes.py tests/unit/test_cpu_set.py"),
+    "limits": ("engine/measure/plausibility.py", "tests/unit/test_truth_guards.py tests/unit/test_figure_causes.py"),
+    "peers": ("engine/trust/peers.py", "tests/unit/test_fleet_compare.py tests/unit/test_figure_causes.py"),
+    "health": ("engine/stages/health/checks.py", "tests/functional/test_health.py -k 'not cli and not ctypes'"),
+    "burn": ("engine/stages/burn/verdicts.py",
+             "tests/functional/test_burn.py -k 'not burn_passes and not wrong_element and not quarter and not cancel "
+             "and not bad_duration'"),
+    "hostbugs": ("engine/stages/hostbugs/stage.py", "tests/unit/test_hostbug_detectors.py"),
+    "sgemm": ("engine/stages/hostbugs/sgemm_race.py", "tests/unit/test_hostbug_detectors.py"),
+    "verify-matmul": ("engine/stages/verify/matmul.py", "tests/unit/test_verify_detectors.py"),
+    "verify-model": ("engine/stages/verify/model.py", "tests/unit/test_verify_detectors.py"),
+    "verify-memory": ("engine/stages/verify/memory.py", "tests/unit/test_verify_memory.py"),
+    "fleet-compare": ("engine/fleet/compare_hosts.py", "tests/unit/test_fleet_compare.py"),
+    "fleet-verdicts": ("engine/fleet/verdicts.py", "tests/unit/test_fleet_compare.py"),
+}  # fmt: skip
+CI_MODULES = ("peers", "fleet-verdicts")
+CI_SAMPLE = 12
+TIMEOUT_S = 180.0
+
+
+def scratch_copy(into: Path) -> Path:
+    """The repository's tracked files (with this checkout's edits), and a shim that makes `import rigcheck.*`
+    load them, as `pip install -e .` would: mutants live there, never in the checkout."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    for name in filter(None, listed.decode().split("\0")):
+        source = REPO / name
+        if source.is_file():
+            (into / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, into / name)
+    shim = into / ".shim" / "rigcheck"
+    shim.mkdir(parents=True)
+    for name, target in (("engine", "engine"), ("tui", "tui"), ("themes", "themes"), ("fleet", "engine/fleet/entry")):
+        (shim / name).symlink_to(into / target)
+    return into / ".shim"
+
+
+def config(module: str, tests: str, path: Path) -> Path:
+    path.write_text(
+        "[cosmic-ray]\n"
+        f'module-path = "{module}"\n'
+        f"timeout = {TIMEOUT_S}\n"
+        "excluded-modules = []\n"
+        f"test-command = {json.dumps(f'{PYTEST} {tests}')}\n"
+        '[cosmic-ray.distributor]\nname = "local"\n'
+    )
+    return path
+
+
+def keep_sample(session: Path, sample: int, seed: int) -> int:
+    """Keep a seeded random `sample` of the session's mutants; returns how many there were."""
+    with sqlite3.connect(session) as db:
+        jobs = [row[0] for row in db.execute("SELECT job_id FROM work_items ORDER BY job_id")]
+        if sample and sample < len(jobs):
+            kept = set(random.Random(seed).sample(jobs, sample))
+            dropped = [(job,) for job in jobs if job not in kept]
+            db.executemany("DELETE FROM mutation_specs WHERE job_id = ?", dropped)
+            db.executemany("DELETE FROM work_items WHERE job_id = ?", dropped)
+    return len(jobs)
+
+
+def results(session: Path) -> list[dict]:
+    with sqlite3.connect(session) as db:
+        rows = db.execute(
+            "SELECT s.start_pos_row, s.operator_name, s.occurrence, r.worker_outcome, r.test_outcome, r.diff "
+            "FROM mutation_specs s JOIN work_results r ON r.job_id = s.job_id ORDER BY s.start_pos_row"
+        ).fetchall()
+    keys = ("line", "operator", "occurrence", "worker", "test", "diff")
+    found = [dict(zip(keys, row, strict=True)) for row in rows]
+    for row in found:  # cosmic-ray writes its outcomes upper case (KILLED, NORMAL) in some versions
+        row["worker"], row["test"] = str(row["worker"]).lower(), str(row["test"]).lower()
+    return found
+
+
+def run_module(name: str, sample: int, seed: int, work: Path, env: dict[str, str], cwd: Path) -> dict:
+    module, tests = MODULES[name]
+    folder = work / name
+    folder.mkdir()
+    cfg, session = config(module, tests, folder / "cr.toml"), folder / "session.sqlite"
+    started = time.monotonic()
+    baseline = subprocess.run(f"{PYTEST} {tests}", shell=True, cwd=cwd, env=env, capture_output=True, text=True)
+    if baseline.returncode != 0:
+        return {"module": module, "error": "its tests fail unmutated:\n" + baseline.stdout[-2000:]}
+    cr = [sys.executable, "-m", "cosmic_ray.cli"]
+    subprocess.run([*cr, "init", str(cfg), str(session)], cwd=cwd, env=env, check=True, capture_output=True)
+    total = keep_sample(session, sample, seed)
+    subprocess.run([*cr, "exec", str(cfg), str(session)], cwd=cwd, env=env, check=True, capture_output=True)
+    found = results(session)
+    killed = [r for r in found if r["test"] == "killed" or r["worker"] == "timeout"]
+    survived = [r for r in found if r["test"] == "survived" and r["worker"] != "timeout"]
+    incompetent = [r for r in found if r not in killed and r not in survived]
+    tried = len(killed) + len(survived)
+    return {
+        "module": module,
+        "tests": tests,
+        "mutants": total,
+        "tried": len(found),
+        "killed": len(killed),
+        "survived": survived,
+        "incompetent": len(incompetent),
+        "score": round(len(killed) / tried, 3) if tried else None,
+        "seconds": round(time.monotonic() - started),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("modules", nargs="*", help=f"default: every one of {', '.join(MODULES)}")
+    parser.add_argument("--sample", type=int, default=0, help="a seeded random sample of each module's mutants")
+    parser.add_argument("--seed", type=int, default=26)
+    parser.add_argument("--ci", action="store_true", help=f"{CI_SAMPLE} mutants of each of {', '.join(CI_MODULES)}")
+    parser.add_argument("--json", type=Path, help="write every module's result here")
+    args = parser.parse_args()
+    unknown = sorted(set(args.modules) - set(MODULES))
+    if unknown:
+        print(f"mutation: no module named {', '.join(unknown)}; choose from {', '.join(MODULES)}", file=sys.stderr)
+        return 2
+    if shutil.which("cosmic-ray", path=str(Path(sys.executable).parent)) is None:
+        print("mutation: cosmic-ray is not installed (pip install -e '.[test]')", file=sys.stderr)
+        return 2
+    names = list(CI_MODULES) if args.ci else (args.modules or list(MODULES))
+    sample = CI_SAMPLE if args.ci else args.sample
+    out: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="rigcheck-mutation-") as scratch:
+        copy, work = Path(scratch) / "repo", Path(scratch) / "sessions"
+        copy.mkdir()
+        work.mkdir()
+        shim = scratch_copy(copy)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(shim), str(copy / "tests")]))
+        for name in names:
+            result = run_module(name, sample, args.seed, work, env, copy)
+            out.append(result)
+            print(summary(name, result), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1))
+    if args.ci and any(r.get("error") or r.get("survived") for r in out):
+        return 1
+    return 0
+
+
+def summary(name: str, result: dict) -> str:
+    if result.get("error"):
+        return f"{name} ({result['module']}): {result['error']}"
+    head = (
+        f"{name} ({result['module']}): score {result['score']}, {result['killed']} killed, "
+        f"{len(result['survived'])} survived, {result['incompetent']} incompetent, of {result['tried']} tried "
+        f"({result['mutants']} in all), {result['seconds']} s"
+    )
+    lines = [head] + [f"  survived line {s['line']} {s['operator']}:\n{s['diff']}" for s in result["survived"]]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
