@@ -48,7 +48,21 @@ MODULES: dict[str, tuple[str, str]] = {
     "fleet-verdicts": ("engine/fleet/verdicts.py", "tests/unit/test_fleet_compare.py"),
 }  # fmt: skip
 CI_MODULES = ("peers", "fleet-verdicts")
-CI_SAMPLE = 12
+CI_SAMPLE = 8
+# Survivors judged harmless (bench/RESULTS.md says why): (module, operator, the original line, stripped) -> reason.
+# `is`/`is not` for `==`/`!=` on the same objects, or on strings no code compares by identity, change nothing.
+HARMLESS: dict[tuple[str, str, str], str] = {
+    (
+        "engine/trust/peers.py",
+        "core/ReplaceComparisonOperator_NotEq_IsNot",
+        "yield unit, [v for u, v in values.items() if u != unit], 1.0 - value / best",
+    ): "the keys compared are the very objects of one dict: identity and equality agree",
+    (
+        "engine/fleet/verdicts.py",
+        "core/ReplaceComparisonOperator_NotEq_IsNot",
+        'stage_figures = [(host, m) for host, m in figures if m.stage != "fleet-links"]',
+    ): "a fleet-links figure let through is bound 'link', which the host-against-host rule never groups",
+}
 TIMEOUT_S = 180.0
 
 
@@ -105,6 +119,16 @@ def results(session: Path) -> list[dict]:
     return found
 
 
+def original_line(diff: str) -> str:
+    return next(
+        (line[1:].strip() for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")), ""
+    )
+
+
+def harmless(module: str, survivor: dict) -> str | None:
+    return HARMLESS.get((module, survivor["operator"], original_line(survivor["diff"] or "")))
+
+
 def run_module(name: str, sample: int, seed: int, work: Path, env: dict[str, str], cwd: Path) -> dict:
     module, tests = MODULES[name]
     folder = work / name
@@ -121,6 +145,8 @@ def run_module(name: str, sample: int, seed: int, work: Path, env: dict[str, str
     found = results(session)
     killed = [r for r in found if r["test"] == "killed" or r["worker"] == "timeout"]
     survived = [r for r in found if r["test"] == "survived" and r["worker"] != "timeout"]
+    for row in survived:
+        row["harmless"] = harmless(module, row)
     incompetent = [r for r in found if r not in killed and r not in survived]
     tried = len(killed) + len(survived)
     return {
@@ -166,7 +192,7 @@ def main() -> int:
             print(summary(name, result), flush=True)
             if args.json:  # after each module: a run stopped at a deadline keeps what it finished
                 args.json.write_text(json.dumps(out, indent=1))
-    if args.ci and any(r.get("error") or r.get("survived") for r in out):
+    if args.ci and any(r.get("error") or [s for s in r.get("survived", []) if not s["harmless"]] for r in out):
         return 1
     return 0
 
@@ -179,7 +205,12 @@ def summary(name: str, result: dict) -> str:
         f"{len(result['survived'])} survived, {result['incompetent']} incompetent, of {result['tried']} tried "
         f"({result['mutants']} in all), {result['seconds']} s"
     )
-    lines = [head] + [f"  survived line {s['line']} {s['operator']}:\n{s['diff']}" for s in result["survived"]]
+    lines = [head] + [
+        f"  survived line {s['line']} {s['operator']}"
+        + (f" (harmless: {s['harmless']})" if s["harmless"] else "")
+        + f":\n{s['diff']}"
+        for s in result["survived"]
+    ]
     return "\n".join(lines)
 
 
