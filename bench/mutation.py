@@ -163,7 +163,7 @@ def run_module(name: str, sample: int, seed: int, work: Path, env: dict[str, str
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("modules", nargs="*", help=f"default: every one of {', '.join(MODULES)}")
     parser.add_argument("--sample", type=int, default=0, help="a seeded random sample of each module's mutants")
     parser.add_argument("--seed", type=int, default=26)
