@@ -15,6 +15,7 @@ Needs `pip install cosmic-ray` (in the test extras).
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import random
@@ -94,16 +95,34 @@ def config(module: str, tests: str, path: Path) -> Path:
     return path
 
 
-def keep_sample(session: Path, sample: int, seed: int) -> int:
-    """Keep a seeded random `sample` of the session's mutants; returns how many there were."""
+def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Where the module's type annotations are: with `from __future__ import annotations` they are strings
+    that nothing evaluates, so a mutant there (`int | None` to `int & None`) cannot change a verdict."""
+    spans = []
+    for node in ast.walk(ast.parse(source)):
+        found = []
+        if isinstance(node, ast.arg | ast.AnnAssign):
+            found.append(node.annotation)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            found.append(node.returns)
+        for note in filter(None, found):
+            spans.append(((note.lineno, note.col_offset), (note.end_lineno or 0, note.end_col_offset or 0)))
+    return spans
+
+
+def keep_sample(session: Path, sample: int, seed: int, source: str) -> tuple[int, int]:
+    """Drop the mutants inside type annotations, then keep a seeded random `sample` of the rest; returns
+    (mutants in all, of them in annotations)."""
+    spans = annotation_spans(source)
     with sqlite3.connect(session) as db:
-        jobs = [row[0] for row in db.execute("SELECT job_id FROM work_items ORDER BY job_id")]
-        if sample and sample < len(jobs):
-            kept = set(random.Random(seed).sample(jobs, sample))
-            dropped = [(job,) for job in jobs if job not in kept]
-            db.executemany("DELETE FROM mutation_specs WHERE job_id = ?", dropped)
-            db.executemany("DELETE FROM work_items WHERE job_id = ?", dropped)
-    return len(jobs)
+        rows = db.execute("SELECT job_id, start_pos_row, start_pos_col FROM mutation_specs ORDER BY job_id").fetchall()
+        noted = {job for job, row, col in rows if any(a <= (row, col) < b for a, b in spans)}
+        jobs = [job for job, _, _ in rows if job not in noted]
+        kept = set(random.Random(seed).sample(jobs, sample)) if sample and sample < len(jobs) else set(jobs)
+        dropped = [(job,) for job, _, _ in rows if job not in kept]
+        db.executemany("DELETE FROM mutation_specs WHERE job_id = ?", dropped)
+        db.executemany("DELETE FROM work_items WHERE job_id = ?", dropped)
+    return len(rows), len(noted)
 
 
 def results(session: Path) -> list[dict]:
@@ -140,7 +159,7 @@ def run_module(name: str, sample: int, seed: int, work: Path, env: dict[str, str
         return {"module": module, "error": "its tests fail unmutated:\n" + baseline.stdout[-2000:]}
     cr = [sys.executable, "-m", "cosmic_ray.cli"]
     subprocess.run([*cr, "init", str(cfg), str(session)], cwd=cwd, env=env, check=True, capture_output=True)
-    total = keep_sample(session, sample, seed)
+    total, in_annotations = keep_sample(session, sample, seed, (cwd / module).read_text())
     subprocess.run([*cr, "exec", str(cfg), str(session)], cwd=cwd, env=env, check=True, capture_output=True)
     found = results(session)
     killed = [r for r in found if r["test"] == "killed" or r["worker"] == "timeout"]
@@ -153,6 +172,7 @@ def run_module(name: str, sample: int, seed: int, work: Path, env: dict[str, str
         "module": module,
         "tests": tests,
         "mutants": total,
+        "in_annotations": in_annotations,
         "tried": len(found),
         "killed": len(killed),
         "survived": survived,
@@ -203,7 +223,8 @@ def summary(name: str, result: dict) -> str:
     head = (
         f"{name} ({result['module']}): score {result['score']}, {result['killed']} killed, "
         f"{len(result['survived'])} survived, {result['incompetent']} incompetent, of {result['tried']} tried "
-        f"({result['mutants']} in all), {result['seconds']} s"
+        f"({result['mutants']} in all, {result['in_annotations']} of them in type annotations, not run), "
+        f"{result['seconds']} s"
     )
     lines = [head] + [
         f"  survived line {s['line']} {s['operator']}"

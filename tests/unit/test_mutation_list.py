@@ -35,3 +35,16 @@ def test_every_harmless_survivor_is_a_line_of_its_module() -> None:
         assert operator.startswith("core/") and reason
     diff = "--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-    if a != b:\n+    if a is not b:\n"
     assert mutation.original_line(diff) == "if a != b:"
+
+
+def test_mutants_in_type_annotations_are_told_from_those_in_code() -> None:
+    mutation = mutation_module()
+    source = "def f(a: int | None, b: int) -> str | None:\n    x: int | None = a | b\n    return str(x)\n"
+    spans = mutation.annotation_spans(source)
+
+    def inside(row: int, col: int) -> bool:
+        return any(start <= (row, col) < end for start, end in spans)
+
+    assert inside(1, source.index("|"))  # int | None of a
+    assert inside(1, source.index("| None:"))  # the return annotation
+    assert inside(2, 11) and not inside(2, 22)  # x's annotation is; a | b is code

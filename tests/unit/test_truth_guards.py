@@ -190,6 +190,10 @@ def test_limits_from_the_host_link_and_the_cpu() -> None:
     gen3 = pcie_limit(None, 8.0, 8, "sysfs")
     assert gen3 is not None and gen3.value == pytest.approx(7.88, rel=0.01)
     assert pcie_limit(None, None, 16, "x") is None
+    gen1 = pcie_limit(1, None, 16, "sysfs")  # the slowest generation is in the table too
+    assert gen1 is not None and gen1.value == pytest.approx(4.0) and "Gen1 x16" in gen1.basis
+    between = pcie_limit(None, 12.0, 4, "sysfs")  # a rate the table lacks takes the next slower one's
+    assert between is not None and between.value == pytest.approx(0.985 * 4)
     cpu = cpu_matmul_limit(16, 3000.0, ["avx2", "fma", "avx512f"], "fp32")
     assert cpu is not None and cpu.value == pytest.approx(16 * 3.0 * 64)
     amx = cpu_matmul_limit(16, 3000.0, ["avx512f", "amx_bf16"], "bf16")
