@@ -63,6 +63,21 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         "core/ReplaceComparisonOperator_NotEq_IsNot",
         'stage_figures = [(host, m) for host, m in figures if m.stage != "fleet-links"]',
     ): "a fleet-links figure let through is bound 'link', which the host-against-host rule never groups",
+    (
+        "engine/trust/conditions.py",
+        "core/ReplaceFalseWithTrue",
+        "def interferes(self, others: float, threads: float, cpus: float, steady: bool = False, quota: bool = False) -> bool:",
+    ): "a default no caller uses: both callers (contended, cpu_contention) pass `steady` themselves",
+    (
+        "engine/trust/conditions.py",
+        "core/ReplaceComparisonOperator_Eq_LtE",
+        'elif capped and busy and state == "default":',
+    ): "power_limit_state gives 'default', 'lowered' or 'unknown': none sorts before 'default', so <= is ==",
+    (
+        "engine/stages/health/checks.py",
+        "core/ReplaceComparisonOperator_Eq_LtE",
+        'if state["state"] == "completed" and state["status"] == 0:',
+    ): "NVML's fabric status is an nvmlReturn_t, never negative: <= 0 is == 0",
 }
 TIMEOUT_S = 180.0
 

@@ -113,6 +113,16 @@ def test_a_registered_fabric_gpu_and_corrected_errors_below_the_mark_pass() -> N
     assert same.status == Status.PASS, same.explanation
 
 
+def test_retired_pages_count_both_causes_where_the_driver_splits_them() -> None:
+    from rigcheck.engine.stages.health.checks import retired_pages
+
+    split = SimpleNamespace(retired_pages={"retired_sbe": 3, "retired_dbe": 1, "pending": 0})
+    verdict = retired_pages("cuda:0", split)  # type: ignore[arg-type]
+    assert (verdict.status, verdict.explanation) == (Status.PASS, "cuda:0 has 4 retired memory page(s), none pending")
+    pending = SimpleNamespace(retired_pages={"retired_sbe": 3, "retired_dbe": 1, "pending": 1})
+    assert "(4 retired so far)" in retired_pages("cuda:0", pending).explanation  # type: ignore[arg-type]
+
+
 def test_a_downgraded_link_says_what_it_costs() -> None:
     verdict = verdicts(FakeHealthNvml(link=(4, 8)))["pcie"]
     assert verdict.explanation.startswith(
