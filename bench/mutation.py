@@ -66,7 +66,8 @@ HARMLESS: dict[tuple[str, str, str], str] = {
     (
         "engine/trust/conditions.py",
         "core/ReplaceFalseWithTrue",
-        "def interferes(self, others: float, threads: float, cpus: float, steady: bool = False, quota: bool = False) -> bool:",
+        "def interferes(self, others: float, threads: float, cpus: float, steady: bool = False, quota: bool = False)"
+        " -> bool:",
     ): "a default no caller uses: both callers (contended, cpu_contention) pass `steady` themselves",
     (
         "engine/trust/conditions.py",
