@@ -121,6 +121,31 @@ def test_the_fall_names_thermal_slowdown_from_its_conditions() -> None:
     assert likely_cause(cool, cool).startswith("not the clock")
 
 
+def test_a_short_burn_that_holds_passes_naming_its_window_and_one_that_falls_warns() -> None:
+    steady = [interval("cuda:0", i, 700.0 - i) for i in range(4)]  # 40 s: halves of 20 s, within 1%
+    verdict = over_time("cuda:0", steady, lambda d, t0, t1: {})
+    assert verdict.status == Status.PASS, verdict.explanation
+    assert verdict.explanation.startswith("cuda:0 throughput held over the burn (first 20 s 699.5, last 20 s 697.5")
+    falling = [interval("cuda:0", i, r) for i, r in enumerate((700.0, 700.0, 620.0, 620.0))]  # 11% down
+    assert over_time("cuda:0", falling, lambda d, t0, t1: {}).status == Status.WARN
+    edge = [interval("cuda:0", i, r) for i, r in enumerate((700.0, 700.0, 640.0, 640.0))]  # 8.6% down: holds
+    assert over_time("cuda:0", edge, lambda d, t0, t1: {}).status == Status.PASS
+
+
+def test_several_wrong_checks_name_the_first_and_count_them_all() -> None:
+    runs = [dataclasses.replace(interval("cpu", i, 1.0), checks=10) for i in range(3)]
+    one = [runs[0], dataclasses.replace(runs[1], wrong=[(48, 2)]), runs[2]]
+    verdict = correctness("cpu", one, 8)
+    assert verdict.explanation.startswith("cpu returned 2 wrong element(s) at iteration 48 (each result compared")
+    assert "checks wrong" not in verdict.explanation and verdict.numbers["first_wrong_iteration"] == 48
+    two = [dataclasses.replace(runs[0], wrong=[(40, 13)]), dataclasses.replace(runs[1], wrong=[(48, 2)]), runs[2]]
+    verdict = correctness("cpu", two, 8)
+    assert verdict.status == Status.FAIL and verdict.numbers["first_wrong_iteration"] == 40
+    assert "at iteration 40 (each result compared with the first); 2 of 30 checks wrong, 15 elements in all" in (
+        verdict.explanation
+    )
+
+
 def test_the_power_cap_as_a_cause_tells_a_lowered_limit_from_the_default() -> None:
     cool = {"sm_clock_mean_mhz": 1980.0, "temperature_max_c": 55, "power_mean_w": 690.0, "vendor": "NVIDIA"}
     capped = {"sm_clock_mean_mhz": 1470.0, "power_mean_w": 495.0, "throttle": ["power cap"], "vendor": "NVIDIA"}
