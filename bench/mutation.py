@@ -79,6 +79,20 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         "core/ReplaceComparisonOperator_Eq_LtE",
         'if state["state"] == "completed" and state["status"] == 0:',
     ): "NVML's fabric status is an nvmlReturn_t, never negative: <= 0 is == 0",
+    **{
+        ("engine/stages/hostbugs/stage.py", "core/NumberReplacer", line): "a workload size, not a rule: a verdict "
+        "judges whatever size ran (tests/functional/test_stages_cpu.py runs the quick plan)"
+        for line in (
+            '"quick": (256, 2, (32, 64, 7, 7), BoardNetConfig(32, 2), 64),',
+            '"standard": (1024, 6, (256, 128, 7, 7), BoardNetConfig(128, 6), 256),',
+            '"full": (1024, 20, (256, 128, 7, 7), BoardNetConfig(128, 6), 1024),',
+        )
+    },
+    (
+        "engine/stages/hostbugs/stage.py",
+        "core/NumberReplacer",
+        'cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)',
+    ): "the fallback of a platform without sched_getaffinity; rigcheck runs on Linux, which has it",
 }
 TIMEOUT_S = 180.0
 

@@ -156,3 +156,43 @@ def test_a_gpu_that_does_not_repeat_warns_and_one_that_repeats_passes(monkeypatc
         "Conv2d (2, 4, 7, 7) on cpu does not repeat: 2.00% of elements differ, by up to 2.00e-03"
     )
     assert summary(list(warned.values())).status == Status.PASS  # a GPU that does not repeat is no CPU reference
+
+
+def test_the_stage_runs_the_host_checks_once_and_each_gpu_in_its_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stage's plan, with each check faked: `parts=gpu` (a child per GPU) leaves out the host's checks."""
+    from rigcheck.engine.events import Progress, Verdict
+    from rigcheck.engine.stage import StageContext, StageSpec
+
+    def devices(stage, device):  # type: ignore[no-untyped-def]
+        return [torch.device("cuda", 0), torch.device("cpu"), torch.device("cuda", 1)]
+        yield  # a generator, as resolve_devices is
+
+    def gpu_checks(device, shape, config, batch):  # type: ignore[no-untyped-def]
+        yield Verdict("hostbugs", "gpu-matmul-repeat", Status.PASS, f"{device} repeats", device=str(device))
+
+    def conv_checks(shape, config, batch, cpus):  # type: ignore[no-untyped-def]
+        yield Verdict("hostbugs", "conv-threads", Status.PASS, "agrees", device="cpu")
+
+    monkeypatch.setattr(hostbugs, "resolve_devices", devices)
+    monkeypatch.setattr(hostbugs, "gpu_repeat_checks", gpu_checks)
+    monkeypatch.setattr(hostbugs, "cpu_conv_checks", conv_checks)
+    monkeypatch.setattr(hostbugs, "hunt", lambda *args, **kwargs: ([], True))
+
+    def run(parts: str) -> tuple[list[tuple[int, int]], list[str]]:
+        events = list(hostbugs.run(StageContext(StageSpec("hostbugs", "all", "quick", (("parts", parts),)))))
+        steps = [(e.done, e.total) for e in events if isinstance(e, Progress)]
+        return steps, [f"{e.check} {e.device}".strip() for e in events if isinstance(e, Verdict)]
+
+    steps, checks = run("gpu")
+    assert steps == [(0, 2), (1, 2), (2, 2)]
+    assert checks == ["gpu-matmul-repeat cuda:0", "gpu-matmul-repeat cuda:1", "summary"]
+    steps, checks = run("all")
+    assert steps == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]
+    assert checks == ["conv-threads cpu", "gpu-matmul-repeat cuda:0", "gpu-matmul-repeat cuda:1", "summary"]
+
+
+def test_threads_that_agree_to_the_tolerance_itself_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hostbugs, "rel_error", lambda a, b: hostbugs.THREAD_TOLERANCE)
+    assert conv_verdicts()["conv-threads"].status == Status.PASS
+    monkeypatch.setattr(hostbugs, "rel_error", lambda a, b: hostbugs.THREAD_TOLERANCE * 1.01)
+    assert conv_verdicts()["conv-threads"].status == Status.FAIL
