@@ -58,8 +58,17 @@ def checks(
 def test_clean_cycles_pass_and_a_driver_that_agrees_passes(monkeypatch: pytest.MonkeyPatch) -> None:
     found = checks(monkeypatch, FakeCuda(), driver=int(64 * MIB * 1.01))
     assert found["memory-cycles"].status == Status.PASS, found["memory-cycles"].explanation
-    assert found["memory-cycles"].explanation.endswith("all returned")
+    cycles = found["memory-cycles"]
+    assert (
+        cycles.explanation
+        == "2 cycles of allocating 0 GiB, writing and freeing it on cpu: peak 25% of the pool, all returned"
+    )
+    assert cycles.numbers["peak_share"] == cycles.numbers["peak_bytes"] / (64 * MIB) == 0.25
+    assert cycles.numbers["target_bytes"] == 8 * MIB  # a quarter of the 32 MiB free
     assert found["memory-driver"].status == Status.PASS
+    assert found["memory-driver"].explanation == (
+        "torch sees 0.06 GiB on cpu, the driver 0.06 GiB (1.0% reserved by the driver and runtime)"
+    )
     assert found["memory-driver"].numbers["gap"] == pytest.approx(0.0099, abs=1e-3)
     assert "memory-driver" not in checks(monkeypatch, FakeCuda(), driver=None)  # no driver figure: no verdict
 
