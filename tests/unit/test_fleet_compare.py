@@ -415,7 +415,55 @@ def test_rank_0_compares_stage_figures_of_the_hosts_that_ran_and_flags_only_thos
     assert summary.numbers["host_figures"] == 1  # the training figure; the pair figure is not compared here
     figure = stored_figure(rows[0])
     assert (figure.unit, figure.t, figure.value) == ("samples/s", 0.0, 100.0)
+    bare = stored_figure(rows[0] | {"repeats": None, "conditions": None, "params": None, "device": None})
+    assert (bare.repeats, bare.conditions, bare.params, bare.device) == (1, {}, {}, "")
     assert stored_figure(stored("a", replace(train("cpu", 1.0), unit=""))).unit == ""
+
+
+def test_pair_figures_reach_the_pair_rule_and_name_the_host_slow_with_every_peer() -> None:
+    from rigcheck.engine.fleet.pairs import pair_verdicts
+    from rigcheck.engine.fleet.verdicts import fleet_verdicts, stored_figure
+
+    def pair(a: str, b: str, gbs: float) -> dict[str, Any]:
+        params = {"bytes": 2**20, "bound": "link", "pair": [a, b], "broken": None}
+        figure = Measurement("fleet-links", f"pair all_reduce 1 MiB {a}-{b}", gbs, "GB/s", None, 3, "cpu", params,
+                             conditions(None))  # fmt: skip
+        return stored(a, figure)
+
+    rows = [pair("a", "b", 10.0), pair("a", "c", 10.2), pair("b", "c", 9.9), pair("a", "d", 4.0),
+            pair("b", "d", 4.1), pair("c", "d", 3.9)]  # fmt: skip
+    report = {"measurements": rows, "host_facts": {}, "fleet": {"hosts": [], "states": {}}}
+    expected = pair_verdicts([stored_figure(r) for r in rows])
+    assert [h for h, v in expected if v.status == Status.WARN] == ["d"]
+
+    def said(found: list[tuple[str, Verdict]]) -> list[tuple[str, str, Status, str]]:
+        return [(h, v.check, v.status, v.explanation) for h, v in found]
+
+    assert said(fleet_verdicts(report, {})) == said(expected)  # nothing else: pair figures are no stage figures
+
+
+def test_the_summary_says_how_cpu_figures_were_grouped_and_gpu_figures_by_their_count() -> None:
+    *_, (_, gpu_only) = fleet_peer_verdicts(gpu_fleet())
+    assert "CPU figures by name" in gpu_only.explanation  # a GPU model is no CPU model
+    slow = [(h, replace(m, value=m.value * 0.5) if h == "b" else m) for h, m in gpu_fleet()]
+    [(_, named)] = [(h, v) for h, v in warns(fleet_peer_verdicts(slow)) if v.check == "fleet-host"]
+    assert "(median of its 4 NVIDIA H200 GPU(s))" in named.explanation
+    one = [(h, m) for h, m in slow if m.device == "cuda:0"]
+    [(_, named)] = [(h, v) for h, v in warns(fleet_peer_verdicts(one)) if v.check == "fleet-host"]
+    assert "(on its NVIDIA H200)" in named.explanation
+
+
+def test_a_gpu_is_named_by_its_model_from_its_conditions_else_its_params() -> None:
+    from rigcheck.engine.trust.peers import below_best, gpu_model
+
+    m = matmul("cuda:0", 700.0)
+    assert gpu_model(replace(m, params={})) == H200
+    assert gpu_model(replace(m, conditions={}, params={"gpu_name": "NVIDIA B200"})) == "NVIDIA B200"
+    assert gpu_model(replace(m, conditions={}, params={})) == "GPU"
+    # each unit against the best of the others: c is 11% below b, the best, though within 10% of a
+    assert [(u, round(below, 2)) for u, _, below in below_best({"a": 95.0, "b": 100.0, "c": 89.0}, 0.10)] == [
+        ("c", 0.11)
+    ]
 
 
 def test_a_link_figure_counts_for_its_gpu_only_when_pinned() -> None:

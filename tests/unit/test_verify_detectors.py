@@ -172,6 +172,7 @@ def test_batchnorm_failure_is_a_warn_naming_groupnorm(monkeypatch) -> None:  # t
 def test_soak_learns_and_catches_a_network_that_does_not() -> None:
     learns = check_soak(BoardNetConfig(16, 1), 32, 60, CPU)
     assert learns.status == Status.PASS and learns.numbers["factor"] >= 20
+    assert learns.numbers["factor"] == learns.numbers["first_loss"] / learns.numbers["last_loss"]
 
     frozen = check_soak(BoardNetConfig(16, 1), 32, 30, CPU, lambda p: torch.optim.SGD(p, lr=0.0))
     assert frozen.status == Status.FAIL and "did not learn" in frozen.explanation
@@ -184,3 +185,19 @@ def test_soak_learns_and_catches_a_network_that_does_not() -> None:
 
     poisoned = check_soak(BoardNetConfig(16, 1), 32, 30, CPU, lambda p: Poison(p, lr=0.1))
     assert poisoned.status == Status.FAIL and "NaN or Inf" in poisoned.explanation
+    assert poisoned.numbers["step"] == 0 and math.isfinite(poisoned.numbers["first_loss"])  # the loss before it
+
+    class LatePoison(torch.optim.SGD):
+        """Sound for 25 steps, then NaN: found at the next check, every 25 steps."""
+
+        steps = 0
+
+        def step(self, closure=None):  # type: ignore[no-untyped-def, override]
+            super().step(closure)
+            LatePoison.steps += 1
+            if LatePoison.steps > 25:
+                for p in self.param_groups[0]["params"]:
+                    p.data.fill_(float("nan"))
+
+    late = check_soak(BoardNetConfig(16, 1), 32, 60, CPU, lambda p: LatePoison(p, lr=0.01))
+    assert late.status == Status.FAIL and late.numbers["step"] == 25, late.explanation
