@@ -89,6 +89,26 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         )
     },
     (
+        "engine/stages/verify/model.py",
+        "core/ReplaceComparisonOperator_Eq_GtE",
+        "ok = finite and changed == total",
+    ): "`changed` counts tensors out of `total`: it is never more, so >= is ==",
+    (
+        "engine/fleet/compare_hosts.py",
+        "core/ReplaceComparisonOperator_Eq_Is",
+        'by_cpu = "by CPU model" if cpu_models or any(key[1] for key in groups if key[0] == "CPU") else "by name"',
+    ): "key[0] is this module's own literal 'CPU' or 'GPU': identity and equality agree",
+    (
+        "engine/fleet/compare_hosts.py",
+        "core/ReplaceComparisonOperator_Eq_LtE",
+        "if len(values) < 2 or len(counts) == 1:",
+    ): "no counts at all means fewer than two values, caught before: <= 1 is == 1",
+    (
+        "engine/trust/peers.py",
+        "core/NumberReplacer",
+        "ranked = sorted(values, key=lambda u: values[u], reverse=True)[:2]",
+    ): "only the first two of `ranked` are read: keeping three changes nothing",
+    (
         "engine/stages/hostbugs/stage.py",
         "core/NumberReplacer",
         'cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)',
