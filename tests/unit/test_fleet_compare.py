@@ -348,6 +348,26 @@ def test_a_fingerprint_basis_key_that_differs_is_named() -> None:
     assert "OMP_NUM_THREADS" in warn.explanation
 
 
+def test_the_odd_host_is_set_against_a_majority_host_whatever_the_digests_sort_to() -> None:
+    """The first host in name order is the odd one, and its digest sorts after the majority's: the reference
+    must still be a majority host (a `>=` where `==` belongs picked the odd host itself, naming nothing)."""
+    from rigcheck.engine.facts.fingerprint import digest
+
+    major = {"torch": "2.13.0", "numpy": "2.1"}
+    odd = next(
+        {"torch": "2.13.0", "numpy": f"2.{n}"}
+        for n in range(2, 200)
+        if digest({"torch": "2.13.0", "numpy": f"2.{n}"}) > digest(major)
+    )
+    prints = {"a": ("x", odd), "b": ("y", major), "c": ("y", major)}
+    [(host, warn)] = [(h, v) for h, v in probe_differences({}, prints) if "fingerprint" in v.explanation]
+    assert host == "a" and warn.numbers["keys"] == ["numpy"]
+    assert (
+        warn.explanation
+        == f'environment fingerprint differs from 2 of 3 hosts in numpy ("{odd["numpy"]}" against "2.1")'
+    )
+
+
 def test_a_two_two_split_is_a_mixed_fleet_naming_the_groups() -> None:
     four = SIX[:4]
     facts = {h: probe_facts(driver="570.86" if h in ("node0", "node2") else "580.159") for h in four}
