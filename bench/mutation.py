@@ -113,6 +113,26 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         "core/NumberReplacer",
         'cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)',
     ): "the fallback of a platform without sched_getaffinity; rigcheck runs on Linux, which has it",
+    (
+        "engine/stages/hostbugs/stage.py",
+        "core/ReplaceOrWithAnd",
+        'cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)',
+    ): "the fallback of a platform without sched_getaffinity; rigcheck runs on Linux, which has it",
+    (
+        "engine/stages/hostbugs/stage.py",
+        "core/NumberReplacer",
+        "fraction, largest = repeat_twice(lambda: model(boards)[0])",
+    ): "which of the board net's two heads is compared: both come from the one forward pass that must repeat",
+    (
+        "engine/stages/hostbugs/stage.py",
+        "core/NumberReplacer",
+        "conv = torch.nn.Conv2d(shape[1], shape[1], 3, padding=1).to(device)",
+    ): "the GPU convolution's output channels: a workload shape, not a rule (its input channels must match)",
+    (
+        "engine/fleet/compare_hosts.py",
+        "core/ReplaceComparisonOperator_Eq_LtE",
+        'if m.device == "cpu" and m.params.get("bound") == "host" and sound(m):',
+    ): "devices are 'cpu' or 'cuda:N', and 'cuda:N' sorts after 'cpu': <= is ==",
 }
 TIMEOUT_S = 180.0
 

@@ -75,8 +75,8 @@ CLEAN_FOR: dict[str, dict] = {"fabric": {"fabric_state": 3}}
         ({"remap": (0, 3, 0, 1)}, "row-remap", Status.FAIL, "run out of spare rows"),
         ({"link": (4, 8)}, "pcie", Status.WARN, "Gen4 x8 at idle"),
         ({"power_mw": (450_000, 700_000, 200_000, 700_000)}, "power-limit", Status.WARN, "450 W, below"),
-        ({"reasons": 0x1 | 0x20}, "idle-clocks", Status.WARN, "software thermal slowdown"),
-        ({"reasons": 0x1 | 0x8}, "idle-clocks", Status.FAIL, "hardware slowdown"),
+        ({"reasons": 0x1 | 0x20}, "idle-clocks", Status.WARN, "thermal slowdown: it is held down before any work"),
+        ({"reasons": 0x1 | 0x8}, "idle-clocks", Status.FAIL, "hardware slowdown: a hardware signal (power supply"),
         ({"persistence": 0}, "persistence", Status.WARN, "persistence mode off"),
         ({"mig": (1, 1)}, "partition", Status.WARN, "MIG on"),
         ({"ecc": {(0, 0): 1000, (1, 0): 0, (0, 1): 1003, (1, 1): 0}}, "ecc", Status.WARN, "corrected 1000 ECC errors"),
@@ -119,6 +119,8 @@ def test_retired_pages_count_both_causes_where_the_driver_splits_them() -> None:
     split = SimpleNamespace(retired_pages={"retired_sbe": 3, "retired_dbe": 1, "pending": 0})
     verdict = retired_pages("cuda:0", split)  # type: ignore[arg-type]
     assert (verdict.status, verdict.explanation) == (Status.PASS, "cuda:0 has 4 retired memory page(s), none pending")
+    one_cause = SimpleNamespace(retired_pages={"retired_sbe": 2, "pending": 0})  # the other cause not reported
+    assert "has 2 retired memory page(s)" in retired_pages("cuda:0", one_cause).explanation  # type: ignore[arg-type]
     pending = SimpleNamespace(retired_pages={"retired_sbe": 3, "retired_dbe": 1, "pending": 1})
     assert "(4 retired so far)" in retired_pages("cuda:0", pending).explanation  # type: ignore[arg-type]
 

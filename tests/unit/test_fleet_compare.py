@@ -359,7 +359,7 @@ def test_the_odd_host_is_set_against_a_majority_host_whatever_the_digests_sort_t
         for n in range(2, 200)
         if digest({"torch": "2.13.0", "numpy": f"2.{n}"}) > digest(major)
     )
-    prints = {"a": ("x", odd), "b": ("y", major), "c": ("y", major)}
+    prints = {"a": ("x", odd), "b": ("y", dict(major)), "c": ("y", dict(major))}
     [(host, warn)] = [(h, v) for h, v in probe_differences({}, prints) if "fingerprint" in v.explanation]
     assert host == "a" and warn.numbers["keys"] == ["numpy"]
     assert (
@@ -412,6 +412,7 @@ def test_rank_0_compares_stage_figures_of_the_hosts_that_ran_and_flags_only_thos
     link = {"bytes": 2**20, "bound": "link", "pair": ["a", "b"], "broken": None}
     pair = Measurement("fleet-links", "pair all_reduce 1 MiB a-b", 1.0, "GB/s", None, 3, "cpu", link, conditions(None))
     rows = [stored(h, train("cpu", v)) for h, v in (("a", 100.0), ("b", 98.0), ("d", 50.0))] + [stored("a", pair)]
+    rows += [stored(h, host_copy(v)) for h, v in (("a", 11.5), ("b", 11.4), ("d", 8.0))]  # a stage before "fleet"
     report = {
         "measurements": rows,
         "host_facts": {h: {"probe": probe} for h in ("a", "b", "d")},
@@ -432,7 +433,7 @@ def test_rank_0_compares_stage_figures_of_the_hosts_that_ran_and_flags_only_thos
         "it reported no environment fingerprint: its environment not compared",
     }
     summary = next(v for h, v in found if v.check == "fleet-peers")
-    assert summary.numbers["host_figures"] == 1  # the training figure; the pair figure is not compared here
+    assert summary.numbers["host_figures"] == 2  # training and bandwidth; the pair figure is not compared here
     figure = stored_figure(rows[0])
     assert (figure.unit, figure.t, figure.value) == ("samples/s", 0.0, 100.0)
     bare = stored_figure(rows[0] | {"repeats": None, "conditions": None, "params": None, "device": None})
@@ -484,6 +485,40 @@ def test_a_gpu_is_named_by_its_model_from_its_conditions_else_its_params() -> No
     assert [(u, round(below, 2)) for u, _, below in below_best({"a": 95.0, "b": 100.0, "c": 89.0}, 0.10)] == [
         ("c", 0.11)
     ]
+    # a unit that sorts before the best, and the runner-up itself, are each set against the best
+    assert [u for u, _, _ in below_best({"a": 89.0, "b": 100.0, "c": 95.0}, 0.10)] == ["a"]
+    assert [u for u, _, _ in below_best({"a": 80.0, "b": 100.0, "c": 85.0}, 0.10)] == ["a", "c"]
+
+
+def test_two_gpus_of_a_model_are_peers_and_one_alone_is_not() -> None:
+    pair = [matmul("cuda:0", 780.0), matmul("cuda:1", 600.0)]
+    found = list(peer_verdicts(pair, "matmul"))
+    assert [(v.device, v.status) for v in found] == [("cuda:1", Status.WARN)]
+    assert list(peer_verdicts(pair[:1], "matmul")) == []
+
+
+def test_a_host_slow_in_one_of_three_figures_is_not_the_slow_host_and_in_two_it_is() -> None:
+    def fleet(slow: int) -> list[tuple[str, Measurement]]:
+        return [
+            (host, matmul(f"cuda:{i}", 780.0 * (0.5 if host == "b" and n < slow else 1.0), dtype=dtype))
+            for host in HOSTS
+            for i in range(2)
+            for n, dtype in enumerate(("bf16", "fp16", "fp32"))
+        ]
+
+    assert [v.check for _, v in warns(fleet_peer_verdicts(fleet(1))) if v.check == "fleet-host"] == []
+    assert [h for h, v in warns(fleet_peer_verdicts(fleet(2))) if v.check == "fleet-host"] == ["b"]
+
+
+def test_cpu_figures_meet_only_hosts_of_their_cpu_model_named_in_their_conditions() -> None:
+    slow = cpu_fleet("b", 0.6, cpu_model="Intel Xeon 6430")  # b's model is known only from its own conditions
+    assert warns(fleet_peer_verdicts(slow)) == []  # a and c compared with each other; b, alone of its model, not
+
+
+def test_long_values_are_cut_short_in_the_words() -> None:
+    from rigcheck.engine.fleet.compare_hosts import _short
+
+    assert _short("x" * 100) == '"' + "x" * 56 + "..." and _short("short") == '"short"'
 
 
 def test_a_link_figure_counts_for_its_gpu_only_when_pinned() -> None:

@@ -164,7 +164,7 @@ def test_the_stage_runs_the_host_checks_once_and_each_gpu_in_its_turn(monkeypatc
     from rigcheck.engine.stage import StageContext, StageSpec
 
     def devices(stage, device):  # type: ignore[no-untyped-def]
-        return [torch.device("cuda", 0), torch.device("cpu"), torch.device("cuda", 1)]
+        return [torch.device("cuda", 0), torch.device("cpu"), torch.device("cuda", 1), torch.device("cuda", 2)]
         yield  # a generator, as resolve_devices is
 
     def gpu_checks(device, shape, config, batch):  # type: ignore[no-untyped-def]
@@ -183,12 +183,14 @@ def test_the_stage_runs_the_host_checks_once_and_each_gpu_in_its_turn(monkeypatc
         steps = [(e.done, e.total) for e in events if isinstance(e, Progress)]
         return steps, [f"{e.check} {e.device}".strip() for e in events if isinstance(e, Verdict)]
 
+    gpus = ["gpu-matmul-repeat cuda:0", "gpu-matmul-repeat cuda:1", "gpu-matmul-repeat cuda:2"]
     steps, checks = run("gpu")
-    assert steps == [(0, 2), (1, 2), (2, 2)]
-    assert checks == ["gpu-matmul-repeat cuda:0", "gpu-matmul-repeat cuda:1", "summary"]
+    assert steps == [(0, 3), (1, 3), (2, 3), (3, 3)]
+    assert checks == [*gpus, "summary"]
     steps, checks = run("all")
-    assert steps == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]
-    assert checks == ["conv-threads cpu", "gpu-matmul-repeat cuda:0", "gpu-matmul-repeat cuda:1", "summary"]
+    assert steps == [(0, 5), (1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]
+    assert checks == ["conv-threads cpu", *gpus, "summary"]
+    assert hostbugs.torch_kernel().endswith(", linked into torch") and "BLAS_INFO" not in hostbugs.torch_kernel()
 
 
 def test_threads_that_agree_to_the_tolerance_itself_pass(monkeypatch: pytest.MonkeyPatch) -> None:
