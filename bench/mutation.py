@@ -105,6 +105,11 @@ HARMLESS: dict[tuple[str, str, str], str] = {
     ): "no counts at all means fewer than two values, caught before: <= 1 is == 1",
     (
         "engine/trust/peers.py",
+        "core/ReplaceComparisonOperator_Eq_GtE",
+        'if not sound(m) or not (bound in ("compute", "memory") or (bound == "link" and m.params.get("pinned"))):',
+    ): "the bounds are compute, memory, link and host: none but link itself sorts at or after 'link'",
+    (
+        "engine/trust/peers.py",
         "core/NumberReplacer",
         "ranked = sorted(values, key=lambda u: values[u], reverse=True)[:2]",
     ): "only the first two of `ranked` are read: keeping three changes nothing",

@@ -525,3 +525,10 @@ def test_a_link_figure_counts_for_its_gpu_only_when_pinned() -> None:
     gpu = device_copy("cuda:0", 50.0)
     for bound, pinned, expected in (("link", True, True), ("link", False, False), ("host", True, False)):
         assert comparable(replace(gpu, params=gpu.params | {"bound": bound, "pinned": pinned})) is expected, bound
+
+
+def test_a_host_timed_gpu_figure_counts_only_where_the_driver_saw_the_gpu_busy() -> None:
+    host_timed = replace(train("cuda:0", 900.0), params=train("cuda:0", 900.0).params | {"timer": "perf_counter"})
+    for utilization, expected in ((50.0, False), (79.9, False), (80.0, True), (99.0, True), (None, True)):
+        figure = replace(host_timed, conditions=host_timed.conditions | {"utilization_mean_pct": utilization})
+        assert comparable(figure) is expected, utilization
