@@ -111,6 +111,17 @@ HARMLESS: dict[tuple[str, str, str], str] = {
     (
         "engine/trust/peers.py",
         "core/NumberReplacer",
+        "best = values[ranked[1] if unit == ranked[0] else ranked[0]]",
+    ): "ranked[1] -> ranked[0] sets the best unit against itself, and the best is never below the runner-up "
+    "either: no verdict changes (ranked[-1], which does change one, is killed)",
+    (
+        "engine/fleet/verdicts.py",
+        "core/ReplaceComparisonOperator_Eq_GtE",
+        'lost = {host for host, state in ((report.get("fleet") or {}).get("states") or {}).items() if state == "lost"}',
+    ): "rank 0 judges once every host is done or lost (collector.py): 'done' sorts before 'lost', so >= is ==",
+    (
+        "engine/trust/peers.py",
+        "core/NumberReplacer",
         "ranked = sorted(values, key=lambda u: values[u], reverse=True)[:2]",
     ): "only the first two of `ranked` are read: keeping three changes nothing",
     (
@@ -190,7 +201,11 @@ def keep_sample(session: Path, sample: int, seed: int, source: str) -> tuple[int
     (mutants in all, of them in annotations)."""
     spans = annotation_spans(source)
     with sqlite3.connect(session) as db:
-        rows = db.execute("SELECT job_id, start_pos_row, start_pos_col FROM mutation_specs ORDER BY job_id").fetchall()
+        # job ids are random: order by where and what each mutant is, so a seed draws the same sample every time
+        order = "start_pos_row, start_pos_col, operator_name, occurrence"
+        rows = db.execute(
+            f"SELECT job_id, start_pos_row, start_pos_col FROM mutation_specs ORDER BY {order}"
+        ).fetchall()
         noted = {job for job, row, col in rows if any(a <= (row, col) < b for a, b in spans)}
         jobs = [job for job, _, _ in rows if job not in noted]
         kept = set(random.Random(seed).sample(jobs, sample)) if sample and sample < len(jobs) else set(jobs)

@@ -527,6 +527,15 @@ def test_a_link_figure_counts_for_its_gpu_only_when_pinned() -> None:
         assert comparable(replace(gpu, params=gpu.params | {"bound": bound, "pinned": pinned})) is expected, bound
 
 
+def test_the_cause_leaves_out_idle_as_read_at_run_time() -> None:
+    from rigcheck.engine.trust.peers import cause_of
+
+    idle = "".join(["id", "le"])  # as a sample decodes it: equal to "idle", not the same object
+    m = matmul("cuda:0", 600.0, sm_clock_mean_mhz=1500.0, throttle=[idle, "power cap"])
+    assert cause_of(m) == "its SM clock averaged 1,500 MHz against 1,980: power cap"
+    assert cause_of(replace(m, conditions=m.conditions | {"throttle": [idle]})).endswith("no throttle reason reported")
+
+
 def test_a_host_timed_gpu_figure_counts_only_where_the_driver_saw_the_gpu_busy() -> None:
     host_timed = replace(train("cuda:0", 900.0), params=train("cuda:0", 900.0).params | {"timer": "perf_counter"})
     for utilization, expected in ((50.0, False), (79.9, False), (80.0, True), (99.0, True), (None, True)):
