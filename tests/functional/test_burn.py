@@ -132,6 +132,14 @@ def test_a_short_burn_that_holds_passes_naming_its_window_and_one_that_falls_war
     assert over_time("cuda:0", edge, lambda d, t0, t1: {}).status == Status.PASS
 
 
+def test_a_last_interval_longer_than_the_window_is_the_window_alone() -> None:
+    """No interval starts inside the last window (the last one ran 70 s): that one interval is the end of the burn."""
+    runs = [interval("cpu", i, 700.0) for i in range(3)]
+    runs.append(dataclasses.replace(interval("cpu", 3, 600.0), t_start=1030.0, t_end=1100.0))
+    verdict = over_time("cpu", runs, lambda d, t0, t1: {})
+    assert verdict.numbers["last_tflops"] == 600.0 and verdict.status == Status.WARN  # 14% down, not 7%
+
+
 def test_several_wrong_checks_name_the_first_and_count_them_all() -> None:
     runs = [dataclasses.replace(interval("cpu", i, 1.0), checks=10) for i in range(3)]
     one = [runs[0], dataclasses.replace(runs[1], wrong=[(48, 2)]), runs[2]]
