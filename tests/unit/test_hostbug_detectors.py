@@ -198,3 +198,19 @@ def test_threads_that_agree_to_the_tolerance_itself_pass(monkeypatch: pytest.Mon
     assert conv_verdicts()["conv-threads"].status == Status.PASS
     monkeypatch.setattr(hostbugs, "rel_error", lambda a, b: hostbugs.THREAD_TOLERANCE * 1.01)
     assert conv_verdicts()["conv-threads"].status == Status.FAIL
+
+
+def test_the_float64_reference_and_its_repeat_both_run_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[int] = []
+
+    def spy(a, b, threads):  # type: ignore[no-untyped-def]
+        if a.dtype == numpy.float64:
+            seen.append(threads)
+        return a @ b
+
+    monkeypatch.setattr(sgemm_race, "numpy_matmul", spy)
+    hunt({"numpy": (numpy_matmul, "k")}, [1, 2], trials=1, n=16)
+    assert seen == [1, 1, 1, 1]  # reference and repeat, at each of two thread counts: never threaded
+    assert sgemm_race.describe(sgemm_race.LibraryRecord("numpy", "k")) == (
+        "numpy (k) clean at every thread count: worst error 0.0e+00"
+    )
