@@ -96,3 +96,25 @@ def test_a_gap_between_torch_and_the_driver_warns(monkeypatch: pytest.MonkeyPatc
     verdict = checks(monkeypatch, FakeCuda(), driver=int(64 * MIB * driver_share))["memory-driver"]
     assert verdict.status == Status.WARN, verdict.explanation
     assert verdict.explanation.startswith("torch sees 0.06 GiB on cpu, the driver")
+
+
+def test_a_driver_that_agrees_to_the_byte_passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    verdict = checks(monkeypatch, FakeCuda(), driver=64 * MIB)["memory-driver"]
+    assert verdict.status == Status.PASS and verdict.numbers["gap"] == 0.0
+
+
+def test_running_out_of_memory_fails_the_cycle_quoting_the_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[int] = []
+
+    def runs_out(size, value, **kwargs):  # type: ignore[no-untyped-def]
+        if len(made) % 8 == 2:  # the third chunk of every cycle does not fit
+            made.append(1)
+            raise torch.OutOfMemoryError("CUDA out of memory. " + "Tried to allocate 1.00 GiB. " * 10)
+        made.append(1)
+        return torch.full(size, value, **kwargs)
+
+    verdict = checks(monkeypatch, FakeCuda(), full=runs_out)["memory-cycles"]
+    assert verdict.status == Status.FAIL
+    first = verdict.explanation.split("; ")[0]
+    assert first.startswith("cycle 0: out of memory after 2 GiB: CUDA out of memory. Tried to allocate")
+    assert len(first) == len("cycle 0: out of memory after 2 GiB: ") + 120  # the error quoted to 120 characters
