@@ -100,6 +100,21 @@ HARMLESS: dict[tuple[str, str, str], str] = {
     ): "the size of each allocation, a workload size: the checks judge whatever was written (tests use 1 MiB)",
     (
         "engine/stages/verify/model.py",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+        "if not math.isfinite(error) or error > worst:",
+    ): "only a tie changes: which of two parameters with the same worst error is named",
+    (
+        "engine/stages/verify/model.py",
+        "core/ReplaceComparisonOperator_Eq_Is",
+        "ok = finite and changed == total",
+    ): "two counts of a model's parameter tensors: small ints, which Python keeps one object each of",
+    (
+        "engine/stages/verify/model.py",
+        "core/ReplaceComparisonOperator_Eq_LtE",
+        "if step == 0:",
+    ): "steps count from 0: <= 0 is == 0",
+    (
+        "engine/stages/verify/model.py",
         "core/ReplaceComparisonOperator_Eq_GtE",
         "ok = finite and changed == total",
     ): "`changed` counts tensors out of `total`: it is never more, so >= is ==",

@@ -12,7 +12,14 @@ from rigcheck.engine.telemetry import sampler as sampler_module
 from rigcheck.engine.telemetry.nvml import NvmlSource
 from rigcheck.engine.telemetry.sample import HostSample, Sample
 from rigcheck.engine.telemetry.sampler import Sampler
-from rigcheck.engine.trust.conditions import ConditionsAnnotator, Judgement, judge, nvml_index, summarise
+from rigcheck.engine.trust.conditions import (
+    ConditionsAnnotator,
+    Judgement,
+    TrustPolicy,
+    judge,
+    nvml_index,
+    summarise,
+)
 from rigcheck.engine.trust.contention import contention_report
 
 
@@ -177,3 +184,26 @@ def test_contention_report_bands_clock_by_host_load() -> None:
     assert bands["0%-10%"]["sm_clock_mean_mhz"] == 2084 and bands["0%-10%"]["samples"] == 5
     assert bands["50%-100%"]["sm_clock_mean_mhz"] == 1059
     assert bands["10%-25%"]["samples"] == 0
+
+
+def test_the_others_floor_grows_with_the_cpu_set_to_its_whole_at_sixteen() -> None:
+    policy = TrustPolicy()
+    assert policy.floor(1, 2) == pytest.approx(0.5 * 2 / 16)  # a small set: a small share of the floor
+    assert policy.floor(1, 16) == pytest.approx(0.5) and policy.floor(1, 64) == pytest.approx(0.5)
+    assert policy.floor(64, 64) == pytest.approx(0.05 * 64)  # many threads: a share of them
+
+
+def test_a_short_window_is_widened_only_when_it_holds_too_few_samples() -> None:
+    sampler = Sampler(interval=0.125, host=FakeHostSource(0.0), gpus=[])
+    sampler.buffer.extend(Sample(k * 0.125, None, ()) for k in range(80))  # type: ignore[arg-type]
+    annotator = ConditionsAnnotator(sampler)
+    samples, widened = annotator.window(5.0, 5.5)  # 0.5 s, shorter than widen_s, but five samples
+    assert (len(samples), widened) == (5, False)
+    samples, widened = annotator.window(5.0, 5.125)  # two samples: too few to judge, so widened to 1 s
+    assert (len(samples), widened) == (9, True)
+
+
+def test_a_figure_with_no_samples_says_so() -> None:
+    sampler = Sampler(interval=0.05, host=FakeHostSource(0.0), gpus=[])  # never started: no samples at all
+    figure = ConditionsAnnotator(sampler)(Measurement("matmul", "x", 1.0, "GFLOP/s", 0.0, 5, "cpu"))
+    assert (figure.conditions["samples"], figure.conditions["window_s"]) == (0, 0.0)
