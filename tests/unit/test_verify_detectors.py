@@ -201,3 +201,23 @@ def test_soak_learns_and_catches_a_network_that_does_not() -> None:
 
     late = check_soak(BoardNetConfig(16, 1), 32, 60, CPU, lambda p: LatePoison(p, lr=0.01))
     assert late.status == Status.FAIL and late.numbers["step"] == 25, late.explanation
+
+
+def test_a_parameter_whose_float64_gradient_is_all_zero_passes(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A weight the loss does not depend on has a zero gradient in both copies: nothing to compare, not a
+    relative error of 0/0."""
+    from rigcheck.engine.models.board_net import BoardNet
+    from rigcheck.engine.stages.verify import model as verify_model
+
+    class WithIdleWeight(BoardNet):
+        def __init__(self, config: BoardNetConfig) -> None:
+            super().__init__(config)
+            self.idle = torch.nn.Parameter(torch.ones(3))
+
+        def forward(self, boards):  # type: ignore[no-untyped-def, override]
+            policy, value = super().forward(boards)
+            return policy, value + 0.0 * self.idle.sum()
+
+    monkeypatch.setattr(verify_model, "BoardNet", WithIdleWeight)
+    forward, gradients = list(check_forward_and_gradients(SMALL, 8, CPU))
+    assert (forward.status, gradients.status) == (Status.PASS, Status.PASS), gradients.explanation
