@@ -190,6 +190,10 @@ def test_limits_from_the_host_link_and_the_cpu() -> None:
     gen3 = pcie_limit(None, 8.0, 8, "sysfs")
     assert gen3 is not None and gen3.value == pytest.approx(7.88, rel=0.01)
     assert pcie_limit(None, None, 16, "x") is None
+    # every generation at x16, one direction (per lane after line coding, times 16)
+    for gen, gbs in ((1, 4.0), (2, 8.0), (3, 15.76), (4, 31.5), (5, 63.0), (6, 121.0)):
+        limit = pcie_limit(gen, None, 16, "NVML")
+        assert limit is not None and limit.value == pytest.approx(gbs, rel=0.01), gen
     gen1 = pcie_limit(1, None, 16, "sysfs")  # the slowest generation is in the table too
     assert gen1 is not None and gen1.value == pytest.approx(4.0) and "Gen1 x16" in gen1.basis
     between = pcie_limit(None, 12.0, 4, "sysfs")  # a rate the table lacks takes the next slower one's
