@@ -11,7 +11,14 @@ from pathlib import Path
 
 import psutil
 import pytest
+from ci_tools import need
 from rigcheck.engine.store import Store
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """`@pytest.mark.needs("tmux", ...)`: the outside tools a test drives; missing, it skips, or fails in CI."""
+    for marker in item.iter_markers("needs"):
+        need(*marker.args)
 
 
 @pytest.fixture(scope="session", autouse=True)

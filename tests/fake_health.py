@@ -21,7 +21,8 @@ H200_CLEAN: dict[str, Any] = {
     "utilization": 0,
     "persistence": 1,
     "mig": (0, 0),
-    "fabric_state": 0,
+    "fabric_state": 0,  # not on an NVSwitch fabric
+    "fabric_status": 0,
     "missing": ("nvmlDeviceGetRetiredPages",),  # Hopper remaps rows instead of retiring pages
 }
 
@@ -102,7 +103,7 @@ class FakeHealthNvml(FakeNvml):
         return self._has("nvmlDeviceGetMigMode", tuple(self.state["mig"]))
 
     def fabric(self, handle: str) -> FabricInfo:
-        return FabricInfo(state=self.state["fabric_state"], status=0)
+        return FabricInfo(state=self.state["fabric_state"], status=self.state["fabric_status"])
 
 
 def amd_health_tree(root: Path, ras: dict[str, str] | None = None, **files: str) -> Path:

@@ -90,13 +90,13 @@ def chatty(context: StageContext) -> Iterator[Event]:
 
 
 def per_gpu(context: StageContext) -> Iterator[Event]:
-    """One second of 'work' per child; cuda:1 crashes; the figure is slower on cuda:2 when asked."""
+    """One second (option `seconds`) of 'work' per child; cuda:1 crashes; the figure is slower on cuda:2 when asked."""
     spec = context.spec
     device, parts = spec.device, spec.option("parts", "all")
     start = time.time()
     if device == "cuda:1" and spec.option("crash_cuda1", False):
         os.kill(os.getpid(), signal.SIGSEGV)
-    time.sleep(1.0)
+    time.sleep(float(spec.option("seconds", 1.0)))
     value = 700.0 * (0.85 if device == "cuda:2" and spec.option("slow_cuda2", False) else 1.0)
     params = {"bound": "compute", "parts": parts, "threads": 1}
     conditions = {"trust": "TRUSTED", "gpu_name": "FakeGPU", "utilization_mean_pct": 99.0}

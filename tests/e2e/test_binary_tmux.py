@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 import pytest
 from tmux_screen import wait_for
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+pytestmark = pytest.mark.needs("tmux")  # skipped where missing; a failure in CI (tests/ci_tools.py)
 
 
 def test_probe_by_key_then_quit_fast(tmp_path: Path, rigcheck_binary: str) -> None:
@@ -25,17 +24,21 @@ def test_probe_by_key_then_quit_fast(tmp_path: Path, rigcheck_binary: str) -> No
     )
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command], check=True)
     try:
-        wait_for(session, lambda text: "Stages" in text and "probe" in text, 30)
+        launched = time.monotonic()
+        wait_for(session, lambda text: "Stages" in text and "probe" in text, 60)
+        pace = time.monotonic() - launched  # this machine's pace now: the app's own start, imports and all
         subprocess.run(["tmux", "send-keys", "-t", session, "1"], check=True)
         text = wait_for(session, lambda text: any("probe" in line and "PASS" in line for line in text.splitlines()), 90)
         assert "done" in text
         started = time.monotonic()
         subprocess.run(["tmux", "send-keys", "-t", session, "C-q"], check=True)
+        # quitting is far less work than starting: it may take 2 s, or on a busy machine as long as the start took
+        limit = max(2.0, pace)
         while not (tmp_path / "exit").exists():
-            assert time.monotonic() - started < 5, "the app did not quit"
+            assert time.monotonic() - started < limit + 5, "the app did not quit"
             time.sleep(0.02)
         elapsed = time.monotonic() - started
         assert (tmp_path / "exit").read_text().split() == ["EXITED", "0"]
-        assert elapsed < 2.0, f"quit took {elapsed:.2f} s"
+        assert elapsed < limit, f"quit took {elapsed:.2f} s, starting {pace:.2f} s"
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)

@@ -439,7 +439,7 @@ def app_processes(server_pid: int) -> list[psutil.Process]:
     return alive
 
 
-@pytest.mark.skipif(CHROMIUM is None or CHROMEDRIVER is None, reason="chromium and chromedriver are not installed")
+@pytest.mark.needs("chromium", "chromedriver")
 def test_the_app_in_a_headless_browser(served: Served, tmp_path: Path) -> None:
     """Chromium opens the page; the app draws its Stages and Host load panels; a key typed in the page starts
     probe, which passes; closing the tab ends the tab's app."""

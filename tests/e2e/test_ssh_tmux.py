@@ -4,7 +4,6 @@ again, and the sweep is there, still running, with nothing lost."""
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import sqlite3
 import subprocess
@@ -14,15 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ci_tools import skip_or_fail
 from stage_infos import TESTS_DIR
 from tmux_screen import screen, wait_for
 
 SSHD = "/usr/sbin/sshd"
-pytestmark = [
-    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
-    pytest.mark.skipif(not os.path.exists(SSHD), reason="no sshd here (openssh-server; .ci/run installs it)"),
-    pytest.mark.skipif(shutil.which("ssh") is None, reason="no ssh client"),
-]
+pytestmark = pytest.mark.needs("tmux", SSHD, "ssh")  # skipped where missing; a failure in CI (tests/ci_tools.py)
 
 
 def free_port() -> int:
@@ -55,7 +51,7 @@ def sshd(tmp_path: Path) -> Iterator[tuple[int, Path]]:
                 break
         if server.poll() is not None or time.monotonic() > deadline:
             server.kill()
-            pytest.skip(f"sshd could not start: {(server.communicate()[1] or '').strip()[:200]}")
+            skip_or_fail(f"sshd could not start: {(server.communicate()[1] or '').strip()[:200]}")
         time.sleep(0.1)
     try:
         yield port, folder / "client"

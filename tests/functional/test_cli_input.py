@@ -60,8 +60,13 @@ def test_a_gpu_the_interpreter_cannot_see_is_refused(device: str, gpus: int, bui
 
 
 @pytest.mark.parametrize("device", ["cpu", "all", "cuda:0", "cuda:1"])
-def test_a_gpu_that_is_there_passes(device: str) -> None:
-    check_device(device, Interpreter("/x/python", "3.12", "2.13.0", "CUDA 13.0", 2))
+def test_a_gpu_that_is_there_passes_and_the_next_index_is_refused(device: str) -> None:
+    two = Interpreter("/x/python", "3.12", "2.13.0", "CUDA 13.0", 2)
+    assert check_device(device, two) is None  # accepted: no UsageError
+    if device.startswith("cuda:"):  # the same device on an interpreter that sees one GPU fewer is refused
+        fewer = Interpreter("/x/python", "3.12", "2.13.0", "CUDA 13.0", int(device[5:]))
+        with pytest.raises(UsageError, match=f"--device {device}: "):
+            check_device(device, fewer)
 
 
 def test_bad_report_paths_are_refused_before_the_run(tmp_path: Path) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -16,7 +18,7 @@ from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import RunPlan
 from rigcheck.engine.run.session import RunSession, start_sampler
 from rigcheck.engine.store import Store
-from rigcheck.engine.trust.conditions import DEFAULT_POLICY
+from rigcheck.engine.trust.conditions import cpu_contention
 from stage_infos import fake
 
 BURN = "import os; open(os.environ['PIDFILE'], 'a').write(f'{os.getpid()}\\n')\nwhile True: pass"
@@ -36,6 +38,7 @@ def start_burners(count: int, pidfile: Path) -> list[int]:
 
 
 def measure(tmp_path: Path, name: str) -> tuple[dict, list[dict]]:
+    """The figure as stored (conditions and params) and the run's verdicts."""
     store = Store(tmp_path / f"{name}.db")
     info = replace(fake("timed"), throughput=True)
     run_id = store.begin_run([info.name], "cpu", "quick", sys.executable, [])
@@ -48,27 +51,34 @@ def measure(tmp_path: Path, name: str) -> tuple[dict, list[dict]]:
     finally:
         sampler.stop()
     report = store.report(run_id)
-    return report["measurements"][0]["conditions"], report["verdicts"]
+    return report["measurements"][0], report["verdicts"]
 
 
 def test_quiet_host_gives_trusted(tmp_path: Path) -> None:
-    cpus = psutil.cpu_count() or 1
-    busy = psutil.cpu_percent(interval=1.0) / 100 * cpus  # this test sleeps meanwhile: the rest is other work
-    if DEFAULT_POLICY.interferes(busy, 1, cpus):
-        pytest.skip(f"the host is not quiet ({busy:.1f} of {cpus} CPUs busy elsewhere): no clean case to see")
-    conditions, verdicts = measure(tmp_path, "quiet")
+    """Judged on the window the figure itself was measured in, not on a reading taken before: where other work
+    kept the CPUs busy in that very window, the rule that judges figures says so, and there is no clean case."""
+    figure, verdicts = measure(tmp_path, "quiet")
+    conditions = figure["conditions"]
+    busy = cpu_contention(conditions, int(figure["params"].get("threads") or 1))
+    before = [v for v in verdicts if v["check_name"] == "quiet-check"]
+    if busy:
+        assert conditions["trust"] == "SUSPECT" and conditions["trust_reasons"] == busy, conditions
+        pytest.skip(f"the host was not quiet while the figure was measured: {busy[0]}")
     assert conditions["trust"] == "TRUSTED", conditions
-    assert not [v for v in verdicts if v["check_name"] == "quiet-check"]
+    if before:  # the check before the stage judged the second before it, a window of its own
+        assert before[0]["status"] == "WARN" and "other processes" in before[0]["explanation"], before
+        pytest.skip(f"the host was busy just before the stage: {before[0]['explanation']}")
 
 
 def test_cpu_burners_make_the_figure_suspect_with_the_reason(tmp_path: Path) -> None:
     cpus = psutil.cpu_count() or 2
     pids = start_burners(cpus, tmp_path / "pids")
     try:
-        conditions, verdicts = measure(tmp_path, "busy")
+        figure, verdicts = measure(tmp_path, "busy")
     finally:
         for pid in pids:
             os.kill(pid, signal.SIGKILL)
+    conditions = figure["conditions"]
     assert conditions["trust"] == "SUSPECT", conditions
     assert any(r.startswith("other processes kept") for r in conditions["trust_reasons"])
     assert conditions["host_others_cpus"] > 0.5 * cpus
@@ -82,21 +92,21 @@ def test_monitor_bad_arguments(bad: list[str]) -> None:
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
 
 
-def test_monitor_prints_twenty_json_samples_in_about_two_seconds() -> None:
+def test_monitor_prints_twenty_json_samples_on_its_schedule() -> None:
     import json
 
-    start = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "rigcheck.tui.cli", "monitor", "--json", "--count", "20", "--interval", "0.1"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
         check=True,
     )
-    elapsed = time.monotonic() - start
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(lines) == 20
     assert all(set(line) == {"t", "host", "gpus"} for line in lines)
-    spacing = (lines[-1]["t"] - lines[0]["t"]) / 19
-    assert abs(spacing - 0.1) < 0.02
-    assert elapsed < 10
+    # on the 0.1 s schedule: most gaps are one interval (a busy host may make one late, or skip a tick, but the
+    # schedule does not drift; the sampler's schedule itself is judged on a fake clock in test_conditions)
+    gaps = [b["t"] - a["t"] for a, b in itertools.pairwise(lines)]
+    assert statistics.median(gaps) == pytest.approx(0.1, abs=0.03), gaps
+    assert min(gaps) > 0

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pwd
+import shutil
+import signal
 import socket
 import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ci_tools import need
 from rigcheck.engine.run.control import ControlError, ControlServer, NotLive, control_path, request, runtime_dir
 
 
@@ -49,24 +57,93 @@ def test_a_caller_of_another_uid_is_refused(private_runtime: Path) -> None:
 
 
 SYSTEM_PYTHON = "/usr/bin/python3"
+CONNECT_AS_OTHER = """
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1])
+except PermissionError:
+    print("refused by the file system")
+    sys.exit(0)
+s.sendall(b'{"op": "cancel"}\\n')
+print("connected; the engine answered:", s.makefile().readline().strip())
+sys.exit(1)
+"""
 
 
-@pytest.mark.skipif(os.getuid() != 0, reason="switching to another user needs root")
-@pytest.mark.skipif(not os.access(SYSTEM_PYTHON, os.X_OK), reason="no system python for the other user to run")
-def test_another_real_user_cannot_reach_the_socket(private_runtime: Path) -> None:
-    asked: list[str] = []
-    path = control_path(private_runtime / "s.db", 1)
-    os.chmod(private_runtime, 0o755)  # even with the runtime folder open, the socket's folder and mode keep them out
-    server = ControlServer(path, asked.append)
-    code = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({str(path)!r}); s.sendall(b'cancel')"
+@pytest.fixture
+def other_user() -> Iterator[int]:
+    """A second real user, made for this test and removed after it: the uid."""
+    if os.getuid() != 0:
+        pytest.skip("making a second real user and switching to it needs root (CI runs as root)")
+    need("useradd", SYSTEM_PYTHON)  # the second user's client is the system python: the venv may be private
+    name = f"rcother{os.getpid() % 100000}"
+    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True, timeout=60)
     try:
-        done = subprocess.run(
-            [SYSTEM_PYTHON, "-c", code], user=65534, capture_output=True, text=True, timeout=30, cwd="/"
-        )
+        yield pwd.getpwnam(name).pw_uid
     finally:
-        server.close()
-    assert done.returncode != 0 and "PermissionError" in done.stderr
-    assert asked == []
+        subprocess.run(["userdel", name], check=False, timeout=60)
+
+
+@pytest.fixture
+def open_folders(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A folder every user may pass through (outside pytest's own 0700 tmp_path), holding the store, the
+    runtime folder and TMPDIR: whatever keeps another user out of the run's socket is then rigcheck's own doing."""
+    base = Path(tempfile.mkdtemp(prefix="rigcheck-other-user-", dir="/tmp"))
+    for name in ("", "xdg", "tmp", "store"):
+        (base / name).mkdir(exist_ok=True)
+        os.chmod(base / name, 0o755)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(base / "xdg"))
+    monkeypatch.setenv("TMPDIR", str(base / "tmp"))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    try:
+        yield base
+    finally:
+        monkeypatch.undo()
+        tempfile.tempdir = None
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_another_real_user_cannot_reach_a_live_runs_socket(other_user: int, open_folders: Path) -> None:
+    """A run started by this user (root in CI); a second real user tries its control socket and is kept out by
+    the socket's folder and mode. With both opened up (0777) the same user gets through, and this test fails."""
+    from rigcheck.engine.run.detach import spawn
+    from rigcheck.engine.run.request import RunRequest
+    from rigcheck.engine.store import Store
+    from stage_infos import fake
+
+    store_path = open_folders / "store" / "s.db"
+    run_id, engine = spawn(
+        store_path, RunRequest((fake("ok"), fake("slow", timeout=120)), "cpu", "quick", telemetry=False)
+    )
+    deadline = time.monotonic() + 60
+    while not (sockets := [p for p in open_folders.rglob("*") if p.is_socket()]):
+        assert time.monotonic() < deadline, f"the run's engine never made its control socket under {open_folders}"
+        time.sleep(0.05)
+    [path] = sockets
+    try:
+        above = [p for p in path.parent.parents if not p.stat().st_mode & 0o001]
+        assert not above, f"{above} keep other users out already: the test could not tell rigcheck's protection"
+        tried = subprocess.run(
+            [SYSTEM_PYTHON, "-c", CONNECT_AS_OTHER, str(path)],
+            user=other_user,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd="/",
+        )
+        assert (tried.returncode, tried.stdout.strip()) == (0, "refused by the file system"), tried.stderr
+        assert Store(store_path).run(run_id)["status"] == "running"  # the other user stopped nothing
+        assert path == control_path(store_path, run_id)  # the socket every client of this run uses
+        request(path, "cancel")  # and its owner still can
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(engine, signal.SIGTERM)  # a failed check leaves no run behind
+        raise
+    while Store(store_path).run(run_id)["status"] == "running":
+        assert time.monotonic() < deadline + 60, "the run did not end after its owner cancelled it"
+        time.sleep(0.1)
+    assert Store(store_path).run(run_id)["status"] == "cancelled"
 
 
 def test_a_wrong_mode_socket_is_refused(private_runtime: Path) -> None:

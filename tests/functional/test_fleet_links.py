@@ -5,6 +5,7 @@ own gloo worker) on one TCPStore standing in for torchrun's, with a wrong elemen
 from __future__ import annotations
 
 import itertools
+import socket
 import threading
 from collections.abc import Callable, Iterator
 
@@ -233,6 +234,29 @@ def test_pairwise_rounds_measure_each_healthy_pair_once_and_go_on_past_a_hung_on
             assert verdict.explanation.startswith(f"pair round {verdict.numbers['round']} {verdict.check[5:]}: ")
         byes = [e.text for e in out[i] if isinstance(e, LogLine) and "bye" in e.text]
         assert len(byes) == 1  # a host with a bye goes on to its next round and its pair still forms
+
+
+def test_a_pair_that_returns_wrong_elements_fails_on_that_host_and_a_clean_pair_does_not(store_port: int) -> None:
+    out = _fleet(store_port, "run1/fleet-links/4", lambda plan: pairwise_rounds(plan, MIB, 2), fault="wrong:2")
+    failed = {(i, v.check) for i in range(3) for v in out[i] if isinstance(v, Verdict)}
+    assert failed == {(2, "pair h0-h2"), (2, "pair h1-h2")}  # h2 computes wrong; h0-h1 is clean
+    for verdict in (e for e in out[2] if isinstance(e, Verdict)):
+        assert verdict.status == Status.FAIL and verdict.numbers["host"] == "h2" and verdict.numbers["wrong"] > 0
+        assert f"{verdict.numbers['wrong']} wrong element(s) on h2; first at " in verdict.explanation
+        assert verdict.numbers["got"] != verdict.numbers["expected"]
+    names = sorted(e.name for i in range(3) for e in out[i] if isinstance(e, Measurement))
+    assert names == ["pair all_reduce 1 MiB h0-h1", "pair all_reduce 1 MiB h0-h2", "pair all_reduce 1 MiB h1-h2"]
+
+
+def test_a_store_that_does_not_answer_fails_the_pairs_naming_it() -> None:
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    plan = FleetLinksPlan("127.0.0.1", port, "run1/fleet-links/5", 0, HOSTS, ("cpu",), (1, 1, 1), "gloo",
+                          ((MIB, 1),), init_timeout=2.0)  # fmt: skip
+    found = [e for e in pairwise_rounds(plan, MIB, 1) if isinstance(e, Verdict)]
+    assert [(v.check, v.status, v.numbers["round"]) for v in found] == [("pairs", Status.FAIL, 0)]
+    assert found[0].explanation.startswith(f"pair round 0: the fleet's store at 127.0.0.1:{port} did not answer (")
 
 
 def test_a_host_that_never_comes_is_named_once_forming_the_group_times_out(store_port: int) -> None:

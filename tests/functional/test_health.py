@@ -56,6 +56,10 @@ def test_a_clean_h200_passes_every_check_it_offers() -> None:
     assert "not supported" in found["retired-pages"].explanation
 
 
+# the clean H200 is not on an NVSwitch fabric (SKIP); the fabric's clean side is a GPU registered with one
+CLEAN_FOR: dict[str, dict] = {"fabric": {"fabric_state": 3}}
+
+
 @pytest.mark.parametrize(
     ("fault", "check_name", "status", "words"),
     [
@@ -71,11 +75,16 @@ def test_a_clean_h200_passes_every_check_it_offers() -> None:
         ({"remap": (0, 3, 0, 1)}, "row-remap", Status.FAIL, "run out of spare rows"),
         ({"link": (4, 8)}, "pcie", Status.WARN, "Gen4 x8 at idle"),
         ({"power_mw": (450_000, 700_000, 200_000, 700_000)}, "power-limit", Status.WARN, "450 W, below"),
-        ({"reasons": 0x1 | 0x20}, "idle-clocks", Status.WARN, "software thermal slowdown"),
-        ({"reasons": 0x1 | 0x8}, "idle-clocks", Status.FAIL, "hardware slowdown"),
+        ({"reasons": 0x1 | 0x20}, "idle-clocks", Status.WARN, "thermal slowdown: it is held down before any work"),
+        ({"reasons": 0x1 | 0x8}, "idle-clocks", Status.FAIL, "hardware slowdown: a hardware signal (power supply"),
         ({"persistence": 0}, "persistence", Status.WARN, "persistence mode off"),
         ({"mig": (1, 1)}, "partition", Status.WARN, "MIG on"),
+        ({"ecc": {(0, 0): 1000, (1, 0): 0, (0, 1): 1003, (1, 1): 0}}, "ecc", Status.WARN, "corrected 1000 ECC errors"),
+        ({"enforced_mw": 500_000}, "power-limit", Status.WARN, "enforces 500 W, below its set limit 700 W"),
+        ({"mig": (0, 1)}, "partition", Status.WARN, "MIG disabled, enabled after the next GPU reset"),
         ({"fabric_state": 1}, "fabric", Status.FAIL, "not registered"),
+        ({"fabric_state": 2}, "fabric", Status.WARN, "still registering"),
+        ({"fabric_state": 3, "fabric_status": 5}, "fabric", Status.FAIL, "(completed, status 5)"),
         ({"missing": ("nvmlDeviceGetTotalEccErrors",)}, "ecc", Status.SKIP, "does not offer"),
         ({"missing": ("pcie",)}, "pcie", Status.SKIP, "does not offer the PCIe link state"),
         ({"missing": ("nvmlDeviceGetPowerManagementDefaultLimit",)}, "power-limit", Status.SKIP, "default"),
@@ -84,12 +93,36 @@ def test_a_clean_h200_passes_every_check_it_offers() -> None:
     ],
 )
 def test_each_nvidia_fault_gets_its_verdict(fault: dict, check_name: str, status: Status, words: str) -> None:
-    clean = verdicts(FakeHealthNvml())[check_name]
+    clean = verdicts(FakeHealthNvml(**CLEAN_FOR.get(check_name, {})))[check_name]
     faulty = verdicts(FakeHealthNvml(**fault))[check_name]
-    assert clean.status == Status.PASS or check_name == "fabric"
+    assert clean.status == Status.PASS, clean.explanation
     assert faulty.status == status, faulty.explanation
     assert words in faulty.explanation
     assert faulty.explanation.startswith("cuda:0 ")
+
+
+def test_a_registered_fabric_gpu_and_corrected_errors_below_the_mark_pass() -> None:
+    registered = verdicts(FakeHealthNvml(fabric_state=3))["fabric"]
+    assert (registered.status, registered.explanation) == (
+        Status.PASS,
+        "cuda:0 is registered with the NVSwitch fabric manager",
+    )
+    below = verdicts(FakeHealthNvml(ecc={(0, 0): 999, (1, 0): 0, (0, 1): 999, (1, 1): 0}))["ecc"]
+    assert below.status == Status.PASS and "999 corrected since the driver loaded" in below.explanation
+    same = verdicts(FakeHealthNvml(enforced_mw=693_000))["power-limit"]  # within 1% of the set limit
+    assert same.status == Status.PASS, same.explanation
+
+
+def test_retired_pages_count_both_causes_where_the_driver_splits_them() -> None:
+    from rigcheck.engine.stages.health.checks import retired_pages
+
+    split = SimpleNamespace(retired_pages={"retired_sbe": 3, "retired_dbe": 1, "pending": 0})
+    verdict = retired_pages("cuda:0", split)  # type: ignore[arg-type]
+    assert (verdict.status, verdict.explanation) == (Status.PASS, "cuda:0 has 4 retired memory page(s), none pending")
+    one_cause = SimpleNamespace(retired_pages={"retired_sbe": 2, "pending": 0})  # the other cause not reported
+    assert "has 2 retired memory page(s)" in retired_pages("cuda:0", one_cause).explanation  # type: ignore[arg-type]
+    pending = SimpleNamespace(retired_pages={"retired_sbe": 3, "retired_dbe": 1, "pending": 1})
+    assert "(4 retired so far)" in retired_pages("cuda:0", pending).explanation  # type: ignore[arg-type]
 
 
 def test_a_downgraded_link_says_what_it_costs() -> None:

@@ -286,6 +286,36 @@ def test_a_copy_that_loses_data_is_counted() -> None:
     assert wrong_after(lambda: dst.copy_(src.roll(1)), dst, 3) == 4096  # misplaced by one element
 
 
+def test_a_p2p_copy_that_arrives_wrong_fails_its_pair_and_the_summary_does_not_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import torch
+    from rigcheck.engine.events import Measurement, Status, Verdict
+    from rigcheck.engine.stages.links import stage
+
+    def one_way_figure(src: str, dst: str) -> Measurement:
+        params = {"direction": "one-way", "src": src, "dst": dst, "broken": None}
+        return Measurement("links", f"p2p {src}->{dst} 256 MiB", 390.0, "GB/s", 1.0, 10, src, params)
+
+    def pairs(wrong: bool):  # type: ignore[no-untyped-def]
+        def fake(devices, numel, reps):  # type: ignore[no-untyped-def]
+            yield "figure", [one_way_figure("cuda:0", "cuda:1")]
+            if wrong:
+                yield "wrong", ("cuda:0->cuda:1", 17)
+            yield "figure", [one_way_figure("cuda:1", "cuda:0")]
+
+        return fake
+
+    devices = [torch.device("cuda", 0), torch.device("cuda", 1)]
+    monkeypatch.setattr(stage, "p2p_pairs", pairs(wrong=False))
+    clean = [e for e in stage.peer_copies(devices, "quick", {}) if isinstance(e, Verdict)]
+    assert [(v.check, v.status) for v in clean] == [("p2p", Status.PASS)]
+    monkeypatch.setattr(stage, "p2p_pairs", pairs(wrong=True))
+    found = [e for e in stage.peer_copies(devices, "quick", {}) if isinstance(e, Verdict)]
+    assert [(v.check, v.status) for v in found] == [("p2p cuda:0->cuda:1", Status.FAIL)]
+    assert found[0].explanation == "p2p copy cuda:0->cuda:1: 17 wrong elements after the copy"
+
+
 def test_collective_figures_fail_on_wrong_elements_and_on_clocks_that_disagree() -> None:
     from rigcheck.engine.events import Measurement, Status, Verdict
     from rigcheck.engine.stages.links.stage import step_events

@@ -83,7 +83,6 @@ def test_cancel_stops_the_running_stage_and_the_next_one_runs(store, tmp_path): 
     deadline = time.monotonic() + 30
     while not started and time.monotonic() < deadline:
         time.sleep(0.02)
-    asked = time.monotonic()
     run.cancel_stage()
     assert run.wait(30)
     finished = [e for e in events if isinstance(e, StageFinished)]
@@ -91,7 +90,9 @@ def test_cancel_stops_the_running_stage_and_the_next_one_runs(store, tmp_path): 
         ("polite_wait", Status.SKIP),
         ("ok", Status.PASS),
     ]
-    assert stopped[0] - asked < 1.0  # the stage saw its cancel flag; no kill was needed
+    # the stage saw its cancel flag and ended by itself, within the grace period: a child the runner had to
+    # kill ends by SIGKILL (a negative code)
+    assert finished[0].exit_code == 0, finished[0]
 
 
 def test_a_failing_listener_does_not_stop_the_run(tmp_path):  # type: ignore[no-untyped-def]

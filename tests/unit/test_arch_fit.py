@@ -122,3 +122,17 @@ def test_probe_says_the_build_fit_for_every_gpu_and_notes_slow_dtypes() -> None:
     broken = p40 | {"dtype_runs": {"fp32": "no: CUDA error: no kernel image is available", "fp16": "yes"}}
     failed = {v.check: v for v in verdicts("cuda:0", BUILD, [broken], None, CPU, {})}["cuda:0"]
     assert failed.status == Status.WARN and "see build-fit" in failed.explanation
+
+
+def test_a_dtype_that_fails_to_run_warns_naming_where_the_error_is_and_fp8_alone_does_not() -> None:
+    h200 = device(0, "NVIDIA H200", "sm_90", "9.0", slow_dtypes={})
+    clean = verdicts(
+        "cuda:0", BUILD, [h200 | {"dtype_runs": h200["dtype_runs"] | {"fp8": "no: not built"}}], None, CPU, {}
+    )
+    assert {v.check: v.status for v in clean}["cuda:0"] == Status.PASS  # fp8 is optional: its absence is no fault
+    broken = h200 | {"dtype_runs": h200["dtype_runs"] | {"bf16": "no: RuntimeError", "fp64": "no: RuntimeError"}}
+    failed = {v.check: v for v in verdicts("cuda:0", BUILD, [broken], None, CPU, {})}["cuda:0"]
+    assert failed.status == Status.WARN
+    assert failed.explanation.endswith(
+        "; these dtypes failed to run: bf16, fp64 (the error of each is in probe's facts: rigcheck export last)"
+    )

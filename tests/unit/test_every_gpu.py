@@ -28,16 +28,17 @@ def run_per_gpu(tmp_path: Path, serial: bool = False, cpu_part: bool = False, **
 
 
 def test_every_gpu_runs_at_once_and_a_crash_on_one_leaves_the_others_figures(tmp_path: Path) -> None:
-    started = time.monotonic()
-    events = run_per_gpu(tmp_path, crash_cuda1=True)
-    elapsed = time.monotonic() - started
+    events = run_per_gpu(tmp_path, crash_cuda1=True, seconds=2.0)
     figures = [e for e in events if isinstance(e, Measurement)]
     assert sorted(m.device for m in figures) == ["cuda:0", "cuda:2"]
     crash = [e for e in events if isinstance(e, Verdict) and e.status == Status.CRASH]
     assert len(crash) == 1 and crash[0].device == "cuda:1" and "SIGSEGV" in crash[0].explanation
     (finished,) = [e for e in events if isinstance(e, StageFinished)]
     assert finished.status == Status.CRASH
-    assert elapsed < 2.9, f"three 1-second children took {elapsed:.1f} s: not at once"
+    # at once: each child's 2 s of work overlaps the other's, whatever the machine's pace (one after the other,
+    # the second would start when the first ended, as the serial test sees)
+    starts = sorted(v.numbers["start"] for v in events if isinstance(v, Verdict) and v.check == "done")
+    assert len(starts) == 2 and starts[1] - starts[0] < 2.0, f"the children started {starts[1] - starts[0]:.1f} s apart"
     assert {p.name for p in tmp_path.iterdir()} >= {"matmul-cuda0.log", "matmul-cuda1.log", "matmul-cuda2.log"}
 
 

@@ -88,6 +88,10 @@ def test_each_torch_flag_is_named_by_the_pure_rule() -> None:
     tf32 = excess_cause("fp32", 400.0, 66.9, MathMode(env={}, allow_tf32=True, float32_precision="highest"))
     assert tf32.text == "fp32 ran as TF32: torch.backends.cuda.matmul.allow_tf32 is True"
     assert tf32.next_step == "set torch.backends.cuda.matmul.allow_tf32 = False before measuring"
+    # the precision as torch returns it: a string made at run time, compared by value, never by identity
+    for precision, words in (("hi" + "gh".strip(), "TF32"), ("medi" + "um".strip(), "TF32 or bf16")):
+        mode = MathMode(env={}, allow_tf32=False, float32_precision=precision)
+        assert excess_cause("fp32", 400.0, 66.9, mode).text.startswith(f"fp32 ran as {words}: torch.get_float32")
     conv = excess_cause("fp32", 40.0, 19.5, plain, uses_cudnn=True)
     assert "torch.backends.cudnn.allow_tf32 is True" in conv.text
     half = MathMode(env={}, fp16_reduced_reduction=True)

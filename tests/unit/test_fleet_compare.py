@@ -348,6 +348,26 @@ def test_a_fingerprint_basis_key_that_differs_is_named() -> None:
     assert "OMP_NUM_THREADS" in warn.explanation
 
 
+def test_the_odd_host_is_set_against_a_majority_host_whatever_the_digests_sort_to() -> None:
+    """The first host in name order is the odd one, and its digest sorts after the majority's: the reference
+    must still be a majority host (a `>=` where `==` belongs picked the odd host itself, naming nothing)."""
+    from rigcheck.engine.facts.fingerprint import digest
+
+    major = {"torch": "2.13.0", "numpy": "2.1"}
+    odd = next(
+        {"torch": "2.13.0", "numpy": f"2.{n}"}
+        for n in range(2, 200)
+        if digest({"torch": "2.13.0", "numpy": f"2.{n}"}) > digest(major)
+    )
+    prints = {"a": ("x", odd), "b": ("y", dict(major)), "c": ("y", dict(major))}
+    [(host, warn)] = [(h, v) for h, v in probe_differences({}, prints) if "fingerprint" in v.explanation]
+    assert host == "a" and warn.numbers["keys"] == ["numpy"]
+    assert (
+        warn.explanation
+        == f'environment fingerprint differs from 2 of 3 hosts in numpy ("{odd["numpy"]}" against "2.1")'
+    )
+
+
 def test_a_two_two_split_is_a_mixed_fleet_naming_the_groups() -> None:
     four = SIX[:4]
     facts = {h: probe_facts(driver="570.86" if h in ("node0", "node2") else "580.159") for h in four}
@@ -385,3 +405,150 @@ def test_two_slow_hosts_are_not_each_called_the_slow_host() -> None:
     assert [h for h, _ in named] == ["b", "c"]
     assert all(text.startswith(f"{h} is one of 2 slow hosts: ") for h, text in named), named
     assert not any("the slow host" in text for _, text in named)
+
+
+def stored(host: str, m: Measurement) -> dict[str, Any]:
+    """A figure as rank 0's store gives it back: a row with its host (unit and time may be empty)."""
+    return {"host": host, "stage": m.stage, "name": m.name, "value": m.value, "unit": m.unit or None,
+            "spread": m.spread, "repeats": m.repeats, "device": m.device, "params": m.params,
+            "conditions": m.conditions, "t": None}  # fmt: skip
+
+
+def test_rank_0_compares_stage_figures_of_the_hosts_that_ran_and_flags_only_those_that_did_not_report() -> None:
+    """a, b and d ran and reported (d slow); c was lost (its silence is the agent verdict's, not a probe gap);
+    e finished but its probe never reported. Pair figures go to the pair rule, never host against host."""
+    from rigcheck.engine.fleet.verdicts import fleet_verdicts, stored_figure
+
+    probe = {"torch": {"torch": "2.13.0", "build": "CPU-only"}, "cpu": {"model": "AMD EPYC 9654"}}
+    link = {"bytes": 2**20, "bound": "link", "pair": ["a", "b"], "broken": None}
+    pair = Measurement("fleet-links", "pair all_reduce 1 MiB a-b", 1.0, "GB/s", None, 3, "cpu", link, conditions(None))
+    rows = [stored(h, train("cpu", v)) for h, v in (("a", 100.0), ("b", 98.0), ("d", 50.0))] + [stored("a", pair)]
+    rows += [stored(h, host_copy(v)) for h, v in (("a", 11.5), ("b", 11.4), ("d", 8.0))]  # a stage before "fleet"
+    report = {
+        "measurements": rows,
+        "host_facts": {h: {"probe": probe} for h in ("a", "b", "d")},
+        "fleet": {"hosts": ["a", "b", "c", "d", "e"], "states": {"a": "done", "b": "done", "c": "lost", "d": "done",
+                                                                  "e": "done"}},
+    }  # fmt: skip
+    fingerprints = {h: ("f00d", {"torch": "2.13.0"}) for h in ("a", "b", "d")}
+    found = fleet_verdicts(report, fingerprints)
+    assert sorted((h, v.check, v.status) for h, v in found if v.status != Status.PASS) == [
+        ("d", "fleet-host", Status.WARN),
+        ("e", "fleet-probe", Status.WARN),
+        ("e", "fleet-probe", Status.WARN),
+    ]
+    [slow] = [v for h, v in found if h == "d"]
+    assert "worst train c128 b1024 fp32 50 samples/s (on its CPU), 50% below 100 on a" in slow.explanation
+    assert {v.explanation for h, v in found if h == "e"} == {
+        "its probe did not report: driver, torch build and GPUs not compared",
+        "it reported no environment fingerprint: its environment not compared",
+    }
+    summary = next(v for h, v in found if v.check == "fleet-peers")
+    assert summary.numbers["host_figures"] == 2  # training and bandwidth; the pair figure is not compared here
+    figure = stored_figure(rows[0])
+    assert (figure.unit, figure.t, figure.value) == ("samples/s", 0.0, 100.0)
+    bare = stored_figure(rows[0] | {"repeats": None, "conditions": None, "params": None, "device": None})
+    assert (bare.repeats, bare.conditions, bare.params, bare.device) == (1, {}, {}, "")
+    assert stored_figure(stored("a", replace(train("cpu", 1.0), unit=""))).unit == ""
+
+
+def test_pair_figures_reach_the_pair_rule_and_name_the_host_slow_with_every_peer() -> None:
+    from rigcheck.engine.fleet.pairs import pair_verdicts
+    from rigcheck.engine.fleet.verdicts import fleet_verdicts, stored_figure
+
+    def pair(a: str, b: str, gbs: float) -> dict[str, Any]:
+        params = {"bytes": 2**20, "bound": "link", "pair": [a, b], "broken": None}
+        figure = Measurement("fleet-links", f"pair all_reduce 1 MiB {a}-{b}", gbs, "GB/s", None, 3, "cpu", params,
+                             conditions(None))  # fmt: skip
+        return stored(a, figure)
+
+    rows = [pair("a", "b", 10.0), pair("a", "c", 10.2), pair("b", "c", 9.9), pair("a", "d", 4.0),
+            pair("b", "d", 4.1), pair("c", "d", 3.9)]  # fmt: skip
+    report = {"measurements": rows, "host_facts": {}, "fleet": {"hosts": [], "states": {}}}
+    expected = pair_verdicts([stored_figure(r) for r in rows])
+    assert [h for h, v in expected if v.status == Status.WARN] == ["d"]
+
+    def said(found: list[tuple[str, Verdict]]) -> list[tuple[str, str, Status, str]]:
+        return [(h, v.check, v.status, v.explanation) for h, v in found]
+
+    assert said(fleet_verdicts(report, {})) == said(expected)  # nothing else: pair figures are no stage figures
+
+
+def test_the_summary_says_how_cpu_figures_were_grouped_and_gpu_figures_by_their_count() -> None:
+    *_, (_, gpu_only) = fleet_peer_verdicts(gpu_fleet())
+    assert "CPU figures by name" in gpu_only.explanation  # a GPU model is no CPU model
+    slow = [(h, replace(m, value=m.value * 0.5) if h == "b" else m) for h, m in gpu_fleet()]
+    [(_, named)] = [(h, v) for h, v in warns(fleet_peer_verdicts(slow)) if v.check == "fleet-host"]
+    assert "(median of its 4 NVIDIA H200 GPU(s))" in named.explanation
+    one = [(h, m) for h, m in slow if m.device == "cuda:0"]
+    [(_, named)] = [(h, v) for h, v in warns(fleet_peer_verdicts(one)) if v.check == "fleet-host"]
+    assert "(on its NVIDIA H200)" in named.explanation
+
+
+def test_a_gpu_is_named_by_its_model_from_its_conditions_else_its_params() -> None:
+    from rigcheck.engine.trust.peers import below_best, gpu_model
+
+    m = matmul("cuda:0", 700.0)
+    assert gpu_model(replace(m, params={})) == H200
+    assert gpu_model(replace(m, conditions={}, params={"gpu_name": "NVIDIA B200"})) == "NVIDIA B200"
+    assert gpu_model(replace(m, conditions={}, params={})) == "GPU"
+    # each unit against the best of the others: c is 11% below b, the best, though within 10% of a
+    assert [(u, round(below, 2)) for u, _, below in below_best({"a": 95.0, "b": 100.0, "c": 89.0}, 0.10)] == [
+        ("c", 0.11)
+    ]
+    # a unit that sorts before the best, and the runner-up itself, are each set against the best
+    assert [u for u, _, _ in below_best({"a": 89.0, "b": 100.0, "c": 95.0}, 0.10)] == ["a"]
+    assert [u for u, _, _ in below_best({"a": 80.0, "b": 100.0, "c": 85.0}, 0.10)] == ["a", "c"]
+
+
+def test_two_gpus_of_a_model_are_peers_and_one_alone_is_not() -> None:
+    pair = [matmul("cuda:0", 780.0), matmul("cuda:1", 600.0)]
+    found = list(peer_verdicts(pair, "matmul"))
+    assert [(v.device, v.status) for v in found] == [("cuda:1", Status.WARN)]
+    assert list(peer_verdicts(pair[:1], "matmul")) == []
+
+
+def test_a_host_slow_in_one_of_three_figures_is_not_the_slow_host_and_in_two_it_is() -> None:
+    def fleet(slow: int) -> list[tuple[str, Measurement]]:
+        return [
+            (host, matmul(f"cuda:{i}", 780.0 * (0.5 if host == "b" and n < slow else 1.0), dtype=dtype))
+            for host in HOSTS
+            for i in range(2)
+            for n, dtype in enumerate(("bf16", "fp16", "fp32"))
+        ]
+
+    assert [v.check for _, v in warns(fleet_peer_verdicts(fleet(1))) if v.check == "fleet-host"] == []
+    assert [h for h, v in warns(fleet_peer_verdicts(fleet(2))) if v.check == "fleet-host"] == ["b"]
+
+
+def test_cpu_figures_meet_only_hosts_of_their_cpu_model_named_in_their_conditions() -> None:
+    slow = cpu_fleet("b", 0.6, cpu_model="Intel Xeon 6430")  # b's model is known only from its own conditions
+    assert warns(fleet_peer_verdicts(slow)) == []  # a and c compared with each other; b, alone of its model, not
+
+
+def test_long_values_are_cut_short_in_the_words() -> None:
+    from rigcheck.engine.fleet.compare_hosts import _short
+
+    assert _short("x" * 100) == '"' + "x" * 56 + "..." and _short("short") == '"short"'
+
+
+def test_a_link_figure_counts_for_its_gpu_only_when_pinned() -> None:
+    gpu = device_copy("cuda:0", 50.0)
+    for bound, pinned, expected in (("link", True, True), ("link", False, False), ("host", True, False)):
+        assert comparable(replace(gpu, params=gpu.params | {"bound": bound, "pinned": pinned})) is expected, bound
+
+
+def test_the_cause_leaves_out_idle_as_read_at_run_time() -> None:
+    from rigcheck.engine.trust.peers import cause_of
+
+    idle = "".join(["id", "le"])  # as a sample decodes it: equal to "idle", not the same object
+    m = matmul("cuda:0", 600.0, sm_clock_mean_mhz=1500.0, throttle=[idle, "power cap"])
+    assert cause_of(m) == "its SM clock averaged 1,500 MHz against 1,980: power cap"
+    assert cause_of(replace(m, conditions=m.conditions | {"throttle": [idle]})).endswith("no throttle reason reported")
+
+
+def test_a_host_timed_gpu_figure_counts_only_where_the_driver_saw_the_gpu_busy() -> None:
+    host_timed = replace(train("cuda:0", 900.0), params=train("cuda:0", 900.0).params | {"timer": "perf_counter"})
+    for utilization, expected in ((50.0, False), (79.9, False), (80.0, True), (99.0, True), (None, True)):
+        figure = replace(host_timed, conditions=host_timed.conditions | {"utilization_mean_pct": utilization})
+        assert comparable(figure) is expected, utilization

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -65,11 +68,43 @@ def test_fingerprint_ignores_the_order_threadpoolctl_lists_libraries_in() -> Non
     assert digest({"torch": "2.13.0", "blas": blas_identity(changed)}) not in digests
 
 
-def test_the_fingerprint_of_this_environment_repeats() -> None:
+FINGERPRINT_IN_A_NEW_PROCESS = """
+import sys
+if sys.argv[1] == "numpy-first":
+    import numpy  # loads its BLAS before torch's: threadpoolctl lists them in another order
+import torch
+from rigcheck.engine.facts.fingerprint import digest, fingerprint_basis
+print(digest(fingerprint_basis(torch, None)))
+"""
+
+
+def test_the_fingerprint_of_this_environment_repeats_across_processes_and_library_orders(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import torch
+    from rigcheck.engine.facts import fingerprint
     from rigcheck.engine.facts.fingerprint import fingerprint_basis
 
-    assert {digest(fingerprint_basis(torch, None)) for _ in range(3)} == {digest(fingerprint_basis(torch, None))}
+    here = digest(fingerprint_basis(torch, None))
+    for order, seed in (("torch-first", "1"), ("numpy-first", "2")):
+        done = subprocess.run(
+            [sys.executable, "-c", FINGERPRINT_IN_A_NEW_PROCESS, order],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=dict(os.environ, PYTHONHASHSEED=seed),
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.strip() == here, f"another process ({order}) fingerprints this environment differently"
+    libraries = fingerprint.loaded_blas()
+    for _ in range(4):
+        shuffled = random.sample(libraries, len(libraries)) + libraries[:1]  # in any order, one listed twice
+        monkeypatch.setattr(fingerprint, "loaded_blas", lambda shuffled=shuffled: shuffled)
+        assert digest(fingerprint_basis(torch, None)) == here
+    other = [*libraries, {"internal_api": "openblas", "version": "0.0.1", "architecture": "Prescott"}]
+    monkeypatch.setattr(fingerprint, "loaded_blas", lambda: other)
+    assert digest(fingerprint_basis(torch, None)) != here  # another library loaded is another environment
 
 
 def test_a_stage_whose_environment_changed_is_a_finding(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -155,6 +190,14 @@ def test_limits_from_the_host_link_and_the_cpu() -> None:
     gen3 = pcie_limit(None, 8.0, 8, "sysfs")
     assert gen3 is not None and gen3.value == pytest.approx(7.88, rel=0.01)
     assert pcie_limit(None, None, 16, "x") is None
+    # every generation at x16, one direction (per lane after line coding, times 16)
+    for gen, gbs in ((1, 4.0), (2, 8.0), (3, 15.76), (4, 31.5), (5, 63.0), (6, 121.0)):
+        limit = pcie_limit(gen, None, 16, "NVML")
+        assert limit is not None and limit.value == pytest.approx(gbs, rel=0.01), gen
+    gen1 = pcie_limit(1, None, 16, "sysfs")  # the slowest generation is in the table too
+    assert gen1 is not None and gen1.value == pytest.approx(4.0) and "Gen1 x16" in gen1.basis
+    between = pcie_limit(None, 12.0, 4, "sysfs")  # a rate the table lacks takes the next slower one's
+    assert between is not None and between.value == pytest.approx(0.985 * 4)
     cpu = cpu_matmul_limit(16, 3000.0, ["avx2", "fma", "avx512f"], "fp32")
     assert cpu is not None and cpu.value == pytest.approx(16 * 3.0 * 64)
     amx = cpu_matmul_limit(16, 3000.0, ["avx512f", "amx_bf16"], "bf16")

@@ -131,6 +131,32 @@ def test_steps_change_weights() -> None:
     assert check_steps(SMALL, 8, CPU).status == Status.PASS
 
 
+def test_steps_that_leave_a_weight_unchanged_or_not_finite_fail(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    class SkipsFirst(torch.optim.SGD):
+        """Updates every parameter tensor but the first, as a lost gradient would."""
+
+        def step(self, closure=None):  # type: ignore[no-untyped-def, override]
+            kept = self.param_groups[0]["params"][0].detach().clone()
+            super().step(closure)
+            self.param_groups[0]["params"][0].data.copy_(kept)
+
+    monkeypatch.setattr(torch.optim, "SGD", SkipsFirst)
+    stuck = check_steps(SMALL, 8, CPU)
+    assert stuck.status == Status.FAIL, stuck.explanation
+    assert stuck.numbers["changed"] == stuck.numbers["total"] - 1 and stuck.numbers["finite"] is True
+
+    class Poison(SkipsFirst.__mro__[1]):  # the real SGD, then one weight made NaN
+        def step(self, closure=None):  # type: ignore[no-untyped-def, override]
+            super().step(closure)
+            self.param_groups[0]["params"][-1].data[0] = float("nan")
+
+    monkeypatch.setattr(torch.optim, "SGD", Poison)
+    poisoned = check_steps(SMALL, 8, CPU)
+    assert poisoned.status == Status.FAIL and poisoned.numbers["finite"] is False
+    assert poisoned.numbers["changed"] == poisoned.numbers["total"]
+    assert check_batchnorm_training(SMALL, 8, CPU).status == Status.WARN  # a failed step under BatchNorm warns
+
+
 def test_batchnorm_failure_is_a_warn_naming_groupnorm(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     def broken(self, x):  # type: ignore[no-untyped-def]
         raise RuntimeError("miopenStatusUnknownError in batch_norm training")
@@ -146,6 +172,7 @@ def test_batchnorm_failure_is_a_warn_naming_groupnorm(monkeypatch) -> None:  # t
 def test_soak_learns_and_catches_a_network_that_does_not() -> None:
     learns = check_soak(BoardNetConfig(16, 1), 32, 60, CPU)
     assert learns.status == Status.PASS and learns.numbers["factor"] >= 20
+    assert learns.numbers["factor"] == learns.numbers["first_loss"] / learns.numbers["last_loss"]
 
     frozen = check_soak(BoardNetConfig(16, 1), 32, 30, CPU, lambda p: torch.optim.SGD(p, lr=0.0))
     assert frozen.status == Status.FAIL and "did not learn" in frozen.explanation
@@ -158,3 +185,39 @@ def test_soak_learns_and_catches_a_network_that_does_not() -> None:
 
     poisoned = check_soak(BoardNetConfig(16, 1), 32, 30, CPU, lambda p: Poison(p, lr=0.1))
     assert poisoned.status == Status.FAIL and "NaN or Inf" in poisoned.explanation
+    assert poisoned.numbers["step"] == 0 and math.isfinite(poisoned.numbers["first_loss"])  # the loss before it
+
+    class LatePoison(torch.optim.SGD):
+        """Sound for 25 steps, then NaN: found at the next check, every 25 steps."""
+
+        steps = 0
+
+        def step(self, closure=None):  # type: ignore[no-untyped-def, override]
+            super().step(closure)
+            LatePoison.steps += 1
+            if LatePoison.steps > 25:
+                for p in self.param_groups[0]["params"]:
+                    p.data.fill_(float("nan"))
+
+    late = check_soak(BoardNetConfig(16, 1), 32, 60, CPU, lambda p: LatePoison(p, lr=0.01))
+    assert late.status == Status.FAIL and late.numbers["step"] == 25, late.explanation
+
+
+def test_a_parameter_whose_float64_gradient_is_all_zero_passes(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A weight the loss does not depend on has a zero gradient in both copies: nothing to compare, not a
+    relative error of 0/0."""
+    from rigcheck.engine.models.board_net import BoardNet
+    from rigcheck.engine.stages.verify import model as verify_model
+
+    class WithIdleWeight(BoardNet):
+        def __init__(self, config: BoardNetConfig) -> None:
+            super().__init__(config)
+            self.idle = torch.nn.Parameter(torch.ones(3))
+
+        def forward(self, boards):  # type: ignore[no-untyped-def, override]
+            policy, value = super().forward(boards)
+            return policy, value + 0.0 * self.idle.sum()
+
+    monkeypatch.setattr(verify_model, "BoardNet", WithIdleWeight)
+    forward, gradients = list(check_forward_and_gradients(SMALL, 8, CPU))
+    assert (forward.status, gradients.status) == (Status.PASS, Status.PASS), gradients.explanation
