@@ -6,12 +6,14 @@ that streams, a telemetry sampler at 10 Hz whose samples are streamed too) and w
 progress and figures into the store at RATE_HZ, each stamped with the wall clock at the moment it was
 made, each pushed to subscribers after its store write. The real app, headless (Textual's test
 driver renders every frame), opens on that run as it would on a live one; the time is taken when the
-app has handed each event to its panel. Prints p50/p95/max, and how many came by the stream.
+app has handed each event to its panel. Prints p50/p95/max, how many came by the stream, and the
+machine's load average before and after (on a shared machine the others' load moves the figures).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import subprocess
 import sys
@@ -97,12 +99,17 @@ async def measure(count: int, rate: float) -> tuple[list[float], int]:
 def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 300
     rate = float(sys.argv[2]) if len(sys.argv) > 2 else 20.0
+    before = os.getloadavg()[0]
     delays, streamed = asyncio.run(measure(count, rate))
+    after = os.getloadavg()[0]
     delays.sort()
     ms = [d * 1000 for d in delays]
     p95 = ms[min(len(ms) - 1, int(0.95 * len(ms)))]
     print(f"{len(ms)} log lines at {rate:g}/s (with progress and a figure every 10): engine write -> panel")
-    print(f"p50 {statistics.median(ms):.1f} ms  p95 {p95:.1f} ms  max {ms[-1]:.1f} ms ({streamed} events streamed)")
+    print(
+        f"p50 {statistics.median(ms):.1f} ms  p95 {p95:.1f} ms  max {ms[-1]:.1f} ms ({streamed} events streamed; "
+        f"load {before:.2f}-{after:.2f})"
+    )
 
 
 if __name__ == "__main__":

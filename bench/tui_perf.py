@@ -1,7 +1,9 @@
 """The app's cost: CPU of the idle app (telemetry at 10 Hz, plots at 2 Hz idle) and key latency under 200 events/s.
 
-Usage: python bench/tui_perf.py [IDLE_SECONDS]
-Runs the app headless (Textual's test driver renders every frame but writes no terminal).
+Usage: python bench/tui_perf.py [IDLE_SECONDS] [--idle]
+Runs the app headless (Textual's test driver renders every frame but writes no terminal). With --idle,
+only the idle figures. Each figure comes with the machine's load average before and after it: on a
+shared machine the app's own CPU time still moves with the others' load.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ from rigcheck.engine.telemetry.nvml import NvmlSource
 from rigcheck.engine.telemetry.sampler import Sampler
 from rigcheck.tui.app import RigcheckApp
 from stage_infos import fake
+
+
+def load() -> str:
+    return f"{os.getloadavg()[0]:.2f}"
 
 
 def cpu_seconds() -> float:
@@ -78,14 +84,27 @@ async def key_latency(folder: Path, presses: int = 40) -> tuple[list[float], int
 
 
 def main() -> None:
-    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 20.0
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    seconds = float(args[0]) if args else 20.0
     with tempfile.TemporaryDirectory() as folder:
         os.environ["RIGCHECK_CONFIG"] = str(Path(folder) / "settings.json")
+        before = load()
         idle = asyncio.run(idle_cost(seconds, Path(folder)))
+        print(
+            f"idle app: {idle:.2f}% of one core over {seconds:.0f} s (telemetry 10 Hz, redraw 2 Hz with no run, "
+            f"120x40; load {before}-{load()})",
+            flush=True,
+        )
+        before = load()
         idle_gpu = asyncio.run(idle_cost(seconds, Path(folder), fake_gpu=True))
+        print(
+            f"idle app plotting an idle GPU (fake NVML, flat 345 MHz): {idle_gpu:.2f}% of one core "
+            f"(load {before}-{load()})",
+            flush=True,
+        )
+        if "--idle" in sys.argv:
+            return
         latencies, lines = asyncio.run(key_latency(Path(folder)))
-    print(f"idle app: {idle:.2f}% of one core over {seconds:.0f} s (telemetry 10 Hz, redraw 2 Hz with no run, 120x40)")
-    print(f"idle app plotting an idle GPU (fake NVML, flat 345 MHz): {idle_gpu:.2f}% of one core")
     print(
         f"key latency while a stage streams ~200 events/s: median {statistics.median(latencies):.1f} ms, "
         f"max {max(latencies):.1f} ms over {len(latencies)} presses ({lines} log lines received)"

@@ -406,9 +406,9 @@ class RigcheckApp(App[int]):
         if not figures:
             return
         with suppress(NoMatches):
-            bench, results = self.panel(BenchPanel), self.panel(ResultsPanel)
+            results = self.panel(ResultsPanel)
+            self.panel(BenchPanel).add_measurements(figures)
             for figure in figures:
-                bench.add_measurement(figure)
                 results.add(measurement_row(figure))
         self.set_timer(FIGURES_S, self._add_figures)
 

@@ -13,6 +13,15 @@ from textual.widgets import DataTable
 
 
 class BenchPanel(SteadyTable[Text | str]):
+    # A fixed box from the first figure on: a table whose height follows its rows lays out the whole screen
+    # at every new row. Below its rows it draws its parent's background, so it looks as if it ended there.
+    DEFAULT_CSS = """
+    BenchPanel {
+        height: 1fr;
+    }
+    """
+    fills_below = True
+
     def __init__(self, glyphs: Glyphs = UNICODE, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.glyphs = glyphs
@@ -27,7 +36,18 @@ class BenchPanel(SteadyTable[Text | str]):
         self.clear()
         self.rows_shown = []
 
+    def add_measurements(self, measurements: list[Measurement]) -> None:
+        """New figures at the end; the cursor moves once, to the newest, and the table scrolls to it at once."""
+        for measurement in measurements:
+            self._add_row_of(measurement)
+        if measurements:
+            self.measure_new_rows()
+            self.move_cursor(row=self.row_count - 1)
+
     def add_measurement(self, measurement: Measurement) -> None:
+        self.add_measurements([measurement])
+
+    def _add_row_of(self, measurement: Measurement) -> None:
         row = measurement_row(measurement)
         self.rows_shown.append(row)
         spread = spread_text(measurement.value, measurement.spread)
@@ -39,7 +59,6 @@ class BenchPanel(SteadyTable[Text | str]):
             status_text(self.app, trust_of(row)),
             meaning(row),
         )
-        self.move_cursor(row=self.row_count - 1)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from rigcheck.engine.events import Measurement
-from textual_plotext import PlotextPlot
+from rigcheck.tui.widgets.quick_plot import QuickPlot
 
 
-class BurnPlot(PlotextPlot):
+class BurnPlot(QuickPlot):
     """Fed every burn interval measurement; a device's interval 0 starts its line afresh (a new burn)."""
 
     def on_mount(self) -> None:

@@ -12,10 +12,10 @@ from rigcheck.engine.telemetry.sample import HostSample, Sample, na
 from rigcheck.engine.telemetry.sources import note_in_words
 from rigcheck.tui.glyphs import UNICODE, Glyphs, level
 from rigcheck.tui.widgets.live_text import LiveText
+from rigcheck.tui.widgets.quick_plot import QuickPlot
 from rigcheck.tui.widgets.traces import Trace, binned, gpu_traces, host_traces, pick_gpu
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual_plotext import PlotextPlot
 
 WINDOW_S = 60.0
 SMALL_HEIGHT = 9  # below this many rows a plot is unreadable: show one-line traces instead
@@ -73,7 +73,7 @@ class ClocksPanel(Vertical):
         return self.gpu_index
 
     def compose(self) -> ComposeResult:
-        yield PlotextPlot(id="clocks-plot")
+        yield QuickPlot(id="clocks-plot")
         yield LiveText(id="clocks-spark")
         yield LiveText(id="clocks-host")
         yield LiveText(id="clocks-info")
@@ -105,7 +105,7 @@ class ClocksPanel(Vertical):
 
     def redraw(self, samples: list[Sample], notes: list[str], glyphs: Glyphs = UNICODE) -> None:
         """Called by the app at a few Hz with the sampler's recent window; fixed y-limits keep it cheap."""
-        plot = self.query_one(PlotextPlot)
+        plot = self.query_one(QuickPlot)
         spark = self.query_one("#clocks-spark", LiveText)
         host = self.query_one("#clocks-host", LiveText)
         info = self.query_one("#clocks-info", LiveText)
@@ -144,7 +144,7 @@ class ClocksPanel(Vertical):
             host.set(host_text)
             self._plot(plot, xs, traces, latest, has_gpu)
 
-    def _plot(self, plot: PlotextPlot, xs: list[float], traces: list[Trace], latest: Sample, has_gpu: bool) -> None:
+    def _plot(self, plot: QuickPlot, xs: list[float], traces: list[Trace], latest: Sample, has_gpu: bool) -> None:
         # A plotext build and its repaint cost several milliseconds: redo them only when the picture
         # would change (a column more of history, or a step the plot's rows can show), which on an
         # idle machine, a flat line sliding left, is seldom.
