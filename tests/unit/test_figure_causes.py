@@ -159,3 +159,13 @@ def test_an_emulated_or_rate_limited_dtype_is_bounded_by_fp32_not_called_impossi
     h200 = fake_gpu(monkeypatch, "NVIDIA H200", 9, 0, 132)
     native = limits.gpu_matmul_limit(h200, "bf16")
     assert native is not None and native.value == 989.4 and native.basis.startswith("datasheet dense bf16 peak")
+
+
+def test_a_figure_exactly_at_a_faster_dtypes_limit_and_margin_is_that_dtype() -> None:
+    """The edge is inside: a figure at exactly the faster limit plus its margin is named as the faster dtype,
+    and one a hair above it is not (no faster mode explains it)."""
+    plain = MathMode(env={}, allow_tf32=False, float32_precision="highest")
+    edge = 494.7 * (1.0 + 0.10)
+    at = excess_cause("fp32", edge, 66.9, plain, {"tf32": 494.7}, margin=0.10)
+    assert at.text.startswith("fp32 ran as tf32: the figure fits the tf32 limit of 494.7")
+    assert excess_cause("fp32", edge * 1.0001, 66.9, plain, {"tf32": 494.7}, margin=0.10) == COUNT_MISMATCH
