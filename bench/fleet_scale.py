@@ -22,7 +22,6 @@ import heapq
 import json
 import os
 import resource
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -115,6 +114,27 @@ def worker(port: int, ranks: list[int], world: int, pace: float, stop: dict[int,
 # -- rank 0's side (this process) --
 
 
+def _finish_before(store: Any, collector: Any, run_id: int, wait_s: float) -> int:
+    from rigcheck.engine.events import LogLine, Status
+    from rigcheck.engine.fleet.verdicts import fleet_verdicts
+    from rigcheck.engine.run.runner import exit_code_for
+
+    if not collector.wait(wait_s):
+        collector.give_up("rank 0 stopped waiting")
+    collector.stop()
+    collector.record_dropped()
+    for error in collector.errors[:3]:
+        store.record(run_id, LogLine("fleet", f"reading the agents: {error}", "error"))
+    report = store.report(run_id)
+    found = fleet_verdicts(report, store.host_fingerprints(run_id))
+    for host, verdict in found:
+        store.record(run_id, verdict, host=host)
+    stored = [Status(v["status"]) for v in report["verdicts"] if v["status"] in Status._value2member_map_]
+    code = exit_code_for([*stored, *(verdict.status for _, verdict in found)])
+    store.end_run(run_id, "complete", code)
+    return code
+
+
 def _rss_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -150,14 +170,16 @@ def simulate(
     say: Any = lambda text: None,
 ) -> dict[str, Any]:
     """One simulated fleet of `n` agents; the figures as a dict."""
-    from torch.distributed import TCPStore
-
-    from rigcheck.engine.fleet.agent import finish_fleet
     from rigcheck.engine.fleet.channel import FleetChannel
     from rigcheck.engine.fleet.collector import Collector
     from rigcheck.engine.report.fleet_summary import fleet_summary
     from rigcheck.engine.store import Store
+    from torch.distributed import TCPStore
 
+    try:
+        from rigcheck.engine.fleet.agent import finish_fleet
+    except ImportError:  # the code before issue 25 (for the "before" figures): Agent._finish_fleet's body
+        finish_fleet = _finish_before
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4 * n + 256)), hard))
     workdir = Path(workdir or tempfile.mkdtemp(prefix="fleet-scale-"))
@@ -172,7 +194,9 @@ def simulate(
     length = stream[-1][0] / pace
     store = Store(workdir / f"fleet-{n}.db")
     fleet = {"id": RUN, "world": n, "launcher": "simulation", "rank0": "sim-0000"}
-    run_id = store.begin_fleet_run(["probe", "verify", "matmul", "bandwidth", "training"], "quick", sys.executable, [], fleet)
+    run_id = store.begin_fleet_run(
+        ["probe", "verify", "matmul", "bandwidth", "training"], "quick", sys.executable, [], fleet
+    )
     latencies: list[float] = []
     original = store._record
 
@@ -184,6 +208,7 @@ def simulate(
     store._record = timed_record  # type: ignore[method-assign]
     channel = FleetChannel(_client(port), 0, n, KEY, RUN)
     collector = Collector(store, run_id, channel, fleet, join_timeout=120.0, lost_after=lost_after)
+    collector.open_phase("links")  # as rank 0 does: every agent's arrival is looked for until the phase is decided
     # the stopped agents go silent a third of the way in, spread over the ranks
     stop_ranks = [1 + (k * (n - 1)) // max(1, stopped) for k in range(stopped)] if n > 2 else []
     stop = {rank: length / 3 for rank in stop_ranks}
@@ -191,7 +216,14 @@ def simulate(
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     procs = []
     for ranks in per:
-        args = {"port": port, "ranks": ranks, "world": n, "pace": pace, "stop": {str(r): s for r, s in stop.items() if r in ranks}, "jitter": jitter}
+        args = {
+            "port": port,
+            "ranks": ranks,
+            "world": n,
+            "pace": pace,
+            "stop": {str(r): s for r, s in stop.items() if r in ranks},
+            "jitter": jitter,
+        }
         procs.append(
             subprocess.Popen(
                 [sys.executable, __file__, "--worker", json.dumps(args)], stdout=subprocess.PIPE, text=True, env=env
