@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -74,7 +75,11 @@ def worker(port: int, ranks: list[int], world: int, pace: float, stop: dict[int,
 
     stream = load_stream()
     rng = random.Random(ranks[0])
-    channels = {rank: FleetChannel(_client(port), rank, world, KEY, RUN) for rank in ranks}
+    # a client takes ~0.2 s to connect here (c10d looks up the client socket's host name and the lookup times
+    # out on this VM), so 256 of them connect 64 at a time
+    with ThreadPoolExecutor(64) as pool:
+        clients = list(pool.map(lambda _: _client(port), ranks))
+    channels = {rank: FleetChannel(client, rank, world, KEY, RUN) for rank, client in zip(ranks, clients, strict=True)}
     begun = time.monotonic()
     due: list[tuple[float, int, int]] = []  # (when, rank, index into the stream; -1 a beat, len(stream) the end)
     for rank, channel in channels.items():
@@ -207,13 +212,13 @@ def simulate(
 
     store._record = timed_record  # type: ignore[method-assign]
     channel = FleetChannel(_client(port), 0, n, KEY, RUN)
-    collector = Collector(store, run_id, channel, fleet, join_timeout=120.0, lost_after=lost_after)
+    collector = Collector(store, run_id, channel, fleet, join_timeout=300.0, lost_after=lost_after)
     collector.open_phase("links")  # as rank 0 does: every agent's arrival is looked for until the phase is decided
     # the stopped agents go silent a third of the way in, spread over the ranks
     stop_ranks = [1 + (k * (n - 1)) // max(1, stopped) for k in range(stopped)] if n > 2 else []
     stop = {rank: length / 3 for rank in stop_ranks}
     per = [list(range(w, n, workers)) for w in range(min(workers, n))]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "TORCH_CPP_LOG_LEVEL": "ERROR"}
     procs = []
     for ranks in per:
         args = {
