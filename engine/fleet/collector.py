@@ -30,8 +30,9 @@ READS_PER_POLL = 200  # events read from one host in one poll, at most: a flood 
 LOOKAHEAD = 8  # slots looked at past a missing one (someone deleted it) before waiting for the agent
 LOOKAHEAD_EVERY_S = 2.0  # at most this often per host: the store serves every host's reads
 REFUSAL_CHECK_S = 2.0  # heartbeat silence after which rank 0 looks for a refusal (and for an end)
-SCAN_EVERY_S = 10.0  # per host: its next slot and its end looked at directly, whatever its state says
-STATES_PER_CALL = 512  # agents' states read in one multi_get
+SCAN_EVERY_S = 30.0  # per host: its next slot and its end looked at directly, whatever its state says
+KEYS_PER_CALL = 512  # agents' states, or new slots of all agents, read in one check and one multi_get
+SLOTS_PER_POLL = 8192  # new slots of all agents read together in one poll, at most; the rest next poll
 MAX_PHASES = 16
 MAX_SLOTS = 10**9
 
@@ -171,6 +172,7 @@ class Collector:
     def poll(self) -> None:
         now = time.monotonic()
         self._states(now)
+        ready = self._prefetch()
         for host in self.hosts:
             if host.state in ("done", "lost"):
                 continue
@@ -179,13 +181,13 @@ class Collector:
             host.scanning = now - host.scanned >= SCAN_EVERY_S
             if host.scanning:
                 host.scanned = now
-                if host.final is None:  # its state read on its own (it just joined, or rank 0 checks it)
+                if host.final is None and host.beats < 0:  # its state read on its own: it has just joined
                     body = self._opened(host.rank, f"hb/{host.rank}")
                     if body is not None:
                         self._state(host, f"hb/{host.rank}", body, now)
             if host.final is None:
                 if host.scanning or host.behind or host.known > host.slot:
-                    host.behind = not self._read_events(host)
+                    host.behind = not self._read_events(host, ready)
                 if host.scanning or host.ended or now - host.beat_seen > REFUSAL_CHECK_S:
                     self._end(host)
             if host.final is not None:
@@ -214,11 +216,27 @@ class Collector:
                 self.fleet["states"] = {h.label: h.state for h in self.hosts}
                 self.store.update_fleet(self.run_id, self.fleet)
 
+    def _prefetch(self) -> dict[str, Read]:
+        """The slots every running agent's state announced and rank 0 has not read, KEYS_PER_CALL a call:
+        a thousand agents' news in a few round trips, rather than two for each agent."""
+        keys: list[str] = []
+        for host in self.hosts:
+            if host.state == "running" and host.final is None and host.known > host.slot:
+                end = min(host.known, host.slot + READS_PER_POLL)
+                keys += [f"ev/{host.rank}/{n}" for n in range(host.slot, end)]
+                if len(keys) >= SLOTS_PER_POLL:
+                    break
+        ready: dict[str, Read] = {}
+        for start in range(0, len(keys), KEYS_PER_CALL):
+            chunk = keys[start : start + KEYS_PER_CALL]
+            ready.update(zip(chunk, self.channel.read_many(chunk), strict=True))
+        return ready
+
     def _states(self, now: float) -> None:
-        """Every running agent's state, STATES_PER_CALL at a time: its heartbeat, its slots, its phases."""
+        """Every running agent's state, KEYS_PER_CALL at a time: its heartbeat, its slots, its phases."""
         running = [h for h in self.hosts if h.state == "running" and h.final is None]
-        for start in range(0, len(running), STATES_PER_CALL):
-            chunk = running[start : start + STATES_PER_CALL]
+        for start in range(0, len(running), KEYS_PER_CALL):
+            chunk = running[start : start + KEYS_PER_CALL]
             keys = [f"hb/{h.rank}" for h in chunk]
             for host, slot, found in zip(chunk, keys, self.channel.read_many(keys), strict=True):
                 if found.state == "missing":
@@ -298,13 +316,17 @@ class Collector:
         self._lose(host, f"its agent refused to start: {schema.inert(why)[:1000]}", refused=True)
         return True
 
-    def _read_events(self, host: HostState) -> bool:
+    def _read_events(self, host: HostState, ready: dict[str, Read] | None = None) -> bool:
         """Read the host's next events, at most READS_PER_POLL; True once it has caught up with every slot.
         The slots its state or its end announced are read together; a gap, or none announced, one by one."""
         target = host.final if host.final is not None else host.known
         if host.slot < target:
             keys = [f"ev/{host.rank}/{n}" for n in range(host.slot, min(target, host.slot + READS_PER_POLL))]
-            for slot, found in zip(keys, self.channel.read_many(keys), strict=True):
+            ready = ready or {}
+            unread = [key for key in keys if key not in ready]
+            fetched = dict(zip(unread, self.channel.read_many(unread), strict=True)) if unread else {}
+            for slot in keys:
+                found = ready.get(slot) or fetched[slot]
                 if found.state == "missing":
                     return self._read_slots(host)  # a gap (deleted, or not yet there): looked past at its pace
                 host.slot += 1
@@ -330,6 +352,8 @@ class Collector:
                 if host.final is not None:  # below its last slot: deleted by someone
                     host.slot += 1
                     continue
+                if host.slot >= host.known and not host.scanning:
+                    return True  # none announced past it: the agent has not written it yet (a scan looks)
                 if time.monotonic() - host.looked_ahead < LOOKAHEAD_EVERY_S:
                     return True
                 host.looked_ahead = time.monotonic()
