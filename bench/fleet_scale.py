@@ -36,7 +36,14 @@ STREAM = Path(__file__).resolve().parent / "data" / "fleet_stream_cpu_quick.json
 KEY = b"scale-bench-key-" * 4
 RUN = "scale"
 PREFIX = f"rigcheck/{RUN}/"
-BEAT_S = 1.0  # the real Heartbeat's interval
+
+
+def heartbeat_interval(lost_after: float) -> float:
+    try:
+        from rigcheck.engine.fleet.channel import heartbeat_interval as interval
+    except ImportError:  # the code before issue 25: a beat a second
+        return 1.0
+    return interval(lost_after)
 
 
 def load_stream(path: Path = STREAM) -> list[tuple[float, dict[str, Any]]]:
@@ -66,7 +73,9 @@ def _stamped(event: dict[str, Any], now: float) -> Any:
     return event_from_dict(moved)
 
 
-def worker(port: int, ranks: list[int], world: int, pace: float, stop: dict[int, float], jitter: float) -> None:
+def worker(
+    port: int, ranks: list[int], world: int, pace: float, stop: dict[int, float], jitter: float, beat_s: float
+) -> None:
     """Each rank's agent: announce, replay the stream at `pace` (1 = its real pace) with a heartbeat a second,
     then its end; a rank in `stop` goes silent `stop[rank]` seconds in (a lost host). Prints a JSON line per stop."""
     import random
@@ -87,14 +96,17 @@ def worker(port: int, ranks: list[int], world: int, pace: float, stop: dict[int,
         channel.announce({"name": f"sim-{rank:04d}", "devices": ["cpu"], "stages": [], "profile": "quick"})
         offset = rng.uniform(0, jitter)
         heapq.heappush(due, (begun + offset, rank, 0))
-        heapq.heappush(due, (begun + BEAT_S, rank, -1))
+        heapq.heappush(due, (begun + beat_s, rank, -1))
     print(json.dumps({"ready": time.time()}), flush=True)
+    late: list[float] = []  # how far behind its schedule this process ran: agents starved of CPU beat late
     silent: set[int] = set()
     while due:
         when, rank, index = heapq.heappop(due)
         wait = when - time.monotonic()
         if wait > 0:
             time.sleep(wait)
+        else:
+            late.append(-wait)
         if rank in silent:
             continue
         if rank in stop and time.monotonic() - begun >= stop[rank]:
@@ -104,7 +116,7 @@ def worker(port: int, ranks: list[int], world: int, pace: float, stop: dict[int,
         channel = channels[rank]
         if index == -1:
             channel.beat()
-            heapq.heappush(due, (when + BEAT_S, rank, -1))
+            heapq.heappush(due, (when + beat_s, rank, -1))
             continue
         if index >= len(stream):
             channel.finish({"exit_code": 0, "run_id": 1, "store": "/sim/rigcheck.db"})
@@ -113,7 +125,9 @@ def worker(port: int, ranks: list[int], world: int, pace: float, stop: dict[int,
         channel.publish(_stamped(stream[index][1], time.time()))
         gap = (stream[index + 1][0] - stream[index][0]) / pace if index + 1 < len(stream) else 0.05
         heapq.heappush(due, (when + gap, rank, index + 1))
-    print(json.dumps({"finished": time.time()}), flush=True)
+    late.sort()
+    p95 = late[int(0.95 * len(late))] if late else 0.0
+    print(json.dumps({"finished": time.time(), "late_p95": p95, "late_max": late[-1] if late else 0.0}), flush=True)
 
 
 # -- rank 0's side (this process) --
@@ -167,7 +181,7 @@ def _pct(values: list[float], q: float) -> float:
 def simulate(
     n: int,
     pace: float = 1.0,
-    lost_after: float = 10.0,
+    lost_after: float = 30.0,
     stopped: int = 2,
     workers: int = 4,
     jitter: float = 2.0,
@@ -228,6 +242,7 @@ def simulate(
             "pace": pace,
             "stop": {str(r): s for r, s in stop.items() if r in ranks},
             "jitter": jitter,
+            "beat_s": heartbeat_interval(lost_after),
         }
         procs.append(
             subprocess.Popen(
@@ -279,6 +294,7 @@ def simulate(
     wall = wall1 - wall0
     cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
     states = [h.state for h in collector.hosts]
+    ends = [item for item in lines if "finished" in item]
     result = {
         "n": n,
         "backend": backend,
@@ -305,6 +321,9 @@ def simulate(
         "done": states.count("done"),
         "lost": states.count("lost"),
         "errors": collector.errors[:3],
+        "beat_s": heartbeat_interval(lost_after),
+        "agents_late_p95_s": round(max((e["late_p95"] for e in ends), default=0.0), 2),
+        "agents_late_max_s": round(max((e["late_max"] for e in ends), default=0.0), 2),
     }
     store.close() if hasattr(store, "close") else None
     return result
@@ -314,7 +333,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sizes", nargs="*", type=int, default=[64, 256, 1024])
     parser.add_argument("--pace", type=float, default=1.0, help="1 is the recorded agent's real pace")
-    parser.add_argument("--lost-after", type=float, default=10.0)
+    parser.add_argument("--lost-after", type=float, default=30.0, help="the agent's default is 30 s")
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -328,6 +347,7 @@ def main() -> int:
             spec["pace"],
             {int(r): float(s) for r, s in spec["stop"].items()},
             spec["jitter"],
+            spec["beat_s"],
         )
         return 0
     results = []

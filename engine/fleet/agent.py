@@ -18,7 +18,7 @@ from typing import Any
 from rigcheck.engine.events import Event, LogLine, Measurement, StageFinished, StageStarted, Status, worst
 from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_USAGE
 from rigcheck.engine.fleet.args import FleetOptions
-from rigcheck.engine.fleet.channel import FleetChannel, Heartbeat
+from rigcheck.engine.fleet.channel import FleetChannel, Heartbeat, heartbeat_interval
 from rigcheck.engine.fleet.collector import Collector
 from rigcheck.engine.fleet.env import FleetEnv
 from rigcheck.engine.fleet.pairs import STAGE as LINKS_STAGE
@@ -87,7 +87,7 @@ class Agent:
         channel = self.channel = FleetChannel(
             connect(self.env, self.options.join_timeout), self.env.rank, self.env.world, self.key, self.env.run_id
         )
-        beat = Heartbeat(channel).start()
+        beat = Heartbeat(channel, heartbeat_interval(self.options.lost_after)).start()
         channel.announce(
             {
                 "name": self.env.node,
