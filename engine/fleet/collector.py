@@ -21,7 +21,7 @@ from typing import Any
 
 from rigcheck.engine.events import Event, LogLine, Status, Verdict
 from rigcheck.engine.fleet import schema
-from rigcheck.engine.fleet.channel import FleetChannel, Read
+from rigcheck.engine.fleet.channel import FleetChannel, Read, heartbeat_interval
 from rigcheck.engine.fleet.intake import UNKNOWN, Dropped, dropped_verdict
 from rigcheck.engine.store import Store
 
@@ -60,6 +60,7 @@ class HostState:
     scanned: float = 0.0  # when rank 0 last scanned it
     scanning: bool = False  # scanned in this poll
     behind: bool = False  # the last read left slots to read: read again next poll
+    silence_checked: float = 0.0  # when rank 0 last looked for the end or refusal of a silent host
 
     @property
     def label(self) -> str:
@@ -116,6 +117,7 @@ class Collector:
         self._rows: list[tuple[Event, str]] = []  # read in this poll, written at its end in one transaction
         self._states_changed = False
         self._writing = threading.Lock()
+        self.beat_s = heartbeat_interval(lost_after)  # how often each agent beats
         self._stop = threading.Event()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="rigcheck-fleet-collector", daemon=True)
@@ -188,18 +190,26 @@ class Collector:
             if host.final is None:
                 if host.scanning or host.behind or host.known > host.slot:
                     host.behind = not self._read_events(host, ready)
-                if host.scanning or host.ended or now - host.beat_seen > REFUSAL_CHECK_S:
+                if host.scanning or host.ended or self._silent(host, now):
                     self._end(host)
             if host.final is not None:
                 if self._read_events(host):
                     host.state = "done"
                     self._save_states()
-            elif now - host.beat_seen > REFUSAL_CHECK_S and self._refused(host):
+            elif self._silent(host, now) and self._refused(host):
                 continue
             elif now - host.beat_seen > self.lost_after:
                 self._lose(host, f"its agent stopped answering for {self.lost_after:.0f} s")
         self._decide_phases()
         self._flush()
+
+    def _silent(self, host: HostState, now: float) -> bool:
+        """Its heartbeat is late (two beats and REFUSAL_CHECK_S): time to look for its end or a refusal, at most
+        once every REFUSAL_CHECK_S for each host (at a thousand hosts, two round trips each add up)."""
+        if now - host.beat_seen <= 2 * self.beat_s + REFUSAL_CHECK_S or now - host.silence_checked < REFUSAL_CHECK_S:
+            return False
+        host.silence_checked = now
+        return True
 
     def _flush(self) -> None:
         """This poll's rows in one transaction (kept for the next poll if the store refused them), then the
