@@ -63,8 +63,6 @@ def fleet_run(store: Store) -> int:
     return run_id
 
 
-
-
 def big_hosts(n: int) -> list[str]:
     return [f"gpu-node-{i:04d}" for i in range(n)]
 
