@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 STREAM = Path(__file__).resolve().parent / "data" / "fleet_stream_cpu_quick.json"
+EXCEPT = ("RunStarted", "RunFinished", "Progress")  # not stored, or coalesced by the channel
 KEY = b"scale-bench-key-" * 4
 RUN = "scale"
 PREFIX = f"rigcheck/{RUN}/"
@@ -98,6 +99,7 @@ def worker(
         heapq.heappush(due, (begun + offset, rank, 0))
         heapq.heappush(due, (begun + beat_s, rank, -1))
     print(json.dumps({"ready": time.time()}), flush=True)
+    last: dict[int, float] = {}  # each agent's last write to the store
     late: list[float] = []  # how far behind its schedule this process ran: agents starved of CPU beat late
     silent: set[int] = set()
     while due:
@@ -111,11 +113,13 @@ def worker(
             continue
         if rank in stop and time.monotonic() - begun >= stop[rank]:
             silent.add(rank)
-            print(json.dumps({"stopped": rank, "t": time.time()}), flush=True)
+            # silent since its last write: the time rank 0's clock for it starts
+            print(json.dumps({"stopped": rank, "t": last.get(rank, time.time())}), flush=True)
             continue
         channel = channels[rank]
         if index == -1:
             channel.beat()
+            last[rank] = time.time()
             heapq.heappush(due, (when + beat_s, rank, -1))
             continue
         if index >= len(stream):
@@ -123,6 +127,7 @@ def worker(
             silent.add(rank)  # its heartbeat stops with it, as the agent's does once it has finished
             continue
         channel.publish(_stamped(stream[index][1], time.time()))
+        last[rank] = time.time()
         gap = (stream[index + 1][0] - stream[index][0]) / pace if index + 1 < len(stream) else 0.05
         heapq.heappush(due, (when + gap, rank, index + 1))
     late.sort()
@@ -217,12 +222,14 @@ def simulate(
         ["probe", "verify", "matmul", "bandwidth", "training"], "quick", sys.executable, [], fleet
     )
     latencies: list[float] = []
+    progress = [0]  # Progress rows: the channel coalesces them (two a second), so fewer may arrive
     original = store._record
 
     def timed_record(rid: int, event: Any, host: str) -> None:
         original(rid, event, host)
         if host:
             latencies.append(time.time() - event.t)
+            progress[0] += type(event).__name__ == "Progress"
 
     store._record = timed_record  # type: ignore[method-assign]
     channel = FleetChannel(_client(port), 0, n, KEY, RUN)
@@ -306,6 +313,8 @@ def simulate(
         "rss_mb": round(max(rss_peak, _rss_mb()), 1),
         "rows": len(latencies),
         "expected_rows": sum(1 for _, e in stream if e.get("kind") not in ("RunStarted", "RunFinished")) * n,
+        "other_rows": len(latencies) - progress[0],
+        "expected_other_rows": sum(1 for _, e in stream if e.get("kind") not in EXCEPT) * n,
         "latency_p50_s": round(_pct(latencies, 0.50), 3),
         "latency_p95_s": round(_pct(latencies, 0.95), 3),
         "latency_max_s": round(max(latencies, default=float("nan")), 3),

@@ -1,6 +1,6 @@
 """The fleet at scale (issue 25): rank 0 reads idle agents with a few store calls a poll, not several per agent;
 and bench/fleet_scale.py's simulation (a real TCPStore, rank 0's collector, 64 agents on the real channel, a
-recorded agent's events at 4x its pace) lands every event, names the stopped agents lost in time, and ends."""
+recorded agent's events at twice its pace) lands every event, names the stopped agents lost in time, and ends."""
 
 from __future__ import annotations
 
@@ -50,12 +50,12 @@ def test_the_simulation_of_64_agents_lands_every_event_and_names_the_lost_in_tim
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     started = time.monotonic()
-    lost_after = 4.0
-    result = bench.simulate(64, pace=4.0, lost_after=lost_after, stopped=2, workers=2, jitter=0.5, workdir=tmp_path)
+    lost_after = 10.0
+    result = bench.simulate(64, pace=2.0, lost_after=lost_after, stopped=2, workers=2, jitter=0.5, workdir=tmp_path)
     print(f"\n{result}")
     assert result["errors"] == [] and result["done"] == 62 and result["lost"] == 2
-    per_agent = result["expected_rows"] // 64
-    assert result["rows"] >= 62 * per_agent  # every event of every agent that finished
+    per_agent = result["expected_other_rows"] // 64
+    assert result["other_rows"] >= 62 * per_agent  # every event but coalesced progress, of every agent that ended
     assert len(result["lost_named_s"]) == 2 and result["lost_named_max_s"] < lost_after + 15  # target: +5 s
     assert result["latency_p95_s"] < 10  # target 2 s at 1,024 agents; CI is a busy machine
     assert result["end_s"] < 60
