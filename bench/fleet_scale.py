@@ -359,6 +359,9 @@ def main() -> int:
             spec["beat_s"],
         )
         return 0
+    if any(n < 2 or n > 65536 for n in args.sizes) or args.pace <= 0 or args.lost_after <= 0:
+        print("fleet_scale: sizes are 2 to 65536 agents; --pace and --lost-after are above 0", file=sys.stderr)
+        return 2
     results = []
     for n in args.sizes:
         result = simulate(n, args.pace, args.lost_after, workers=args.workers, say=lambda t: print(t, file=sys.stderr))
