@@ -24,6 +24,10 @@ class MemoryStore:
         self.calls += 1
         return self.data[key]
 
+    def multi_get(self, keys: list[str]) -> list[bytes]:
+        self.calls += 1
+        return [self.data[k] for k in keys]
+
     def check(self, keys: list[str]) -> bool:
         self.calls += 1
         return all(k in self.data for k in keys)

@@ -68,6 +68,7 @@ def command_show(args: argparse.Namespace) -> int:
         fitted_console,
         fleet_table,
         measurements_table,
+        print_table,
         summary_table,
     )
 
@@ -84,7 +85,7 @@ def command_show(args: argparse.Namespace) -> int:
         console.print(f"error: {run['error']}", markup=False, highlight=False)
     for table in (fleet_table(report), summary_table(report), measurements_table(report), contention_table(report)):
         if table is not None:
-            console.print(table)
+            print_table(console, table)
     return 0
 
 

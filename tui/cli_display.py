@@ -49,6 +49,35 @@ STATUS_STYLE = {status: CLASS_STYLE[kind] for status, kind in STATUS_CLASS.items
 WIDE = 10_000  # columns for output that is not a terminal: long enough that rich never wraps a line
 
 
+BIG_TABLE_ROWS = 2000  # past this, a table prints as plain aligned columns: rich's Table takes about 1 ms a row
+
+
+def print_table(console: Console, table: Table) -> None:
+    """A table as rich draws it, or past BIG_TABLE_ROWS (a fleet of 1,000 hosts) as aligned columns under its
+    title and header, the cells' styles kept: `show` of 25,000 rows in seconds rather than a minute."""
+    if table.row_count <= BIG_TABLE_ROWS:
+        console.print(table)
+        return
+    cells = [[c if isinstance(c, Text) else Text(str(c)) for c in column._cells] for column in table.columns]
+    headers = [Text(str(column.header), style="bold") for column in table.columns]
+    widths = [max(h.cell_len, *(c.cell_len for c in column)) for h, column in zip(headers, cells, strict=True)]
+
+    def line(row: list[Text]) -> Text:
+        out = Text()
+        for index, (cell, width) in enumerate(zip(row, widths, strict=True)):
+            out.append_text(cell)
+            if index < len(row) - 1:
+                out.append(" " * (width - cell.cell_len + 2))
+        return out
+
+    if table.title:
+        console.print(Text(str(table.title), style="italic"))
+    console.print(line(headers), soft_wrap=True)
+    for start in range(0, table.row_count, 500):
+        rows = [line([column[r] for column in cells]) for r in range(start, min(start + 500, table.row_count))]
+        console.print(Text("\n").join(rows), soft_wrap=True)
+
+
 def styled(status: str) -> str:
     return f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]"
 

@@ -18,7 +18,7 @@ from typing import Any
 from rigcheck.engine.events import Event, LogLine, Measurement, StageFinished, StageStarted, Status, worst
 from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_USAGE
 from rigcheck.engine.fleet.args import FleetOptions
-from rigcheck.engine.fleet.channel import FleetChannel, Heartbeat
+from rigcheck.engine.fleet.channel import FleetChannel, Heartbeat, heartbeat_interval
 from rigcheck.engine.fleet.collector import Collector
 from rigcheck.engine.fleet.env import FleetEnv
 from rigcheck.engine.fleet.pairs import STAGE as LINKS_STAGE
@@ -87,7 +87,7 @@ class Agent:
         channel = self.channel = FleetChannel(
             connect(self.env, self.options.join_timeout), self.env.rank, self.env.world, self.key, self.env.run_id
         )
-        beat = Heartbeat(channel).start()
+        beat = Heartbeat(channel, heartbeat_interval(self.options.lost_after)).start()
         channel.announce(
             {
                 "name": self.env.node,
@@ -245,24 +245,32 @@ class Agent:
             self.store.end_run(self.fleet_run_id, "error", EXIT_USAGE, f"rank 0 refused to start: {why}")
 
     def _finish_fleet(self) -> int:
-        from rigcheck.engine.fleet.verdicts import fleet_verdicts
-
         assert self.collector is not None and self.fleet_run_id is not None
-        if not self.collector.wait(self.options.phase_timeout + self.options.lost_after):
-            self.collector.give_up(f"rank 0 stopped waiting after {self.options.phase_timeout:g} s (--phase-timeout)")
-        self.collector.stop()
-        self.collector.record_dropped()
-        for error in self.collector.errors[:3]:
-            self.store.record(self.fleet_run_id, LogLine("fleet", f"reading the agents: {error}", "error"))
-        report = self.store.report(self.fleet_run_id)
-        assert report is not None
-        found = fleet_verdicts(report, self.store.host_fingerprints(self.fleet_run_id))
-        for host, verdict in found:
-            self.store.record(self.fleet_run_id, verdict, host=host)
-        stored = [Status(v["status"]) for v in report["verdicts"] if v["status"] in Status._value2member_map_]
-        code = exit_code_for([*stored, *(verdict.status for _, verdict in found)])
-        self.store.end_run(self.fleet_run_id, "complete", code)
-        return code
+        late = f"rank 0 stopped waiting after {self.options.phase_timeout:g} s (--phase-timeout)"
+        wait_s = self.options.phase_timeout + self.options.lost_after
+        return finish_fleet(self.store, self.collector, self.fleet_run_id, wait_s, late)
+
+
+def finish_fleet(store: Store, collector: Collector, fleet_run_id: int, wait_s: float, late: str = "") -> int:
+    """Rank 0's end of the fleet run: wait for every agent (or name those still out), then the verdicts across
+    hosts, and the run's end; its exit code."""
+    from rigcheck.engine.fleet.verdicts import fleet_verdicts
+
+    if not collector.wait(wait_s):
+        collector.give_up(late or f"rank 0 stopped waiting after {wait_s:g} s")
+    collector.stop()
+    collector.record_dropped()
+    for error in collector.errors[:3]:
+        store.record(fleet_run_id, LogLine("fleet", f"reading the agents: {error}", "error"))
+    report = store.report(fleet_run_id)
+    assert report is not None
+    found = fleet_verdicts(report, store.host_fingerprints(fleet_run_id))
+    for host, verdict in found:
+        store.record(fleet_run_id, verdict, host=host)
+    stored = [Status(v["status"]) for v in report["verdicts"] if v["status"] in Status._value2member_map_]
+    code = exit_code_for([*stored, *(verdict.status for _, verdict in found)])
+    store.end_run(fleet_run_id, "complete", code)
+    return code
 
 
 def fleet_sizes(profile: str, gpu: bool) -> tuple[tuple[int, int], ...]:

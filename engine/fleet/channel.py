@@ -6,10 +6,14 @@ each one (engine/fleet/schema.py) before it counts: what fails is dropped and co
 
 Each agent writes its events under `ev/<rank>/<slot>`, one slot each, taking a slot only while it is empty
 (compare_set): a slot someone else filled first is passed over, not overwritten. Rank 0 reads the slots in
-order while they exist, a bounded number per poll; no counter from the store is trusted to say how many
-there are. Each event carries the agent's own sequence number, so an event someone overwrote is counted as
-lost. A heartbeat (a sealed, rising number), its announcement, phase arrivals, a refusal and its end live
-beside them. JSON only: nothing read from the store is ever unpickled.
+order, a bounded number per poll. Each event carries the agent's own sequence number, so an event someone
+overwrote is counted as lost. A heartbeat (a sealed, rising number), its announcement, phase arrivals, a
+refusal and its end live beside them. JSON only: nothing read from the store is ever unpickled.
+
+At a thousand hosts rank 0 cannot look at every agent's keys every poll, so the heartbeat is also the agent's
+state: the slots it has filled and the phases it has reached, sealed like the rest. Rank 0 reads every
+agent's state with one multi_get and only then the slots that are new; the slots themselves are still what
+counts (a state says where to look, never what was sent), and a slow scan finds what no state announced.
 """
 
 from __future__ import annotations
@@ -52,6 +56,8 @@ class FleetChannel:
         self._slot = 0  # the next slot to try
         self._sent = 0  # this agent's own count of events sent: each event carries its number
         self._beats = 0
+        self._state = threading.Lock()  # a state's number and its write move together: it only ever rises
+        self._arrived: list[str] = []
         self.broken: str | None = None  # why sending to rank 0 stopped
         self._last_progress: dict[tuple[str, str], float] = {}
 
@@ -69,11 +75,7 @@ class FleetChannel:
             if not self.store.check([key]):
                 return Read("missing")
             raw = self.store.get(key)
-        raw = raw if isinstance(raw, bytes) else str(raw).encode()
-        try:
-            return Read("ok", unseal(self.key, self.run_id, key, raw).body, raw=raw)
-        except Unsealed as why:
-            return Read(why.reason, detail=why.detail, raw=raw)
+        return self._open(key, raw)
 
     def _get(self, key: str) -> Any | None:
         """A slot's body if it passed; None for a missing one or one that did not (the reader waits on)."""
@@ -83,6 +85,25 @@ class FleetChannel:
     def exists(self, key: str) -> bool:
         with self._lock:
             return bool(self.store.check([key]))
+
+    def read_many(self, keys: list[str]) -> list[Read]:
+        """Many slots in two round trips when they all exist (check, then multi_get), one by one when not:
+        multi_get waits for a missing key rather than say so."""
+        if not keys:
+            return []
+        with self._lock:
+            whole = bool(self.store.check(keys))
+            raws = list(self.store.multi_get(keys)) if whole else []
+        if not whole:
+            return [self.read(key) for key in keys]
+        return [self._open(key, raw) for key, raw in zip(keys, raws, strict=True)]
+
+    def _open(self, key: str, raw: Any) -> Read:
+        raw = raw if isinstance(raw, bytes) else str(raw).encode()
+        try:
+            return Read("ok", unseal(self.key, self.run_id, key, raw).body, raw=raw)
+        except Unsealed as why:
+            return Read(why.reason, detail=why.detail, raw=raw)
 
     # -- what an agent writes --
     def announce(self, info: dict[str, Any]) -> None:
@@ -114,15 +135,21 @@ class FleetChannel:
                 self._slot += 1
                 if (now.decode() if isinstance(now, bytes) else str(now)) == value:
                     self._sent += 1
+                    self.beat()  # rank 0 learns of the new slot with its next read of every state
                     return
             raise StoreTampered(f"{TAKEN_LIMIT} slots in a row were taken by another writer on rank 0's store")
 
-    def beat(self) -> None:
-        self._beats += 1
-        self._set(f"hb/{self.rank}", {"beat": self._beats})
+    def beat(self, ended: bool = False) -> None:
+        """This agent's heartbeat and state: a rising number, the slots it has used, the phases it reached."""
+        with self._state:
+            self._beats += 1
+            state = {"beat": self._beats, "slots": self._slot, "arrived": list(self._arrived)}
+            self._set(f"hb/{self.rank}", {**state, "ended": True} if ended else state)
 
     def arrive(self, phase: str) -> None:
         self._set(f"arrive/{phase}/{self.rank}", {"t": time.time()})
+        self._arrived.append(phase)
+        self.beat()
 
     def refuse(self, why: str, name: str) -> None:
         """This agent will not run (bad input, a busy store): rank 0 quotes why instead of waiting for it."""
@@ -132,6 +159,7 @@ class FleetChannel:
         """The last thing an agent writes: every event it sent is readable before this, in `slots` slots."""
         with self._sending:
             self._set(f"done/{self.rank}", {**summary, "slots": self._slot, "sent": self._sent})
+            self.beat(ended=True)
 
     def members(self, phase: str) -> list[int] | None:
         """The ranks rank 0 admitted to a phase, once it has decided (a value failing its seal is no decision)."""
@@ -160,6 +188,12 @@ class FleetChannel:
 
     def set_members(self, phase: str, ranks: list[int]) -> None:
         self._set(f"members/{phase}", ranks)
+
+
+def heartbeat_interval(lost_after: float) -> float:
+    """A beat a second, or one every tenth of --lost-after past 10 s (3 s at the default 30 s): a thousand
+    agents beating every second are a thousand writes a second to one store, for no earlier a loss."""
+    return min(5.0, max(1.0, lost_after / 10))
 
 
 class Heartbeat:

@@ -1,6 +1,9 @@
 """Rank 0's side of a fleet run: every agent's events into one store run, each with its host, and the lost named.
 
-A thread polls the channel a few times a second. An agent that never announces itself within the join
+A thread polls the channel a few times a second: one multi_get of every running agent's state (its sealed
+heartbeat, which also says how many slots it has filled and which phases it reached), then only the slots
+that are new, in one multi_get per host; a slow scan of each host's next slot and end finds what no state
+announced. The rows of one poll are written in one transaction. An agent that never announces itself within the join
 timeout, or whose heartbeat stops for `lost_after` seconds before it finished, is lost: a CRASH verdict on its
 host quotes its last event, its running stages become INTERRUPTED, and the others carry on. An agent that
 refused to start says why, and the verdict quotes it.
@@ -18,7 +21,7 @@ from typing import Any
 
 from rigcheck.engine.events import Event, LogLine, Status, Verdict
 from rigcheck.engine.fleet import schema
-from rigcheck.engine.fleet.channel import FleetChannel, Read
+from rigcheck.engine.fleet.channel import FleetChannel, Read, heartbeat_interval
 from rigcheck.engine.fleet.intake import UNKNOWN, Dropped, dropped_verdict
 from rigcheck.engine.store import Store
 
@@ -26,7 +29,11 @@ POLL_S = 0.25
 READS_PER_POLL = 200  # events read from one host in one poll, at most: a flood waits for the next poll
 LOOKAHEAD = 8  # slots looked at past a missing one (someone deleted it) before waiting for the agent
 LOOKAHEAD_EVERY_S = 2.0  # at most this often per host: the store serves every host's reads
-REFUSAL_CHECK_S = 2.0  # heartbeat silence after which rank 0 looks for a refusal
+REFUSAL_CHECK_S = 2.0  # heartbeat silence after which rank 0 looks for a refusal (and for an end)
+SCAN_EVERY_S = 30.0  # per host: its next slot and its end looked at directly, whatever its state says
+KEYS_PER_CALL = 512  # agents' states, or new slots of all agents, read in one check and one multi_get
+SLOTS_PER_POLL = 8192  # new slots of all agents read together in one poll, at most; the rest next poll
+MAX_PHASES = 16
 MAX_SLOTS = 10**9
 
 
@@ -46,6 +53,14 @@ class HostState:
     began: float | None = None  # its own run's start (its clock), for the elapsed times in words
     local_run: str = ""
     looked_ahead: float = 0.0  # when rank 0 last looked past a missing slot
+    known: int = 0  # the slots its latest state says it has filled: where to look, not what was sent
+    ended: bool = False  # its state says it has written its end
+    hinted: set[str] = field(default_factory=set)  # phases its state says it reached
+    phases: set[str] = field(default_factory=set)  # phases it reached, seen in their own key
+    scanned: float = 0.0  # when rank 0 last scanned it
+    scanning: bool = False  # scanned in this poll
+    behind: bool = False  # the last read left slots to read: read again next poll
+    silence_checked: float = 0.0  # when rank 0 last looked for the end or refusal of a silent host
 
     @property
     def label(self) -> str:
@@ -99,6 +114,10 @@ class Collector:
         self.phases: dict[str, list[int] | None] = {}
         self._first_arrival: dict[str, float] = {}
         self.errors: list[str] = []
+        self._rows: list[tuple[Event, str]] = []  # read in this poll, written at its end in one transaction
+        self._states_changed = False
+        self._writing = threading.Lock()
+        self.beat_s = heartbeat_interval(lost_after)  # how often each agent beats
         self._stop = threading.Event()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="rigcheck-fleet-collector", daemon=True)
@@ -119,6 +138,7 @@ class Collector:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(10)
+        self._flush()
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -153,24 +173,108 @@ class Collector:
 
     def poll(self) -> None:
         now = time.monotonic()
+        self._states(now)
+        ready = self._prefetch()
         for host in self.hosts:
             if host.state in ("done", "lost"):
                 continue
             if host.state == "waiting" and not self._join(host, now):
                 continue
+            host.scanning = now - host.scanned >= SCAN_EVERY_S
+            if host.scanning:
+                host.scanned = now
+                if host.final is None and host.beats < 0:  # its state read on its own: it has just joined
+                    body = self._opened(host.rank, f"hb/{host.rank}")
+                    if body is not None:
+                        self._state(host, f"hb/{host.rank}", body, now)
             if host.final is None:
-                self._read_events(host)
-                self._beat(host, now)
-                self._end(host)
+                if host.scanning or host.behind or host.known > host.slot:
+                    host.behind = not self._read_events(host, ready)
+                if host.scanning or host.ended or self._silent(host, now):
+                    self._end(host)
             if host.final is not None:
                 if self._read_events(host):
                     host.state = "done"
                     self._save_states()
-            elif now - host.beat_seen > REFUSAL_CHECK_S and self._refused(host):
+            elif self._silent(host, now) and self._refused(host):
                 continue
             elif now - host.beat_seen > self.lost_after:
                 self._lose(host, f"its agent stopped answering for {self.lost_after:.0f} s")
         self._decide_phases()
+        self._flush()
+
+    def _silent(self, host: HostState, now: float) -> bool:
+        """Its heartbeat is late (two beats and REFUSAL_CHECK_S): time to look for its end or a refusal, at most
+        once every REFUSAL_CHECK_S for each host (at a thousand hosts, two round trips each add up)."""
+        if now - host.beat_seen <= 2 * self.beat_s + REFUSAL_CHECK_S or now - host.silence_checked < REFUSAL_CHECK_S:
+            return False
+        host.silence_checked = now
+        return True
+
+    def _flush(self) -> None:
+        """This poll's rows in one transaction (kept for the next poll if the store refused them), then the
+        hosts' states if they changed."""
+        with self._writing:
+            if self._rows:
+                with self.store.transaction():
+                    for event, host in self._rows:
+                        self.store.record(self.run_id, event, host=host)
+                self._rows = []
+            if self._states_changed:
+                self._states_changed = False
+                self.fleet["hosts"] = [h.label for h in self.hosts]
+                self.fleet["states"] = {h.label: h.state for h in self.hosts}
+                self.store.update_fleet(self.run_id, self.fleet)
+
+    def _prefetch(self) -> dict[str, Read]:
+        """The slots every running agent's state announced and rank 0 has not read, KEYS_PER_CALL a call:
+        a thousand agents' news in a few round trips, rather than two for each agent."""
+        keys: list[str] = []
+        for host in self.hosts:
+            if host.state == "running" and host.final is None and host.known > host.slot:
+                end = min(host.known, host.slot + READS_PER_POLL)
+                keys += [f"ev/{host.rank}/{n}" for n in range(host.slot, end)]
+                if len(keys) >= SLOTS_PER_POLL:
+                    break
+        ready: dict[str, Read] = {}
+        for start in range(0, len(keys), KEYS_PER_CALL):
+            chunk = keys[start : start + KEYS_PER_CALL]
+            ready.update(zip(chunk, self.channel.read_many(chunk), strict=True))
+        return ready
+
+    def _states(self, now: float) -> None:
+        """Every running agent's state, KEYS_PER_CALL at a time: its heartbeat, its slots, its phases."""
+        running = [h for h in self.hosts if h.state == "running" and h.final is None]
+        for start in range(0, len(running), KEYS_PER_CALL):
+            chunk = running[start : start + KEYS_PER_CALL]
+            keys = [f"hb/{h.rank}" for h in chunk]
+            for host, slot, found in zip(chunk, keys, self.channel.read_many(keys), strict=True):
+                if found.state == "missing":
+                    continue
+                if found.state != "ok":
+                    self._drop(host.rank, slot, found)
+                    continue
+                self._state(host, slot, found.body, now)
+
+    def _state(self, host: HostState, slot: str, body: Any, now: float) -> None:
+        try:
+            if not isinstance(body, dict):
+                raise schema.Malformed("a state is an object")
+            beat = schema.whole(body.get("beat"), "beat", 0, MAX_SLOTS * 1000)
+            slots = schema.whole(body.get("slots", 0), "slots", 0, MAX_SLOTS)
+            arrived = body.get("arrived", [])
+            if not isinstance(arrived, list) or len(arrived) > MAX_PHASES:
+                raise schema.Malformed(f"a state's phases are a list of at most {MAX_PHASES}")
+            phases = {schema.inert(str(p))[:64] for p in arrived if isinstance(p, str)}
+        except schema.Malformed as why:
+            self._drop(host.rank, slot, why=str(why))
+            return
+        if beat <= host.beats:
+            return  # an old state again (or replayed): it says nothing new
+        host.beats, host.beat_seen = beat, now
+        host.known = max(host.known, slots)
+        host.ended = host.ended or body.get("ended") is True
+        host.hinted |= phases
 
     def _join(self, host: HostState, now: float) -> bool:
         slot = f"host/{host.rank}"
@@ -191,12 +295,6 @@ class Collector:
         self._save_states()
         self._check_options(host, info)
         return True
-
-    def _beat(self, host: HostState, now: float) -> None:
-        body = self._opened(host.rank, f"hb/{host.rank}")
-        beat = body.get("beat") if isinstance(body, dict) else None
-        if isinstance(beat, int) and not isinstance(beat, bool) and host.beats < beat < 2**53:
-            host.beats, host.beat_seen = beat, now
 
     def _end(self, host: HostState) -> None:
         slot = f"done/{host.rank}"
@@ -228,8 +326,30 @@ class Collector:
         self._lose(host, f"its agent refused to start: {schema.inert(why)[:1000]}", refused=True)
         return True
 
-    def _read_events(self, host: HostState) -> bool:
-        """Read the host's next events, at most READS_PER_POLL; True once it has caught up with every slot."""
+    def _read_events(self, host: HostState, ready: dict[str, Read] | None = None) -> bool:
+        """Read the host's next events, at most READS_PER_POLL; True once it has caught up with every slot.
+        The slots its state or its end announced are read together; a gap, or none announced, one by one."""
+        target = host.final if host.final is not None else host.known
+        if host.slot < target:
+            keys = [f"ev/{host.rank}/{n}" for n in range(host.slot, min(target, host.slot + READS_PER_POLL))]
+            ready = ready or {}
+            unread = [key for key in keys if key not in ready]
+            fetched = dict(zip(unread, self.channel.read_many(unread), strict=True)) if unread else {}
+            for slot in keys:
+                found = ready.get(slot) or fetched[slot]
+                if found.state == "missing":
+                    return self._read_slots(host)  # a gap (deleted, or not yet there): looked past at its pace
+                host.slot += 1
+                if found.state != "ok":
+                    self._drop(host.rank, slot, found)
+                    continue
+                self._take(host, slot, found.body)
+            if host.slot < target:
+                return False
+        return self._read_slots(host)
+
+    def _read_slots(self, host: HostState) -> bool:
+        """The host's next slots one by one while they exist, at most READS_PER_POLL."""
         for _ in range(READS_PER_POLL):
             if host.final is not None and host.slot >= host.final:
                 if host.sent > host.seq:  # events it sent that never reached rank 0 whole
@@ -242,6 +362,8 @@ class Collector:
                 if host.final is not None:  # below its last slot: deleted by someone
                     host.slot += 1
                     continue
+                if host.slot >= host.known and not host.scanning:
+                    return True  # none announced past it: the agent has not written it yet (a scan looks)
                 if time.monotonic() - host.looked_ahead < LOOKAHEAD_EVERY_S:
                     return True
                 host.looked_ahead = time.monotonic()
@@ -283,7 +405,7 @@ class Collector:
         if kind in ("RunStarted", "RunFinished"):
             return  # the agent's own run; the fleet run begins and ends here
         host.last_event = describe(event, host.began)
-        self.store.record(self.run_id, event, host=host.label)
+        self._rows.append((event, host.label))
 
     def arrived(self, phase: str, rank: int) -> bool:
         body = self._opened(rank, f"arrive/{phase}/{rank}")
@@ -321,6 +443,7 @@ class Collector:
 
     def give_up(self, why: str) -> None:
         """Rank 0 stops waiting: every agent still running is named, and what it sent is kept."""
+        self._flush()
         for host in self.hosts:
             if host.state not in ("done", "lost"):
                 host.state = "lost"
@@ -329,9 +452,11 @@ class Collector:
                 self.store.record(self.run_id, verdict, host=host.label)
                 self.store.interrupt_host_stages(self.run_id, host.label)
         self._save_states()
+        self._flush()
 
     def record_dropped(self) -> None:
         """A WARN on each host (or on "(unknown)") for what rank 0 dropped from the store."""
+        self._flush()
         for rank, dropped in sorted(self.dropped.items(), key=lambda item: -1 if item[0] is None else item[0]):
             if not dropped.total:
                 continue
@@ -340,6 +465,7 @@ class Collector:
             self.store.record(self.run_id, dropped_verdict(host, dropped, local), host=host)
 
     def _lose(self, host: HostState, why: str, refused: bool = False) -> None:
+        self._flush()  # its stages' starts first, so that the running ones are marked INTERRUPTED
         host.state = "lost"
         if refused:
             explanation = f"{host.label}: {why}; the other hosts carried on"
@@ -357,7 +483,7 @@ class Collector:
         for phase, members in self.phases.items():
             if members is not None:
                 continue
-            arrived = [h.rank for h in self.hosts if h.state != "lost" and self.arrived(phase, h.rank)]
+            arrived = [h.rank for h in self.hosts if h.state != "lost" and self._has_arrived(phase, h)]
             pending = [h for h in self.hosts if h.state not in ("lost", "done") and h.rank not in arrived]
             if arrived:
                 self._first_arrival.setdefault(phase, time.monotonic())
@@ -373,7 +499,12 @@ class Collector:
                     self.run_id, LogLine("fleet", f"{phase}: without {', '.join(left_out)}{why}", "warning"), host=""
                 )
 
+    def _has_arrived(self, phase: str, host: HostState) -> bool:
+        """Looked up in its own key once the host's state says so, or when the host is scanned."""
+        if phase not in host.phases and (phase in host.hinted or host.scanning) and self.arrived(phase, host.rank):
+            host.phases.add(phase)
+        return phase in host.phases
+
     def _save_states(self) -> None:
-        self.fleet["hosts"] = [h.label for h in self.hosts]
-        self.fleet["states"] = {h.label: h.state for h in self.hosts}
-        self.store.update_fleet(self.run_id, self.fleet)
+        """The hosts' states, written once at the end of the poll however many changed."""
+        self._states_changed = True

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+import random
 import statistics
 from collections.abc import Iterable
 
@@ -10,9 +12,22 @@ from rigcheck.engine.registry import FLEET_LINKS_STAGE
 from rigcheck.engine.trust.peers import NO_CAUSE, cause_of, sound
 
 STAGE = FLEET_LINKS_STAGE
+ALL_PAIRS_UP_TO = 16  # hosts: every pair meets; past it, SAMPLED_ROUNDS rounds (a round costs every host time)
+SAMPLED_ROUNDS = 8
 
 
 def pair_schedule(n: int) -> list[list[tuple[int, int]]]:
+    """Up to ALL_PAIRS_UP_TO hosts, every round of the round robin; past it, SAMPLED_ROUNDS of its rounds picked
+    by a seed every host shares (the fleet's size), so each host meets that many distinct peers and the
+    pairwise part takes the same time for 20 hosts as for 1,000 (n-1 rounds would take hours there)."""
+    rounds = round_robin(n)
+    if n <= ALL_PAIRS_UP_TO:
+        return rounds
+    picked = random.Random(n).sample(range(len(rounds)), SAMPLED_ROUNDS)
+    return [rounds[r] for r in sorted(picked)]
+
+
+def round_robin(n: int) -> list[list[tuple[int, int]]]:
     """Round robin by the circle method: every pair of n hosts exactly once, each host at most once a
     round; n-1 rounds for even n, n for odd n (one host has a bye each round). Pairs are (low, high)."""
     if n < 1:
@@ -66,10 +81,17 @@ def _one_size(figures: list[Measurement], tolerance: float) -> list[tuple[str, V
         return []
     floor = 1.0 - tolerance
     hosts = sorted({h for f in figures for h in _hosts(f)})
+    by_host: dict[str, list[Measurement]] = {host: [] for host in hosts}
+    for figure in figures:
+        for host in set(_hosts(figure)):
+            by_host[host].append(figure)
+    everything = sorted(f.value for f in figures)
     slow_hosts: dict[str, tuple[list[Measurement], float]] = {}
     for host in hosts:
-        mine = [f for f in figures if host in _hosts(f)]
-        others = [f.value for f in figures if host not in _hosts(f)]
+        mine = by_host[host]
+        others = everything.copy()  # every figure but the host's own: a few removed from the sorted whole
+        for figure in mine:
+            del others[bisect.bisect_left(others, figure.value)]
         if not others:
             continue
         reference = statistics.median(others)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import psutil
@@ -39,6 +40,36 @@ def test_every_pair_meets_once_and_no_host_twice_in_a_round(n: int) -> None:
         busy = [h for pair in pairs for h in pair]
         assert len(busy) == len(set(busy))
         assert len(pairs) == n // 2  # every host plays each round but the one with a bye
+
+
+@pytest.mark.parametrize("n", [17, 64, 1024, 1025])
+def test_past_a_size_a_fixed_number_of_sampled_rounds_each_host_meeting_distinct_peers(n: int) -> None:
+    from rigcheck.engine.fleet.pairs import SAMPLED_ROUNDS
+
+    rounds = pair_schedule(n)
+    assert len(rounds) == SAMPLED_ROUNDS and rounds == pair_schedule(n)  # every host computes the same
+    met = [pair for pairs in rounds for pair in pairs]
+    assert len(met) == len(set(met))  # no pair twice
+    for pairs in rounds:
+        busy = [h for pair in pairs for h in pair]
+        assert len(busy) == len(set(busy)) and len(pairs) == n // 2
+    peers = {h: {b if a == h else a for a, b in met if h in (a, b)} for h in range(n)}
+    assert min(len(p) for p in peers.values()) >= SAMPLED_ROUNDS - 1  # a bye at most, for an odd fleet
+
+
+def test_a_slow_host_is_named_from_sampled_pairs_in_a_fleet_of_1024() -> None:
+    figures = [
+        Measurement(
+            "fleet-links", f"pair {a}-{b}", 50.0 if 700 in (a, b) else 100.0 + (a * b) % 7, "GB/s",
+            params={"pair": [f"h{a}", f"h{b}"], "bytes": 64 * MIB},
+        )
+        for pairs in pair_schedule(1024)
+        for a, b in pairs
+    ]  # fmt: skip
+    started = time.monotonic()
+    verdicts = pair_verdicts(figures)
+    assert time.monotonic() - started < 30  # well under a second on an idle machine
+    assert [(host, v.check) for host, v in verdicts] == [("h700", "slow host h700")]
 
 
 def test_a_fleet_of_one_has_nothing_to_pair_and_none_is_refused() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 from rigcheck.engine.report.fleet_view import STATE_CLASS, Cell, HostLine, grid_devices
-from rigcheck.tui.widgets.styling import CLASS_VARIABLE, status_text
+from rigcheck.tui.widgets.styling import CLASS_VARIABLE, STATUS_VARIABLE
 from textual.binding import Binding
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
@@ -25,8 +25,10 @@ class FleetGrid(DataTable[Text]):
         super().__init__(cursor_type="cell", fixed_columns=1, zebra_stripes=True, **kwargs)  # type: ignore[arg-type]
         self.lines: list[HostLine] = []
         self.devices: list[str] = []
+        self._theme: dict[str, str] = {}  # the theme's variables, read once a draw: each read builds the design
 
     def show(self, lines: list[HostLine]) -> None:
+        self._theme = self.app.get_css_variables()  # 1,024 hosts x 8 GPUs read it 16,000 times otherwise
         self.clear(columns=True)
         self.lines, self.devices = lines, grid_devices(lines)
         self.add_column(HOST, key=HOST)
@@ -71,7 +73,13 @@ class FleetGrid(DataTable[Text]):
             self.scroll_to(x=edge, animate=False)
 
     def _colour(self, kind: str) -> str:
-        return self.app.get_css_variables().get(CLASS_VARIABLE[kind], "")
+        return self._theme.get(CLASS_VARIABLE[kind], "")
+
+    def _status(self, status: str) -> Text:
+        """styling.status_text, with the theme read once for the whole grid."""
+        variable = STATUS_VARIABLE.get(status)
+        colour = self._theme.get(variable, "") if variable else ""
+        return Text(status, style=f"bold {colour}" if colour else ("bold" if variable else ""))
 
     def _host_cell(self, line: HostLine) -> Text:
         name = line.host if len(line.host) <= HOST_WIDTH else line.host[: HOST_WIDTH - 1] + "…"
@@ -84,7 +92,7 @@ class FleetGrid(DataTable[Text]):
             text.append(line.state, style=self._colour(kind) if kind else "")
         if line.status:
             text.append(" ")
-            text.append_text(status_text(self.app, line.status))
+            text.append_text(self._status(line.status))
         return text
 
     def _cell(self, cell: Cell | None, line: HostLine) -> Text:
@@ -92,10 +100,10 @@ class FleetGrid(DataTable[Text]):
             return Text("")  # this host has fewer devices
         if cell.status is None and cell.figure is None:
             return Text("-" if not line.lost else "lost", style=self._colour("skip"))
-        text = status_text(self.app, cell.status) if cell.status else Text("-")
+        text = self._status(cell.status) if cell.status else Text("-")
         if cell.figure is not None:
             text.append(" " + cell.value_text())
         text.append("\n")
         if cell.figure is not None:
-            text.append_text(status_text(self.app, cell.trust))
+            text.append_text(self._status(cell.trust))
         return text
