@@ -105,8 +105,8 @@ def monitor(
             done.set()
 
     sampler.add_listener(show)
-    sampler.start()
-    try:
+    try:  # the start inside: a Ctrl-C the moment it starts must still stop the sampler's thread
+        sampler.start()
         done.wait()
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

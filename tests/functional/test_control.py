@@ -109,6 +109,7 @@ def test_another_real_user_cannot_reach_a_live_runs_socket(other_user: int, open
     the socket's folder and mode. With both opened up (0777) the same user gets through, and this test fails."""
     from rigcheck.engine.run.detach import spawn
     from rigcheck.engine.run.request import RunRequest
+    from rigcheck.engine.run.sockets import socket_of
     from rigcheck.engine.store import Store
     from stage_infos import fake
 
@@ -134,7 +135,7 @@ def test_another_real_user_cannot_reach_a_live_runs_socket(other_user: int, open
         )
         assert (tried.returncode, tried.stdout.strip()) == (0, "refused by the file system"), tried.stderr
         assert Store(store_path).run(run_id)["status"] == "running"  # the other user stopped nothing
-        assert path == control_path(store_path, run_id)  # the socket every client of this run uses
+        assert path == socket_of(Store(store_path), run_id)  # the socket every client of this run uses
         request(path, "cancel")  # and its owner still can
     except BaseException:
         with contextlib.suppress(ProcessLookupError):
