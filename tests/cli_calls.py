@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -21,3 +22,9 @@ def assert_one_line_error(done: subprocess.CompletedProcess[str], *words: str) -
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     for word in words:
         assert word in lines[0]
+
+
+def as_in_a_terminal() -> None:
+    """A child's SIGINT as a terminal's foreground process has it. A suite started in the background (`.ci/run &`)
+    inherits SIGINT ignored, and Python then never turns it into KeyboardInterrupt: a Ctrl-C test would hang."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 
+from cli_calls import as_in_a_terminal
 from fakes import StartingSampler
 from rigcheck.engine.telemetry.sample import HostSample, Sample
 from rigcheck.tui.monitor import monitor
@@ -36,6 +37,7 @@ def start_monitor() -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=as_in_a_terminal,
     )
 
 

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import psutil
+from cli_calls import as_in_a_terminal
 from rigcheck.engine.run import childpath
 from rigcheck.engine.store import Store
 from stage_infos import TESTS_DIR
@@ -69,6 +70,7 @@ def test_ctrl_c_of_the_cli_stops_the_child_and_marks_the_run(tmp_path: Path) -> 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=as_in_a_terminal,
     )
     wait_for(lambda: path.exists() and stage_rows(path).get("verify", ("", 0))[0] == "running")
     child_pid = stage_rows(path)["verify"][1]
