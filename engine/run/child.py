@@ -3,7 +3,7 @@
 Started by the runner, possibly under another interpreter, in one of two ways:
 - cold, `python -m rigcheck.engine.run.child FD ORDER_JSON`: one stage, with fds 1 and 2 already
   pointing at the stage's log file, then exit;
-- warm, `python -m rigcheck.engine.run.child --warm ORDERS_FD FD [torch|answer]`: stage orders arrive on ORDERS_FD one
+- warm, `python -m rigcheck.engine.run.child --warm ORDERS_FD FD [answer]`: stage orders arrive on ORDERS_FD one
   after another; each stage's output goes to the log its order names, and what a stage changed in the
   process is put back before the next (warm_state). End of ORDERS_FD ends the child.
 Standard library only at import time; the stages themselves import numpy and torch.
@@ -100,16 +100,15 @@ def warm_up() -> None:
         print(f"rigcheck child {os.getpid()}: torch did not import ({type(error).__name__}: {error})", flush=True)
 
 
-def serve_orders(orders: Connection, conn: Connection, first: str = "") -> int:
+def serve_orders(orders: Connection, conn: Connection, answer: bool = False) -> int:
     """Run each order that arrives, in this one process, until the runner closes the orders pipe.
 
-    `first`: "torch" imports torch at once (the child was started ahead of its first stage); "answer" also
-    sends the preflight's answer about this interpreter's torch, as raw bytes, before any event."""
+    `answer`: import torch at once and send the preflight's answer about this interpreter's torch, as raw
+    bytes, before any event (the child was started ahead of its run, beside the preflight)."""
     fresh = FreshState()
-    if first in ("torch", "answer"):
+    if answer:
         warm_up()
         fresh.take_torch()
-    if first == "answer":
         conn.send_bytes(answer_here().encode())
     served = 0
     while True:
@@ -154,7 +153,7 @@ def main(argv: list[str]) -> int:
     die_with_parent()
     if len(argv) in (3, 4) and argv[0] == "--warm" and argv[1].isdigit() and argv[2].isdigit():
         orders = Connection(int(argv[1]), writable=False)
-        return serve_orders(orders, Connection(int(argv[2]), readable=False), "".join(argv[3:]))
+        return serve_orders(orders, Connection(int(argv[2]), readable=False), argv[3:] == ["answer"])
     if len(argv) != 2 or not argv[0].isdigit():
         print(
             "rigcheck child: usage: python -m rigcheck.engine.run.child FD ORDER_JSON | --warm ORDERS_FD FD",

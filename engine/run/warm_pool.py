@@ -65,10 +65,9 @@ class WarmChild:
         return code
 
 
-def start_warm(program: str, env: dict[str, str], cwd: Path, first_log: Path, first: str = "") -> WarmChild:
+def start_warm(program: str, env: dict[str, str], cwd: Path, first_log: Path, answer: bool = False) -> WarmChild:
     """Start a warm child; until its first order its output goes to `first_log` (the first stage's log).
-    `first`: "torch" imports torch at once, not when its first stage comes; "answer" also answers the
-    preflight's question first (torch_question)."""
+    `answer`: it imports torch at once and answers the preflight's question first (torch_question)."""
     order_read, order_write = os.pipe()
     event_read, event_write = os.pipe()
     try:
@@ -81,7 +80,7 @@ def start_warm(program: str, env: dict[str, str], cwd: Path, first_log: Path, fi
                     "--warm",
                     str(order_read),
                     str(event_write),
-                    *([first] if first else []),
+                    *(["answer"] if answer else []),
                 ],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -115,9 +114,6 @@ class WarmPool:
             child.close(0.0)
             return None
         return child
-
-    def has(self, key: WarmKey) -> bool:
-        return key in self._idle
 
     def give_back(self, key: WarmKey, child: WarmChild) -> None:
         old = self._idle.pop(key, None)
@@ -155,7 +151,7 @@ def park_early(python: str) -> None:
         return
     folder = Path(tempfile.mkdtemp(prefix="rigcheck-early-"))  # an empty folder: `-m` imports from it
     try:
-        child = start_warm(absolute_program(python), child_environment(), folder, folder / "early.log", "answer")
+        child = start_warm(absolute_program(python), child_environment(), folder, folder / "early.log", answer=True)
     except OSError:
         shutil.rmtree(folder, ignore_errors=True)
         return
