@@ -138,27 +138,6 @@ def worker(
 # -- rank 0's side (this process) --
 
 
-def _finish_before(store: Any, collector: Any, run_id: int, wait_s: float) -> int:
-    from rigcheck.engine.events import LogLine, Status
-    from rigcheck.engine.fleet.verdicts import fleet_verdicts
-    from rigcheck.engine.run.runner import exit_code_for
-
-    if not collector.wait(wait_s):
-        collector.give_up("rank 0 stopped waiting")
-    collector.stop()
-    collector.record_dropped()
-    for error in collector.errors[:3]:
-        store.record(run_id, LogLine("fleet", f"reading the agents: {error}", "error"))
-    report = store.report(run_id)
-    found = fleet_verdicts(report, store.host_fingerprints(run_id))
-    for host, verdict in found:
-        store.record(run_id, verdict, host=host)
-    stored = [Status(v["status"]) for v in report["verdicts"] if v["status"] in Status._value2member_map_]
-    code = exit_code_for([*stored, *(verdict.status for _, verdict in found)])
-    store.end_run(run_id, "complete", code)
-    return code
-
-
 def _rss_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -194,16 +173,13 @@ def simulate(
     say: Any = lambda text: None,
 ) -> dict[str, Any]:
     """One simulated fleet of `n` agents; the figures as a dict."""
+    from rigcheck.engine.fleet.agent import finish_fleet
     from rigcheck.engine.fleet.channel import FleetChannel
     from rigcheck.engine.fleet.collector import Collector
     from rigcheck.engine.report.fleet_summary import fleet_summary
     from rigcheck.engine.store import Store
     from torch.distributed import TCPStore
 
-    try:
-        from rigcheck.engine.fleet.agent import finish_fleet
-    except ImportError:  # the code before issue 25 (for the "before" figures): Agent._finish_fleet's body
-        finish_fleet = _finish_before
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4 * n + 256)), hard))
     workdir = Path(workdir or tempfile.mkdtemp(prefix="fleet-scale-"))
