@@ -38,7 +38,7 @@ def fingerprint_basis(torch: Any, driver_version: str | None) -> dict[str, Any]:
         "cpu": cpu_facts()["model"],
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "executable": sys.executable,
-        "torch": torch.__version__,
+        "torch": str(torch.__version__),
         "cuda": torch.version.cuda,
         "hip": getattr(torch.version, "hip", None),
         "dnn": cudnn,

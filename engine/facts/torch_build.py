@@ -20,7 +20,7 @@ def build_facts(torch: Any) -> dict[str, Any]:
     except Exception:
         arch_list = []
     return {
-        "torch": torch.__version__,
+        "torch": str(torch.__version__),
         "dnn_version_text": dnn_version_text(cudnn_version),
         "cuda": torch.version.cuda,
         "hip": hip,

@@ -22,6 +22,7 @@ from multiprocessing.connection import Connection
 from rigcheck.engine.events import Fingerprint, StageFinished, StageStarted, Status, Verdict, worst
 from rigcheck.engine.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from rigcheck.engine.run.codec import CodecError
+from rigcheck.engine.run.event_pipe import send_event
 from rigcheck.engine.run.order import StageOrder
 from rigcheck.engine.run.torch_question import answer_here
 from rigcheck.engine.run.warm_state import FreshState
@@ -50,15 +51,15 @@ def run_stage(conn: Connection, spec: StageSpec, target: str, fingerprint: bool)
         context.cancel_flag[0] = True
 
     signal.signal(signal.SIGTERM, on_term)
-    conn.send(StageStarted(spec.stage, spec.device, os.getpid(), sys.executable))
+    send_event(conn, StageStarted(spec.stage, spec.device, os.getpid(), sys.executable))
     statuses: list[Status] = []
     try:
         if fingerprint:
-            conn.send(environment_fingerprint(spec.stage))
+            send_event(conn, environment_fingerprint(spec.stage))
         for event in load_stage(target)(context):
             if isinstance(event, Verdict):
                 statuses.append(event.status)
-            conn.send(event)
+            send_event(conn, event)
             if context.cancelled:
                 break
     except Exception as error:
@@ -74,12 +75,12 @@ def run_stage(conn: Connection, spec: StageSpec, target: str, fingerprint: bool)
             device=spec.device,
         )
         statuses.append(verdict.status)
-        conn.send(verdict)
+        send_event(conn, verdict)
     if context.cancelled:
         cancelled = Verdict(spec.stage, "stage", Status.SKIP, "cancelled before it finished")
         statuses.append(cancelled.status)
-        conn.send(cancelled)
-    conn.send(StageFinished(spec.stage, worst(statuses) or Status.SKIP, exit_code=0))
+        send_event(conn, cancelled)
+    send_event(conn, StageFinished(spec.stage, worst(statuses) or Status.SKIP, exit_code=0))
 
 
 def output_to(log: str) -> None:

@@ -35,6 +35,7 @@ from rigcheck.engine.exits import EXIT_CRASH, EXIT_FAIL, EXIT_OK
 from rigcheck.engine.measure.speedup import gpu_over_cpu
 from rigcheck.engine.registry import StageInfo
 from rigcheck.engine.run.childpath import absolute_program
+from rigcheck.engine.run.event_pipe import ForeignEvent, receive_event
 from rigcheck.engine.run.no_child import skip_reason
 from rigcheck.engine.run.order import StageOrder
 from rigcheck.engine.run.request import RunRequest
@@ -403,9 +404,12 @@ class Run:
             for conn in wait(list(live), timeout=POLL_S):
                 entry = live[conn]  # type: ignore[index]
                 try:
-                    event = conn.recv()  # type: ignore[union-attr]
+                    event = receive_event(conn)  # type: ignore[arg-type]
                 except (EOFError, OSError):
                     del live[conn]  # type: ignore[arg-type]
+                    continue
+                except ForeignEvent as foreign:  # the child's plain() let something through: say so, go on
+                    self._emit(LogLine(info.name, f"dropped an event holding {foreign}", level="error"))
                     continue
                 if isinstance(event, StageFinished):
                     entry.finished = event

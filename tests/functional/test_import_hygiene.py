@@ -60,3 +60,18 @@ def test_child_side_modules_need_only_the_standard_library() -> None:
     )
     third_party = {m.split(".")[0] for m in modules} & {"psutil", "rich", "textual", "numpy", "torch"}
     assert not third_party
+
+
+def test_a_real_run_leaves_the_parent_without_torch(tmp_path: object) -> None:
+    """Probe's events carry torch's own version type (a str subclass): unpickled as sent, it imported torch into
+    the parent, 3.6 s into every run's first stage. A real run, then the parent's modules."""
+    code = (
+        "import os, sys\n"
+        f"os.environ['RIGCHECK_STORE'] = {str(tmp_path) + '/store.db'!r}\n"
+        "from rigcheck.tui import cli\n"
+        "try:\n    cli.main(['run', 'probe', '--device', 'cpu'])\nexcept SystemExit as end:\n"
+        "    assert end.code in (0, None), end.code\n"
+    )
+    modules = loaded_after(code)
+    assert "rigcheck.engine.run.runner" in modules  # it did run stages here
+    assert "torch" not in modules
