@@ -3,7 +3,7 @@
 Started by the runner, possibly under another interpreter, in one of two ways:
 - cold, `python -m rigcheck.engine.run.child FD ORDER_JSON`: one stage, with fds 1 and 2 already
   pointing at the stage's log file, then exit;
-- warm, `python -m rigcheck.engine.run.child --warm ORDERS_FD FD [answer]`: stage orders arrive on ORDERS_FD one
+- warm, `python -m rigcheck.engine.run.child --warm ORDERS_FD FD [answer|ready]`: stage orders arrive on ORDERS_FD one
   after another; each stage's output goes to the log its order names, and what a stage changed in the
   process is put back before the next (warm_state). End of ORDERS_FD ends the child.
 Standard library only at import time; the stages themselves import numpy and torch.
@@ -23,7 +23,7 @@ from rigcheck.engine.events import Fingerprint, StageFinished, StageStarted, Sta
 from rigcheck.engine.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from rigcheck.engine.run.codec import CodecError
 from rigcheck.engine.run.event_pipe import send_event
-from rigcheck.engine.run.order import StageOrder
+from rigcheck.engine.run.order import READY, StageOrder
 from rigcheck.engine.run.torch_question import answer_here
 from rigcheck.engine.run.warm_state import FreshState
 from rigcheck.engine.stage import SHARED_DIR_ENV, StageContext, StageFunction, StageSpec
@@ -101,16 +101,31 @@ def warm_up() -> None:
         print(f"rigcheck child {os.getpid()}: torch did not import ({type(error).__name__}: {error})", flush=True)
 
 
-def serve_orders(orders: Connection, conn: Connection, answer: bool = False) -> int:
+def preload() -> None:
+    """What a stage's first steps would import: torch, and torch._dynamo, which torch.optim's first optimizer
+    imports (4-5 s on its own); done while the child waits, ahead of its stage."""
+    warm_up()
+    try:
+        import torch._dynamo  # noqa: F401
+    except Exception as error:  # an older or partial torch: the stage imports what it can itself
+        print(f"rigcheck child {os.getpid()}: torch._dynamo did not import ({type(error).__name__})", flush=True)
+
+
+def serve_orders(orders: Connection, conn: Connection, first: str = "") -> int:
     """Run each order that arrives, in this one process, until the runner closes the orders pipe.
 
-    `answer`: import torch at once and send the preflight's answer about this interpreter's torch, as raw
-    bytes, before any event (the child was started ahead of its run, beside the preflight)."""
+    `first` "answer": import torch at once and send the preflight's answer about this interpreter's torch, as
+    raw bytes, before any event (the child was started ahead of its run, beside the preflight). "ready": import
+    what a stage would (preload), then send READY, before any event (started ahead of a stage of its own)."""
     fresh = FreshState()
-    if answer:
+    if first == "answer":
         warm_up()
         fresh.take_torch()
         conn.send_bytes(answer_here().encode())
+    elif first == "ready":
+        preload()
+        fresh.take_torch()
+        conn.send_bytes(READY)
     served = 0
     while True:
         try:
@@ -154,10 +169,12 @@ def main(argv: list[str]) -> int:
     die_with_parent()
     if len(argv) in (3, 4) and argv[0] == "--warm" and argv[1].isdigit() and argv[2].isdigit():
         orders = Connection(int(argv[1]), writable=False)
-        return serve_orders(orders, Connection(int(argv[2]), readable=False), argv[3:] == ["answer"])
+        first = argv[3] if len(argv) == 4 and argv[3] in ("answer", "ready") else ""
+        return serve_orders(orders, Connection(int(argv[2]), readable=False), first)
     if len(argv) != 2 or not argv[0].isdigit():
         print(
-            "rigcheck child: usage: python -m rigcheck.engine.run.child FD ORDER_JSON | --warm ORDERS_FD FD",
+            "rigcheck child: usage: python -m rigcheck.engine.run.child FD ORDER_JSON"
+            " | --warm ORDERS_FD FD [answer|ready]",
             file=sys.stderr,
         )
         return EXIT_USAGE

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from rigcheck.engine.run.codec import decode, encode
 from rigcheck.engine.stage import StageSpec
 
+READY = b"rigcheck-ready"  # a child started ahead of its stage says so once it has imported what the stage will
+
 
 @dataclass(frozen=True)
 class StageOrder:

@@ -59,6 +59,7 @@ BeforeEnd = Callable[[], Iterable[Event]]
 
 POLL_S = 0.1
 TERM_GRACE_S = 3.0
+AHEAD_READY_S = 120.0  # a child started ahead that has not imported torch by then is closed; its stage starts one
 LOG_TAIL_LINES = 12
 SIGNAL_HINTS = {
     "SIGKILL": " (often the kernel's out-of-memory killer)",
@@ -257,7 +258,7 @@ class Run:
         plan, request = self.plan, self.plan.request
         self.status = "running"
         self._emit(RunStarted(plan.run_id, tuple(s.name for s in request.stages), request.device, request.profile))
-        for info in request.stages:
+        for index, info in enumerate(request.stages):
             if self._cancel_run.is_set():
                 self._emit(Verdict(info.name, "stage", Status.SKIP, "not run: the run was cancelled"))
                 self._emit(StageFinished(info.name, Status.SKIP))
@@ -268,6 +269,10 @@ class Run:
                 self._emit(Verdict(info.name, info.name, Status.SKIP, nothing, device=request.device))
                 self._emit(StageFinished(info.name, Status.SKIP))
                 continue
+            if info.throughput:
+                self.warm.wait_ahead_ready(AHEAD_READY_S)  # no import of rigcheck's own beside a figure
+            elif not request.cold:
+                self._start_ahead(request.stages[index + 1 :])
             if self.before_stage is not None:
                 for event in self.before_stage(info):
                     self._emit(event)
@@ -281,6 +286,26 @@ class Run:
                 self._emit(event)
         self.status = "cancelled" if self._cancel_run.is_set() else "complete"
         self._emit(RunFinished(plan.run_id, self.status, self.exit_code))
+
+    def _start_ahead(self, later: Iterable[StageInfo]) -> None:
+        """Start the children of the next stage that runs in fresh interpreters now, while this stage (one that
+        measures no throughput) runs: they import torch beside it and wait, idle, until their stage comes."""
+        plan, request = self.plan, self.plan.request
+        fresh = next((info for info in later if info.fresh_child and skip_reason(info, request) is None), None)
+        if fresh is None:
+            return
+        plan.log_dir.mkdir(parents=True, exist_ok=True)
+        program, folder = absolute_program(request.python), plan.log_dir.absolute()
+        for batch in stage_batches(fresh, plan):
+            for child in batch:
+                key: WarmKey = (request.python, child.device, fresh.extra_paths)
+                log_path = child.log_path(plan.log_dir, fresh.name)
+                env = self._child_env(fresh)
+                self.warm.start_ahead(
+                    fresh.name,
+                    key,
+                    lambda env=env, log_path=log_path: start_warm(program, env, folder, log_path, "ready"),
+                )
 
     def _order(self, info: StageInfo, child: Child, log_path: Path) -> StageOrder:
         request = self.plan.request
@@ -315,6 +340,17 @@ class Run:
             code = warm.close(0.0)
             raise OSError(f"the child exited at once (code {code})")
         return warm, key
+
+    def _ahead_child(self, info: StageInfo, child: Child, log_path: Path) -> WarmChild | None:
+        """The child started ahead for this stage and device, with the stage's order sent; None where there is
+        none or it could not take the order (the stage then starts a fresh one, as without it)."""
+        key: WarmKey = (self.plan.request.python, child.device, info.extra_paths)
+        ahead = self.warm.take_ahead(info.name, key, AHEAD_READY_S)
+        if ahead is not None and ahead.send(self._order(info, child, log_path)):
+            return ahead
+        if ahead is not None:
+            ahead.close(0.0)
+        return None
 
     def _spawn(self, info: StageInfo, child: Child, log_path: Path) -> tuple[subprocess.Popen[bytes], Connection]:
         plan, request = self.plan, self.plan.request
@@ -380,7 +416,10 @@ class Run:
         for child in batch:
             log_path = child.log_path(plan.log_dir, info.name)
             try:
-                if request.cold or info.fresh_child:
+                ahead = self._ahead_child(info, child, log_path) if info.fresh_child and not request.cold else None
+                if ahead is not None:  # no key: it runs this one stage and leaves
+                    running.append(_Running(child, ahead.proc, ahead.events, log_path, ahead))
+                elif request.cold or info.fresh_child:
                     proc, conn = self._spawn(info, child, log_path)
                     running.append(_Running(child, proc, conn, log_path))
                 else:

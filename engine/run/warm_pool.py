@@ -15,12 +15,13 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
 from rigcheck.engine.run.childpath import absolute_program, child_env, shim_dir
-from rigcheck.engine.run.order import StageOrder
+from rigcheck.engine.run.order import READY, StageOrder
 
 CLOSE_GRACE_S = 5.0  # an idle child leaves at once when its orders pipe closes; this is for a busy one
 
@@ -35,6 +36,18 @@ class WarmChild:
     orders: Connection
     events: Connection
     stages_run: int = 0
+    ready: bool = True  # False for a child started ahead until it says it has imported what its stage will
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        """For a child started ahead: wait (at most `timeout_s`) for its READY; False where it died or is late."""
+        if self.ready:
+            return self.alive()
+        try:
+            if self.events.poll(timeout_s):
+                self.ready = self.events.recv_bytes(64) == READY
+        except (EOFError, OSError):
+            return False
+        return self.ready and self.alive()
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -65,9 +78,10 @@ class WarmChild:
         return code
 
 
-def start_warm(program: str, env: dict[str, str], cwd: Path, first_log: Path, answer: bool = False) -> WarmChild:
+def start_warm(program: str, env: dict[str, str], cwd: Path, first_log: Path, first: str = "") -> WarmChild:
     """Start a warm child; until its first order its output goes to `first_log` (the first stage's log).
-    `answer`: it imports torch at once and answers the preflight's question first (torch_question)."""
+    `first` "answer": it imports torch at once and answers the preflight's question first (torch_question);
+    "ready": it imports what a stage would at once, and says READY (a child started ahead of its stage)."""
     order_read, order_write = os.pipe()
     event_read, event_write = os.pipe()
     try:
@@ -80,7 +94,7 @@ def start_warm(program: str, env: dict[str, str], cwd: Path, first_log: Path, an
                     "--warm",
                     str(order_read),
                     str(event_write),
-                    *(["answer"] if answer else []),
+                    *([first] if first else []),
                 ],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -97,15 +111,51 @@ def start_warm(program: str, env: dict[str, str], cwd: Path, first_log: Path, an
     finally:
         os.close(order_read)  # or the child never sees the end of its orders
         os.close(event_write)  # or the parent never sees EOF when the child dies
-    return WarmChild(proc, Connection(order_write, readable=False), Connection(event_read, writable=False))
+    return WarmChild(
+        proc, Connection(order_write, readable=False), Connection(event_read, writable=False), ready=first != "ready"
+    )
 
 
 class WarmPool:
-    """The warm children of one run, by key; the runner takes one for a stage and gives it back or drops it."""
+    """The warm children of one run, by key; the runner takes one for a stage and gives it back or drops it.
+
+    Beside them, children started ahead for one stage each (a stage that must run in a fresh interpreter):
+    they import torch while earlier stages that measure no throughput run, then wait, idle, for their order.
+    """
 
     def __init__(self) -> None:
         self._idle: dict[WarmKey, WarmChild] = {}
+        self._ahead: dict[tuple[str, WarmKey], WarmChild] = {}
         self.started = 0
+        self.started_ahead = 0
+
+    def start_ahead(self, stage: str, key: WarmKey, start: Callable[[], WarmChild]) -> None:
+        """Start `stage`'s child for `key` now, unless one is already there; a child that cannot start is not."""
+        if (stage, key) in self._ahead:
+            return
+        try:
+            self._ahead[(stage, key)] = start()
+        except OSError:
+            return
+        self.started_ahead += 1
+
+    def take_ahead(self, stage: str, key: WarmKey, timeout_s: float) -> WarmChild | None:
+        """The child started ahead for `stage` and `key`, once ready; None where there is none, or it died or
+        was not ready in time (it is then closed, and the stage starts a child as it would have)."""
+        child = self._ahead.pop((stage, key), None)
+        if child is not None and not child.wait_ready(timeout_s):
+            child.close(0.0)
+            return None
+        return child
+
+    def wait_ahead_ready(self, timeout_s: float) -> None:
+        """Wait until every child started ahead has finished its imports (or died), so that no import of
+        rigcheck's own runs beside a figure; one that is still importing after `timeout_s` is closed."""
+        deadline = time.monotonic() + timeout_s
+        for slot, child in list(self._ahead.items()):
+            if not child.wait_ready(max(0.0, deadline - time.monotonic())):
+                child.close(0.0)
+                del self._ahead[slot]
 
     def take(self, key: WarmKey) -> WarmChild | None:
         """The idle warm child for this key, if one is there and alive; it is the caller's until given back."""
@@ -122,9 +172,10 @@ class WarmPool:
         self._idle[key] = child
 
     def close_all(self) -> None:
-        """End every idle child: close all their orders at once, then wait for each."""
-        children = list(self._idle.values())
+        """End every idle child and every child started ahead: close all their orders at once, then wait."""
+        children = [*self._idle.values(), *self._ahead.values()]
         self._idle.clear()
+        self._ahead.clear()
         for child in children:
             with contextlib.suppress(OSError):
                 child.orders.close()
@@ -151,7 +202,7 @@ def park_early(python: str) -> None:
         return
     folder = Path(tempfile.mkdtemp(prefix="rigcheck-early-"))  # an empty folder: `-m` imports from it
     try:
-        child = start_warm(absolute_program(python), child_environment(), folder, folder / "early.log", answer=True)
+        child = start_warm(absolute_program(python), child_environment(), folder, folder / "early.log", "answer")
     except OSError:
         shutil.rmtree(folder, ignore_errors=True)
         return

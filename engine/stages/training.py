@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 import time
 from collections.abc import Iterator
 from contextlib import nullcontext
@@ -9,6 +11,7 @@ from typing import Any
 
 import torch
 from rigcheck.engine.events import Event, Measurement, Progress, Status, Verdict
+from rigcheck.engine.measure.repeats import enough, relative_spread
 from rigcheck.engine.measure.speedup import gpu_over_cpu
 from rigcheck.engine.measure.stats import clocks_disagree
 from rigcheck.engine.models.board_net import BoardNet, BoardNetConfig, loss_fn, parameter_count, random_batch
@@ -31,14 +34,28 @@ CPU_PLAN = {
 }
 
 
+CHUNK_S = 0.08  # steps are timed in chunks of about this long; the figure stops once its chunks agree
+MIN_CHUNKS = 3
+MIN_SECONDS = 0.25
+MAX_SECONDS = 1.0
+
+
 def train_rate(
-    channels: int, batch: int, precision: str, device: torch.device, compiled: bool = False, min_seconds: float = 0.5
+    channels: int,
+    batch: int,
+    precision: str,
+    device: torch.device,
+    compiled: bool = False,
+    min_seconds: float = MIN_SECONDS,
+    max_seconds: float = MAX_SECONDS,
 ) -> tuple[float, int, float, dict[str, Any]]:
     """(samples/s, timed steps, start time, extras) for SGD steps on random boards.
 
-    The wall clock times the loop; a second clock checks it: the device's events on a GPU,
-    CLOCK_REALTIME on the CPU (outside perf_counter's clock family). Their disagreement, if any, is in
-    extras["timer_disagrees"].
+    The steps run in chunks of about CHUNK_S, with no synchronisation between them (it would drain the GPU's
+    queue): after at least MIN_CHUNKS chunks, the figure stops once its last MIN_CHUNKS agree within 3% and it
+    has run `min_seconds`, or at `max_seconds`. The wall clock times the loop; a second clock checks it: the
+    device's events on a GPU, CLOCK_REALTIME on the CPU (outside perf_counter's clock family). Their
+    disagreement, if any, is in extras["timer_disagrees"].
     """
     torch.manual_seed(0)
     model = BoardNet(BoardNetConfig(channels, BLOCKS)).to(device).train()
@@ -57,35 +74,73 @@ def train_rate(
         loss.backward()
         optimizer.step()
 
-    for _ in range(5 if compiled else 3):
+    for _ in range(4 if compiled else 1):
         step()
     synchronize(device)
+    sized = time.perf_counter()  # the last warm-up step, timed alone, sizes the chunks
+    step()
+    synchronize(device)
+    per_chunk = max(1, round(CHUNK_S / max(time.perf_counter() - sized, 1e-6)))
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    events = None
-    if device.type == "cuda":
-        events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-        events[0].record(torch.cuda.current_stream(device))
+    marks = ChunkMarks(device)
     start, t0, r0 = time.time(), time.perf_counter(), check_clock()
+    marks.mark()
     steps = 0
-    while steps < 5 or time.perf_counter() - t0 < min_seconds:
-        step()  # no synchronisation inside the loop: it would drain the GPU's queue every time
-        steps += 1
-    if events is not None:
-        events[1].record(torch.cuda.current_stream(device))
+    while True:
+        for _ in range(per_chunk):
+            step()
+        steps += per_chunk
+        marks.mark()
+        if enough(marks.finished(), time.perf_counter() - t0, MIN_CHUNKS, min_seconds, max_seconds):
+            break
     synchronize(device)
     elapsed = time.perf_counter() - t0
-    if events is not None:
-        # the start event was queued just before t0, so the events must fit inside the wall time
-        disagrees = clocks_disagree(events[0].elapsed_time(events[1]) / 1000.0, elapsed, "events", "wall clock")
+    chunks = marks.finished(every=True)
+    if device.type == "cuda":
+        # the first mark was queued just before t0, so the events must fit inside the wall time
+        disagrees = clocks_disagree(sum(chunks), elapsed, "events", "wall clock")
     else:
         disagrees = clocks_disagree(elapsed, check_clock() - r0, "perf_counter", CHECK_CLOCK)
-    extras: dict[str, Any] = {"parameters": parameter_count(model), "timer_disagrees": disagrees}
+    extras: dict[str, Any] = {
+        "parameters": parameter_count(model),
+        "timer_disagrees": disagrees,
+        "chunks": len(chunks),
+        "chunk_spread": spread if math.isfinite(spread := relative_spread(chunks)) else None,
+    }
     if device.type == "cuda":
         _, total = torch.cuda.mem_get_info(device)
         extras["peak_memory_share"] = torch.cuda.max_memory_allocated(device) / total
     extras["threads"] = torch.get_num_threads() if device.type == "cpu" else 1
     return batch * steps / elapsed, steps, start, extras
+
+
+class ChunkMarks:
+    """The ends of timed chunks: device events on a GPU (read one chunk behind, so the queue never drains),
+    perf_counter on the CPU; the durations of the chunks known to have finished."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.events: list[torch.cuda.Event] = []
+        self.times: list[float] = []
+
+    def mark(self) -> None:
+        if self.device.type == "cuda":
+            event = torch.cuda.Event(enable_timing=True)
+            event.record(torch.cuda.current_stream(self.device))
+            self.events.append(event)
+        else:
+            self.times.append(time.perf_counter())
+
+    def finished(self, every: bool = False) -> list[float]:
+        """Seconds of each finished chunk; on a GPU, all but the last one queued unless `every` (then it waits)."""
+        if self.device.type != "cuda":
+            return [b - a for a, b in itertools.pairwise(self.times)]
+        done = self.events if every else self.events[:-1]
+        if len(done) < 2:
+            return []
+        done[-1].synchronize()
+        return [a.elapsed_time(b) / 1000.0 for a, b in itertools.pairwise(done)]
 
 
 def one(channels: int, batch: int, precision: str, device: torch.device, compiled: bool = False) -> Iterator[Event]:

@@ -161,3 +161,66 @@ def test_an_interpreter_without_torch_is_still_one_line_from_a_fresh_preflight(t
     fake.chmod(0o755)
     done = rigcheck("run", "probe", "--python", str(fake), store=tmp_path / "s.db", timeout=300)
     assert_one_line_error(done, "not a Python with torch", "ModuleNotFoundError")
+
+
+def _fresh(name: str, function: str = "ok") -> StageInfo:
+    return replace(with_torch(fake(name, function)), fresh_child=True)
+
+
+def test_a_fresh_stage_child_is_started_ahead_during_a_stage_without_figures_and_used_once(tmp_path: Path) -> None:
+    """It imports torch while `naps` (no throughput) runs, waits idle through `figures` (throughput: the runner
+    first waits for its imports to end), runs its one stage, and leaves."""
+    import psutil
+
+    born: dict[str, float] = {}
+    stamps: dict[str, float] = {}
+
+    def note(event: Event) -> None:
+        if isinstance(event, StageStarted):
+            stamps[event.stage] = event.t
+            born[event.stage] = psutil.Process(event.pid).create_time()
+
+    infos = [fake("naps", "nap"), replace(fake("figures", "ok"), throughput=True), _fresh("fresh"), fake("after", "ok")]
+    events: list[Event] = []
+    run = Run(RunPlan(1, RunRequest(tuple(infos), "cpu", "quick", sys.executable), tmp_path / "logs"), [events.append])
+    run.listeners.append(note)
+    run.start()
+    assert run.wait(240)
+    assert set(run.stage_status.values()) == {Status.PASS}
+    started = pids(events)
+    assert run.warm.started_ahead == 1 and run.warm.started == 1
+    assert started["fresh"] not in (started["naps"], started["after"])
+    assert born["fresh"] < stamps["figures"]  # started before the stage ahead of it, not when its own came
+    assert not psutil.pid_exists(started["fresh"]) or psutil.Process(started["fresh"]).status() == "zombie"
+
+
+def test_a_crash_in_a_child_started_ahead_is_its_stage_crash_and_the_next_stage_runs(tmp_path: Path) -> None:
+    infos = [fake("before", "ok"), _fresh("segfault", "segfault"), fake("after", "ok")]
+    run, events = run_to_end(infos, tmp_path)
+    assert run.stage_status == {"before": Status.PASS, "segfault": Status.CRASH, "after": Status.PASS}
+    assert run.warm.started_ahead == 1
+    crash = verdict(events, "segfault")
+    assert crash.numbers["signal"] == "SIGSEGV" and "initialising queue 7" in crash.explanation
+    assert pids(events)["segfault"] != pids(events)["before"]
+
+
+def test_a_child_started_ahead_that_dies_while_it_waits_is_replaced_by_a_fresh_one(tmp_path: Path) -> None:
+    import signal
+
+    infos = [fake("before", "nap"), _fresh("fresh"), fake("after", "ok")]
+    events: list[Event] = []
+    killed: list[int] = []
+    run = Run(RunPlan(1, RunRequest(tuple(infos), "cpu", "quick", sys.executable), tmp_path / "logs"), [events.append])
+
+    def kill_the_waiting_one(event: Event) -> None:
+        if isinstance(event, Verdict) and event.stage == "before":  # nap's end: the ahead child exists by now
+            for child in run.warm._ahead.values():
+                os.kill(child.proc.pid, signal.SIGKILL)
+                child.proc.wait(60)  # dead before its stage comes: a death as the order goes is that stage's CRASH
+                killed.append(child.proc.pid)
+
+    run.listeners.append(kill_the_waiting_one)
+    run.start()
+    assert run.wait(240)
+    assert killed and run.stage_status == {"before": Status.PASS, "fresh": Status.PASS, "after": Status.PASS}
+    assert pids(events)["fresh"] not in killed
