@@ -90,10 +90,10 @@ def gpu_bandwidth(device: torch.device, copy_bytes: int, transfer_bytes: int) ->
 
 def host_copies(device: torch.device, gpu: torch.Tensor, transfer_bytes: int, link: Limit | None) -> Iterator[Event]:
     size = f"{transfer_bytes / 2**30:.0f} GiB" if transfer_bytes >= 2**30 else f"{transfer_bytes >> 20} MiB"
+    gpu.normal_()  # random content made on the GPU: torch's CPU generator is serial, ~1 s a GiB
     for pinned in (True, False):
-        host = torch.randn(transfer_bytes // 4)
-        if pinned:
-            host = host.pin_memory()
+        host = torch.empty(gpu.shape, dtype=gpu.dtype, pin_memory=pinned)
+        host.copy_(gpu)  # every page touched before it is timed
         kind = "pinned" if pinned else "pageable"
         for direction, label, dst, src in (("h2d", "host to device", gpu, host), ("d2h", "device to host", host, gpu)):
             yield from measure(
