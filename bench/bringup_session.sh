@@ -4,6 +4,7 @@
 set -u
 source bench/devpath.sh
 export PYTHONUNBUFFERED=1
+LOGS=${LOGS:-$(mktemp -d)}  # the runs' own output: only its tail is shown, where a run failed
 for tag in ${TAGS:-cold warm quick}; do
     case $tag in
         cold*) extra="--cold" ;;
@@ -11,8 +12,10 @@ for tag in ${TAGS:-cold warm quick}; do
         quick*) extra="--profile quick" ;;
     esac
     start=$(date +%s.%N)
-    RIGCHECK_STORE=$OUT/store.db rigcheck run --device ${DEVICE:-cuda:0} $extra --json $OUT/$tag.json > $OUT/$tag.log 2>&1
-    echo "$tag: rc=$? wall $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s" | tee -a $OUT/walls.txt
+    RIGCHECK_STORE=$OUT/store.db rigcheck run --device ${DEVICE:-cuda:0} $extra --json $OUT/$tag.json > $LOGS/$tag.log 2>&1
+    rc=$?
+    echo "$tag: rc=$rc wall $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s" | tee -a $OUT/walls.txt
+    [ $rc -le 1 ] || tail -20 $LOGS/$tag.log
 done
 python3 bench/bringup_times.py $(for t in ${TAGS:-cold warm quick}; do echo $OUT/$t.json; done)
 python3 bench/summarize_run.py $OUT/warm.json | grep -E "train|==" | head -30
@@ -27,3 +30,4 @@ for t in ${TAGS:-cold warm quick}; do
 import json; r = json.load(open('$OUT/$t.json'))['run']; print('$t: run in store', round(r['finished'] - r['started'], 1), 's')"
 done
 cat $OUT/walls.txt
+python3 bench/timeline.py $OUT/store.db --min-gap 0.3 > $OUT/timeline.txt
