@@ -31,7 +31,7 @@ def measure(
 ) -> list[Event]:
     """The figure and, when it is broken, its FAIL: the measurement comes first."""
     start = time.time()
-    stats = time_calls(call, device, min_reps=10, min_seconds=0.3, flush=False)
+    stats = time_calls(call, device, min_reps=6, min_seconds=0.3, flush=False, settle=True, max_seconds=1.5)
     median, best, spread = (v / 1e9 for v in stats.rate(moved_bytes))
     params = {"bytes": moved_bytes, "best": best, "benchmark_version": BENCHMARK_VERSION} | device_identity(device)
     figure = Measurement(

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
+from rigcheck.engine.measure.repeats import enough
 from rigcheck.engine.measure.stats import LAUNCH_BOUND_S, TimingStats
 
 BENCHMARK_VERSION = "rigcheck-bench-2"
@@ -75,9 +76,12 @@ def time_calls(
     max_reps: int = 200,
     warmup: int = 3,
     flush: bool = True,
+    settle: bool = False,
+    max_seconds: float = 3.0,
 ) -> TimingStats:
     """Time `call` many times; seconds per call. Device events on a GPU (checked by the wall clock),
-    perf_counter on the CPU (checked by CLOCK_REALTIME)."""
+    perf_counter on the CPU (checked by CLOCK_REALTIME). `settle`: past `min_reps` and `min_seconds`, stop
+    once the last `min_reps` calls agree (engine/measure/repeats.py), else go on to `max_seconds`."""
     with on_device(device):
         warm_start = time.perf_counter()
         done = 0
@@ -91,7 +95,9 @@ def time_calls(
         pairs: list[tuple[float, float]] = []
         timer = DeviceTimer(device) if device.type == "cuda" else None
         started = time.perf_counter()
-        while len(pairs) < max_reps and (len(pairs) < min_reps or time.perf_counter() - started < min_seconds):
+        while len(pairs) < max_reps and not _done(
+            pairs, time.perf_counter() - started, min_reps, min_seconds, settle, max_seconds
+        ):
             if timer is not None:
                 if cache is not None:
                     cache.zero_()  # also keeps the GPU busy while the timed call is enqueued: no idle gap
@@ -103,6 +109,20 @@ def time_calls(
                 pairs.append((time.perf_counter() - t0, check_clock() - r0))
     primary, check = ("events", "wall clock") if timer is not None else ("perf_counter", CHECK_CLOCK)
     return TimingStats(tuple(p for p, _ in pairs), tuple(c for _, c in pairs), primary, check)
+
+
+def _done(
+    pairs: list[tuple[float, float]],
+    elapsed_s: float,
+    min_reps: int,
+    min_seconds: float,
+    settle: bool,
+    max_seconds: float,
+) -> bool:
+    """Past the floors; and, where the repeats are sized by their spread, agreeing or past the ceiling."""
+    if not settle:
+        return len(pairs) >= min_reps and elapsed_s >= min_seconds
+    return enough([p for p, _ in pairs], elapsed_s, min_reps, min_seconds, max_seconds)
 
 
 def group_size(per_call_s: float, group_seconds: float) -> int:
