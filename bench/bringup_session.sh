@@ -4,7 +4,8 @@
 set -u
 source bench/devpath.sh
 export PYTHONUNBUFFERED=1
-LOGS=${LOGS:-$(mktemp -d)}  # the runs' own output: only its tail is shown, where a run failed
+LOGS=${LOGS:-$(mktemp -d)}
+STORE=${STORE:-$OUT/store.db}  # the runs' own output: only its tail is shown, where a run failed
 for tag in ${TAGS:-cold warm quick}; do
     case $tag in
         cold*) extra="--cold" ;;
@@ -12,7 +13,7 @@ for tag in ${TAGS:-cold warm quick}; do
         quick*) extra="--profile quick" ;;
     esac
     start=$(date +%s.%N)
-    RIGCHECK_STORE=$OUT/store.db rigcheck run --device ${DEVICE:-cuda:0} $extra --json $OUT/$tag.json > $LOGS/$tag.log 2>&1
+    RIGCHECK_STORE=$STORE rigcheck run --device ${DEVICE:-cuda:0} $extra --json $OUT/$tag.json > $LOGS/$tag.log 2>&1
     rc=$?
     echo "$tag: rc=$rc wall $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s" | tee -a $OUT/walls.txt
     [ $rc -le 1 ] || tail -20 $LOGS/$tag.log
@@ -30,4 +31,4 @@ for t in ${TAGS:-cold warm quick}; do
 import json; r = json.load(open('$OUT/$t.json'))['run']; print('$t: run in store', round(r['finished'] - r['started'], 1), 's')"
 done
 cat $OUT/walls.txt
-python3 bench/timeline.py $OUT/store.db --min-gap 0.3 > $OUT/timeline.txt
+python3 bench/timeline.py $STORE --min-gap 0.3 > $OUT/timeline.txt

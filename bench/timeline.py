@@ -35,7 +35,7 @@ def timeline(db: sqlite3.Connection, run_id: int, min_gap: float) -> None:
     for name, s, f in db.execute(
         "SELECT name, started, finished FROM stages WHERE run_id = ? ORDER BY started", (run_id,)
     ):
-        print(f"   stage {name:10} {((f or 0) - (s or 0)):6.2f} s")
+        print(f"   stage {name:10} " + (f"{f - s:6.2f} s" if s and f else "  (no child)"))
 
 
 def main(argv: list[str]) -> None:
