@@ -4,8 +4,8 @@
 set -u
 source bench/devpath.sh
 export PYTHONUNBUFFERED=1
-LOGS=${LOGS:-$(mktemp -d)}
-STORE=${STORE:-$OUT/store.db}  # the runs' own output: only its tail is shown, where a run failed
+LOGS=${LOGS:-$(mktemp -d)}  # the runs' own output: only its tail is shown, where a run failed
+STORE=${STORE:-$OUT/store.db}
 for tag in ${TAGS:-cold warm quick}; do
     case $tag in
         cold*) extra="--cold" ;;
