@@ -13,7 +13,10 @@ def load(path: str) -> dict:
 
 
 def row(report: dict) -> dict[str, object]:
-    stages = {s["name"]: (s.get("finished") or 0) - (s.get("started") or 0) for s in report["stages"]}
+    stages = {
+        s["name"]: (s["finished"] - s["started"]) if s.get("started") and s.get("finished") else 0.0
+        for s in report["stages"]
+    }
     figures = report["measurements"]
     trust = collections.Counter((m.get("conditions") or {}).get("trust", "none") for m in figures)
     verdicts = collections.Counter(v["status"] for v in report["verdicts"])
