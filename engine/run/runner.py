@@ -270,7 +270,9 @@ class Run:
                 self._emit(StageFinished(info.name, Status.SKIP))
                 continue
             if info.throughput:
-                self.warm.wait_ahead_ready(AHEAD_READY_S)  # no import of rigcheck's own beside a figure
+                self.warm.wait_ahead_ready(
+                    AHEAD_READY_S, self._cancel_stage.is_set
+                )  # no import of ours beside a figure
             elif not request.cold:
                 self._start_ahead(request.stages[index + 1 :])
             if self.before_stage is not None:
@@ -345,7 +347,7 @@ class Run:
         """The child started ahead for this stage and device, with the stage's order sent; None where there is
         none or it could not take the order (the stage then starts a fresh one, as without it)."""
         key: WarmKey = (self.plan.request.python, child.device, info.extra_paths)
-        ahead = self.warm.take_ahead(info.name, key, AHEAD_READY_S)
+        ahead = self.warm.take_ahead(info.name, key, AHEAD_READY_S, self._cancel_stage.is_set)
         if ahead is not None and ahead.send(self._order(info, child, log_path)):
             return ahead
         if ahead is not None:

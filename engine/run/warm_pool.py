@@ -24,6 +24,7 @@ from rigcheck.engine.run.childpath import absolute_program, child_env, shim_dir
 from rigcheck.engine.run.order import READY, StageOrder
 
 CLOSE_GRACE_S = 5.0  # an idle child leaves at once when its orders pipe closes; this is for a busy one
+READY_POLL_S = 0.2  # how often a wait for a child started ahead looks whether it should stop waiting
 
 WarmKey = tuple[str, str, tuple[str, ...]]  # (interpreter, device, extra import paths)
 
@@ -38,13 +39,17 @@ class WarmChild:
     stages_run: int = 0
     ready: bool = True  # False for a child started ahead until it says it has imported what its stage will
 
-    def wait_ready(self, timeout_s: float) -> bool:
-        """For a child started ahead: wait (at most `timeout_s`) for its READY; False where it died or is late."""
-        if self.ready:
-            return self.alive()
+    def wait_ready(self, timeout_s: float, stop: Callable[[], bool] = lambda: False) -> bool:
+        """For a child started ahead: wait (at most `timeout_s`, and only until `stop()`) for its READY; False
+        where it died, is late or the wait was stopped."""
+        deadline = time.monotonic() + timeout_s
         try:
-            if self.events.poll(timeout_s):
-                self.ready = self.events.recv_bytes(64) == READY
+            while not self.ready and not stop():
+                if self.events.poll(min(READY_POLL_S, max(0.0, deadline - time.monotonic()))):
+                    self.ready = self.events.recv_bytes(64) == READY
+                    break
+                if time.monotonic() >= deadline:
+                    break
         except (EOFError, OSError):
             return False
         return self.ready and self.alive()
@@ -139,21 +144,23 @@ class WarmPool:
             return
         self.started_ahead += 1
 
-    def take_ahead(self, stage: str, key: WarmKey, timeout_s: float) -> WarmChild | None:
-        """The child started ahead for `stage` and `key`, once ready; None where there is none, or it died or
-        was not ready in time (it is then closed, and the stage starts a child as it would have)."""
+    def take_ahead(
+        self, stage: str, key: WarmKey, timeout_s: float, stop: Callable[[], bool] = lambda: False
+    ) -> WarmChild | None:
+        """The child started ahead for `stage` and `key`, once ready; None where there is none, or it died,
+        was not ready in time or `stop()` came first (it is then closed; the stage starts one as it would have)."""
         child = self._ahead.pop((stage, key), None)
-        if child is not None and not child.wait_ready(timeout_s):
+        if child is not None and not child.wait_ready(timeout_s, stop):
             child.close(0.0)
             return None
         return child
 
-    def wait_ahead_ready(self, timeout_s: float) -> None:
+    def wait_ahead_ready(self, timeout_s: float, stop: Callable[[], bool] = lambda: False) -> None:
         """Wait until every child started ahead has finished its imports (or died), so that no import of
-        rigcheck's own runs beside a figure; one that is still importing after `timeout_s` is closed."""
+        rigcheck's own runs beside a figure; one still importing after `timeout_s`, or when `stop()`, is closed."""
         deadline = time.monotonic() + timeout_s
         for slot, child in list(self._ahead.items()):
-            if not child.wait_ready(max(0.0, deadline - time.monotonic())):
+            if not child.wait_ready(max(0.0, deadline - time.monotonic()), stop):
                 child.close(0.0)
                 del self._ahead[slot]
 
