@@ -210,6 +210,15 @@ def simulate(
     store._record = timed_record  # type: ignore[method-assign]
     channel = FleetChannel(_client(port), 0, n, KEY, RUN)
     collector = Collector(store, run_id, channel, fleet, join_timeout=300.0, lost_after=lost_after)
+    polls: list[tuple[float, float]] = []  # (when it began, seconds it took): a slow poll delays every row
+    poll = collector.poll
+
+    def timed_poll() -> None:
+        began = time.monotonic()
+        poll()
+        polls.append((began, time.monotonic() - began))
+
+    collector.poll = timed_poll  # type: ignore[method-assign]
     collector.open_phase("links")  # as rank 0 does: every agent's arrival is looked for until the phase is decided
     # the stopped agents go silent a third of the way in, spread over the ranks
     stop_ranks = [1 + (k * (n - 1)) // max(1, stopped) for k in range(stopped)] if n > 2 else []
@@ -244,6 +253,7 @@ def simulate(
     for reader in readers:
         reader.start()
     say(f"N={n}: {backend} store on port {port}, {len(procs)} worker process(es), a {length:.0f} s stream")
+    load_start = os.getloadavg()
     collector.start()
     cpu0, wall0 = os.times(), time.monotonic()
     thread0 = _thread_cpu(collector._thread.native_id)
@@ -307,6 +317,12 @@ def simulate(
         "lost": states.count("lost"),
         "errors": collector.errors[:3],
         "beat_s": heartbeat_interval(lost_after),
+        "poll_p50_s": round(_pct([d for _, d in polls], 0.50), 3),
+        "poll_p95_s": round(_pct([d for _, d in polls], 0.95), 3),
+        "poll_max_s": round(max((d for _, d in polls), default=0.0), 2),
+        "polls_over_1s": sum(1 for _, d in polls if d > 1.0),
+        "load_avg_start": [round(x, 2) for x in load_start],
+        "load_avg_end": [round(x, 2) for x in os.getloadavg()],
         "agents_late_p95_s": round(max((e["late_p95"] for e in ends), default=0.0), 2),
         "agents_late_max_s": round(max((e["late_max"] for e in ends), default=0.0), 2),
     }
