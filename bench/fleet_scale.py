@@ -255,6 +255,14 @@ def simulate(
                 where[" < ".join(names)] += 1
 
     collector.poll = timed_poll  # type: ignore[method-assign]
+    lose, lost_debug = collector._lose, []
+
+    def noted_lose(host: Any, why: str, refused: bool = False) -> None:
+        lost_debug.append([host.rank, round(time.monotonic() - started, 1), host.beats, round(host.beat_seen - started, 1), host.read, host.known, host.slot])
+        lose(host, why, refused)
+
+    collector._lose = noted_lose  # type: ignore[method-assign]
+    started = time.monotonic()
     collector.open_phase("links")  # as rank 0 does: every agent's arrival is looked for until the phase is decided
     # the stopped agents go silent a third of the way in, spread over the ranks
     stop_ranks = [1 + (k * (n - 1)) // max(1, stopped) for k in range(stopped)] if n > 2 else []
@@ -377,6 +385,8 @@ def simulate(
         "polls_over_1s": sum(1 for d in streamed if d > 1.0),
         "slow_polls": [[round(b - wall0, 1), round(d, 2)] for b, d in polls if d > 1.0][:12],  # (began s, took s)
         "slow_poll_at": dict(where.most_common(6)),
+        "lost_debug": lost_debug,
+        "go_s": round(wall0 - started, 1),
         "lost_why": sorted({v["explanation"][:160] for v in report["verdicts"] if v["check_name"] == "agent"})[:4],
         "load_avg_start": [round(x, 2) for x in load_start],
         "load_avg_end": [round(x, 2) for x in os.getloadavg()],

@@ -188,7 +188,7 @@ class Collector:
                 if host.final is None and host.beats < 0:  # its state read on its own: it has just joined
                     body = self._opened(host.rank, f"hb/{host.rank}")
                     if body is not None:
-                        self._state(host, f"hb/{host.rank}", body, now)
+                        self._state(host, f"hb/{host.rank}", body)
             silent = self._silent(host, now)
             if host.final is None:
                 if host.scanning or host.behind or host.known > host.slot:
@@ -257,9 +257,9 @@ class Collector:
                 if found.state != "ok":
                     self._drop(host.rank, slot, found)
                     continue
-                self._state(host, slot, found.body, now)
+                self._state(host, slot, found.body)
 
-    def _state(self, host: HostState, slot: str, body: Any, now: float) -> None:
+    def _state(self, host: HostState, slot: str, body: Any) -> None:
         try:
             if not isinstance(body, dict):
                 raise schema.Malformed("a state is an object")
@@ -274,7 +274,9 @@ class Collector:
             return
         if beat <= host.beats:
             return  # an old state again (or replayed): it says nothing new
-        host.beats, host.beat_seen = beat, now
+        # when it was read, not when the poll began: a poll of a thousand joining hosts can take long, and the
+        # same beat read again later would leave a stale time that names a live host lost
+        host.beats, host.beat_seen = beat, time.monotonic()
         host.known = max(host.known, slots)
         host.ended = host.ended or body.get("ended") is True
         host.hinted |= phases
@@ -294,7 +296,7 @@ class Collector:
             if now - self.started > self.join_timeout:
                 self._lose(host, f"its agent never joined within {self.join_timeout:.0f} s")
             return False
-        host.name, host.state, host.beat_seen = self._unique(info["name"], host.rank), "running", now
+        host.name, host.state, host.beat_seen = self._unique(info["name"], host.rank), "running", time.monotonic()
         # the first scan at once for the first few hosts, later for the rest: never a thousand in one poll
         host.scanned = now - SCAN_EVERY_S + (host.rank // SCANS_PER_POLL) * POLL_S % SCAN_EVERY_S
         self._save_states()
