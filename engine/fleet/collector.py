@@ -2,10 +2,11 @@
 
 A thread polls the channel a few times a second: one multi_get of every running agent's state (its sealed
 heartbeat, which also says how many slots it has filled and which phases it reached), then only the slots
-that are new, in one multi_get per host; a slow scan of each host's next slot and end finds what no state
-announced. The rows of one poll are written in one transaction. An agent that never announces itself within the join
-timeout, or whose heartbeat stops for `lost_after` seconds before it finished, is lost: a CRASH verdict on its
-host quotes its last event, its running stages become INTERRUPTED, and the others carry on. An agent that
+that are new, KEYS_PER_CALL a call; each slot holds a burst of an agent's events. A slow scan of each host's
+next slot and end, spread over SCAN_EVERY_S, finds what no state announced. The rows a poll reads are written
+in transactions of ROWS_PER_WRITE. An agent that never announces itself within the join timeout, or whose
+heartbeat stops for `lost_after` seconds before it finished, is lost: a CRASH verdict on its host quotes its
+last event, its running stages become INTERRUPTED, and the others carry on. An agent that
 refused to start says why, and the verdict quotes it.
 
 Nothing read from the store is trusted: each value's seal and schema are checked first (what fails is dropped
@@ -33,6 +34,7 @@ REFUSAL_CHECK_S = 2.0  # heartbeat silence after which rank 0 looks for a refusa
 SCAN_EVERY_S = 30.0  # per host: its next slot and its end looked at directly, whatever its state says
 SCANS_PER_POLL = 8  # hosts whose first scan falls in one poll: a thousand hosts' scans spread over the cycle
 KEYS_PER_CALL = 512  # agents' states, or new slots of all agents, read in one check and one multi_get
+ROWS_PER_WRITE = 500  # rows written in one transaction as a poll reads them: many a write, and none waits long
 SLOTS_PER_POLL = 8192  # new slots of all agents read together in one poll, at most; the rest next poll
 MAX_PHASES = 16
 MAX_SLOTS = 10**9
@@ -434,6 +436,8 @@ class Collector:
             return  # the agent's own run; the fleet run begins and ends here
         host.last_event = describe(event, host.began)
         self._rows.append((event, host.label))
+        if len(self._rows) >= ROWS_PER_WRITE:  # a thousand hosts' burst lands as it is read, not all at the end
+            self._flush()
 
     def arrived(self, phase: str, rank: int) -> bool:
         body = self._opened(rank, f"arrive/{phase}/{rank}")
