@@ -255,10 +255,11 @@ def simulate(
                 where[" < ".join(names)] += 1
 
     collector.poll = timed_poll  # type: ignore[method-assign]
-    lose, lost_debug = collector._lose, []
+    lose, lost_hosts = collector._lose, []  # each host named lost: rank, when, its beats, when last seen, reads
 
     def noted_lose(host: Any, why: str, refused: bool = False) -> None:
-        lost_debug.append([host.rank, round(time.monotonic() - started, 1), host.beats, round(host.beat_seen - started, 1), host.read, host.known, host.slot])
+        at = time.monotonic() - started
+        lost_hosts.append([host.rank, round(at, 1), host.beats, round(host.beat_seen - started, 1), host.read])
         lose(host, why, refused)
 
     collector._lose = noted_lose  # type: ignore[method-assign]
@@ -385,7 +386,7 @@ def simulate(
         "polls_over_1s": sum(1 for d in streamed if d > 1.0),
         "slow_polls": [[round(b - wall0, 1), round(d, 2)] for b, d in polls if d > 1.0][:12],  # (began s, took s)
         "slow_poll_at": dict(where.most_common(6)),
-        "lost_debug": lost_debug,
+        "lost_hosts": lost_hosts,
         "go_s": round(wall0 - started, 1),
         "lost_why": sorted({v["explanation"][:160] for v in report["verdicts"] if v["check_name"] == "agent"})[:4],
         "load_avg_start": [round(x, 2) for x in load_start],
