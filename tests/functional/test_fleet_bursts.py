@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 from fleet_memory import KEY, RUN, MemoryStore, channel
-from rigcheck.engine.events import LogLine, Progress, StageFinished, StageStarted, Status, Verdict, event_to_dict
+from rigcheck.engine.events import (
+    LogLine,
+    Progress,
+    StageFinished,
+    StageStarted,
+    Status,
+    Verdict,
+    event_from_dict,
+    event_to_dict,
+)
 from rigcheck.engine.fleet.channel import BURST_WINDOW_S, MAX_BURST_BYTES, MAX_BURST_EVENTS, Heartbeat
 from rigcheck.engine.fleet.collector import Collector
 from rigcheck.engine.fleet.seal import seal
@@ -164,6 +173,10 @@ def test_an_event_is_held_no_longer_than_the_window_and_urgent_ones_go_at_once(t
     agent.publish(LogLine("probe", "after"))
     agent.publish(Verdict("probe", "worse", Status.CRASH, "died"))
     assert slots(shared)[3:] == [["Verdict"], ["after", "Verdict"]]
+    agent.publish(Verdict("probe", "meh", Status.WARN, "slowish"))  # a WARN waits for its burst
+    assert len(slots(shared)) == 5
+    agent.publish(Verdict("probe", "hung", Status.TIMEOUT, "no answer"))
+    assert slots(shared)[5:] == [["Verdict", "Verdict"]]
 
 
 def test_a_full_burst_goes_at_once_and_a_large_event_starts_the_next(tmp_path: Path) -> None:
@@ -236,8 +249,6 @@ def test_the_recorded_stream_in_bursts_is_a_third_of_the_store_writes() -> None:
         clock, shared = Clock(), Counting()
         agent = channel(shared, 1, 2, window=window, timer=False, clock=clock)
         begun = clock.now
-        from rigcheck.engine.events import event_from_dict
-
         for item in data:
             clock.now = begun + float(item["dt"])
             agent.flush_due()  # as a timer would, at the latest when the next event comes
