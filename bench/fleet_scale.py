@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
@@ -37,6 +38,7 @@ EXCEPT = ("RunStarted", "RunFinished", "Progress")  # not stored, or coalesced b
 KEY = b"scale-bench-key-" * 4
 RUN = "scale"
 PREFIX = f"rigcheck/{RUN}/"
+BEAT, FLUSH = -1, -2  # an agent's heartbeat, and the end of its held burst's window, in the workers' schedule
 
 
 def heartbeat_interval(lost_after: float) -> float:
@@ -85,21 +87,30 @@ def worker(
 
     stream = load_stream()
     rng = random.Random(ranks[0])
-    # a client takes ~0.2 s to connect here (c10d looks up the client socket's host name and the lookup times
-    # out on this VM), so 256 of them connect 64 at a time
+    # a connection stalls the store's server here for up to 5 s (the c10d server looks up the client's host
+    # name and the lookup times out on this VM), so 256 clients connect 64 at a time, ~100 s in all
     with ThreadPoolExecutor(64) as pool:
         clients = list(pool.map(lambda _: _client(port), ranks))
-    channels = {rank: FleetChannel(client, rank, world, KEY, RUN) for rank, client in zip(ranks, clients, strict=True)}
-    begun = time.monotonic()
-    due: list[tuple[float, int, int]] = []  # (when, rank, index into the stream; -1 a beat, len(stream) the end)
+    # each agent's held burst is sent on this thread's schedule (FLUSH), not by a timer thread per agent
+    channels = {
+        rank: FleetChannel(client, rank, world, KEY, RUN, timer=False)
+        for rank, client in zip(ranks, clients, strict=True)
+    }
     for rank, channel in channels.items():
         channel.beat()
         channel.announce({"name": f"sim-{rank:04d}", "devices": ["cpu"], "stages": [], "profile": "quick"})
-        offset = rng.uniform(0, jitter)
-        heapq.heappush(due, (begun + offset, rank, 0))
-        heapq.heappush(due, (begun + beat_s, rank, -1))
     print(json.dumps({"ready": time.time()}), flush=True)
-    last: dict[int, float] = {}  # each agent's last write to the store
+    go = threading.Event()  # every worker's agents start their stream together, once all have connected
+    threading.Thread(target=lambda: (sys.stdin.readline(), go.set()), daemon=True).start()
+    while not go.wait(0.2):
+        for channel in channels.values():  # joined agents beat while they wait, as the real ones do
+            channel.beat_if_quiet(beat_s)
+    begun = time.monotonic()
+    due: list[tuple[float, int, int]] = []  # (when, rank, index into the stream; BEAT, FLUSH, len(stream) the end)
+    flushing: set[int] = set()  # agents with a FLUSH in `due`
+    for rank in channels:
+        heapq.heappush(due, (begun + rng.uniform(0, jitter), rank, 0))
+        heapq.heappush(due, (begun + beat_s, rank, BEAT))
     late: list[float] = []  # how far behind its schedule this process ran: agents starved of CPU beat late
     silent: set[int] = set()
     while due:
@@ -113,21 +124,31 @@ def worker(
             continue
         if rank in stop and time.monotonic() - begun >= stop[rank]:
             silent.add(rank)
-            # silent since its last write: the time rank 0's clock for it starts
-            print(json.dumps({"stopped": rank, "t": last.get(rank, time.time())}), flush=True)
+            # silent since its last write of its state (a burst held then is lost, as in a crash): the time rank
+            # 0's clock for it starts
+            written = time.time() - (time.monotonic() - channels[rank]._written)
+            print(json.dumps({"stopped": rank, "t": written}), flush=True)
             continue
         channel = channels[rank]
-        if index == -1:
-            channel.beat()
-            last[rank] = time.time()
-            heapq.heappush(due, (when + beat_s, rank, -1))
+        if index == BEAT:  # as the agent's Heartbeat does: no beat when a burst wrote the state lately
+            wait = channel.beat_if_quiet(beat_s)
+            heapq.heappush(due, (time.monotonic() + wait, rank, BEAT))
             continue
-        if index >= len(stream):
+        if index == FLUSH:
+            flushing.discard(rank)
+            channel.flush_due()
+        elif index >= len(stream):
             channel.finish({"exit_code": 0, "run_id": 1, "store": "/sim/rigcheck.db"})
             silent.add(rank)  # its heartbeat stops with it, as the agent's does once it has finished
             continue
-        channel.publish(_stamped(stream[index][1], time.time()))
-        last[rank] = time.time()
+        else:
+            channel.publish(_stamped(stream[index][1], time.time()))
+        held = channel.due()
+        if held is not None and rank not in flushing:
+            flushing.add(rank)
+            heapq.heappush(due, (held, rank, FLUSH))
+        if index == FLUSH:
+            continue
         gap = (stream[index + 1][0] - stream[index][0]) / pace if index + 1 < len(stream) else 0.05
         heapq.heappush(due, (when + gap, rank, index + 1))
     late.sort()
@@ -210,6 +231,39 @@ def simulate(
     store._record = timed_record  # type: ignore[method-assign]
     channel = FleetChannel(_client(port), 0, n, KEY, RUN)
     collector = Collector(store, run_id, channel, fleet, join_timeout=300.0, lost_after=lost_after)
+    polls: list[tuple[float, float]] = []  # (when it began, seconds it took): a slow poll delays every row
+    poll, polling = collector.poll, [0.0]
+    streaming = threading.Event()  # the agents have all connected and stream: slow polls sampled from then
+    where: Counter[str] = Counter()  # where a poll past half a second was, sampled: what makes a poll slow
+
+    def timed_poll() -> None:
+        began = polling[0] = time.monotonic()
+        poll()
+        polling[0] = 0.0
+        polls.append((began, time.monotonic() - began))
+
+    def sample_slow_polls() -> None:
+        while not collector._done.is_set():
+            time.sleep(0.1)
+            if polling[0] and time.monotonic() - polling[0] > 0.5 and streaming.is_set():
+                frame = sys._current_frames().get(collector._thread.ident or -1)
+                names = []
+                while frame is not None and len(names) < 4:
+                    if "rigcheck" in frame.f_code.co_filename and "fleet_scale" not in frame.f_code.co_filename:
+                        names.append(f"{frame.f_code.co_name}:{frame.f_lineno}")
+                    frame = frame.f_back
+                where[" < ".join(names)] += 1
+
+    collector.poll = timed_poll  # type: ignore[method-assign]
+    lose, lost_hosts = collector._lose, []  # each host named lost: rank, when, its beats, when last seen, reads
+
+    def noted_lose(host: Any, why: str, refused: bool = False) -> None:
+        at = time.monotonic() - started
+        lost_hosts.append([host.rank, round(at, 1), host.beats, round(host.beat_seen - started, 1), host.read])
+        lose(host, why, refused)
+
+    collector._lose = noted_lose  # type: ignore[method-assign]
+    started = time.monotonic()
     collector.open_phase("links")  # as rank 0 does: every agent's arrival is looked for until the phase is decided
     # the stopped agents go silent a third of the way in, spread over the ranks
     stop_ranks = [1 + (k * (n - 1)) // max(1, stopped) for k in range(stopped)] if n > 2 else []
@@ -229,7 +283,11 @@ def simulate(
         }
         procs.append(
             subprocess.Popen(
-                [sys.executable, __file__, "--worker", json.dumps(args)], stdout=subprocess.PIPE, text=True, env=env
+                [sys.executable, __file__, "--worker", json.dumps(args)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                env=env,
             )
         )
     lines: list[dict[str, Any]] = []
@@ -244,8 +302,21 @@ def simulate(
     for reader in readers:
         reader.start()
     say(f"N={n}: {backend} store on port {port}, {len(procs)} worker process(es), a {length:.0f} s stream")
-    collector.start()
+    connecting = time.monotonic()
+    collector.start()  # the agents join while the others connect, as under torchrun
+    threading.Thread(target=sample_slow_polls, daemon=True).start()
+    while sum("ready" in item for item in lines) < len(procs):
+        if time.monotonic() - connecting > 900 or any(p.poll() is not None for p in procs):
+            raise RuntimeError("the simulated agents did not all connect")
+        time.sleep(0.1)
+    connect_s = time.monotonic() - connecting
+    load_start = os.getloadavg()
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
     cpu0, wall0 = os.times(), time.monotonic()
+    streaming.set()
     thread0 = _thread_cpu(collector._thread.native_id)
     rss_peak, keys_peak, lost_at = _rss_mb(), 0, {}
     deadline = wall0 + length * 3 + lost_after + 120
@@ -272,6 +343,7 @@ def simulate(
             proc.wait(30)
         except subprocess.TimeoutExpired:
             proc.kill()
+    streamed = [d for b, d in polls if b >= wall0]  # the polls while the agents streamed, not while they connected
     stopped_at = {int(item["stopped"]): float(item["t"]) for item in lines if "stopped" in item}
     lost_s = [lost_at[r] - stopped_at[r] for r in stop if r in lost_at and r in stopped_at]
     wall = wall1 - wall0
@@ -307,6 +379,18 @@ def simulate(
         "lost": states.count("lost"),
         "errors": collector.errors[:3],
         "beat_s": heartbeat_interval(lost_after),
+        "connect_s": round(connect_s, 1),
+        "poll_p50_s": round(_pct(streamed, 0.50), 3),
+        "poll_p95_s": round(_pct(streamed, 0.95), 3),
+        "poll_max_s": round(max(streamed, default=0.0), 2),
+        "polls_over_1s": sum(1 for d in streamed if d > 1.0),
+        "slow_polls": [[round(b - wall0, 1), round(d, 2)] for b, d in polls if d > 1.0][:12],  # (began s, took s)
+        "slow_poll_at": dict(where.most_common(6)),
+        "lost_hosts": lost_hosts,
+        "go_s": round(wall0 - started, 1),
+        "lost_why": sorted({v["explanation"][:160] for v in report["verdicts"] if v["check_name"] == "agent"})[:4],
+        "load_avg_start": [round(x, 2) for x in load_start],
+        "load_avg_end": [round(x, 2) for x in os.getloadavg()],
         "agents_late_p95_s": round(max((e["late_p95"] for e in ends), default=0.0), 2),
         "agents_late_max_s": round(max((e["late_max"] for e in ends), default=0.0), 2),
     }

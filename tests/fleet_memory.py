@@ -45,5 +45,6 @@ class MemoryStore:
         return self.data[key]
 
 
-def channel(shared: MemoryStore, rank: int, world: int, key: bytes = KEY) -> FleetChannel:
-    return FleetChannel(shared, rank, world, key, RUN)
+def channel(shared: MemoryStore, rank: int, world: int, key: bytes = KEY, **bursts: object) -> FleetChannel:
+    """A channel that sends each event at once (a burst of one) unless `window` says otherwise."""
+    return FleetChannel(shared, rank, world, key, RUN, **{"window": 0.0, **bursts})  # type: ignore[arg-type]

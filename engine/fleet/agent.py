@@ -103,6 +103,7 @@ class Agent:
             self._start_collecting(channel)
         code = self._local_run(channel)
         if channel.broken is not None or code == EXIT_INTERRUPTED:
+            channel.close()  # what it held of its last burst goes to rank 0 while the store answers
             beat.stop()
             why = f"rank 0's store stopped answering ({channel.broken})" if channel.broken else "stopped"
             self.say(

@@ -2,10 +2,11 @@
 
 A thread polls the channel a few times a second: one multi_get of every running agent's state (its sealed
 heartbeat, which also says how many slots it has filled and which phases it reached), then only the slots
-that are new, in one multi_get per host; a slow scan of each host's next slot and end finds what no state
-announced. The rows of one poll are written in one transaction. An agent that never announces itself within the join
-timeout, or whose heartbeat stops for `lost_after` seconds before it finished, is lost: a CRASH verdict on its
-host quotes its last event, its running stages become INTERRUPTED, and the others carry on. An agent that
+that are new, KEYS_PER_CALL a call; each slot holds a burst of an agent's events. A slow scan of each host's
+next slot and end, spread over SCAN_EVERY_S, finds what no state announced. The rows a poll reads are written
+in transactions of ROWS_PER_WRITE. An agent that never announces itself within the join timeout, or whose
+heartbeat stops for `lost_after` seconds before it finished, is lost: a CRASH verdict on its host quotes its
+last event, its running stages become INTERRUPTED, and the others carry on. An agent that
 refused to start says why, and the verdict quotes it.
 
 Nothing read from the store is trusted: each value's seal and schema are checked first (what fails is dropped
@@ -21,7 +22,7 @@ from typing import Any
 
 from rigcheck.engine.events import Event, LogLine, Status, Verdict
 from rigcheck.engine.fleet import schema
-from rigcheck.engine.fleet.channel import FleetChannel, Read, heartbeat_interval
+from rigcheck.engine.fleet.channel import MAX_BURST_BYTES, MAX_BURST_EVENTS, FleetChannel, Read, heartbeat_interval
 from rigcheck.engine.fleet.intake import UNKNOWN, Dropped, dropped_verdict
 from rigcheck.engine.store import Store
 
@@ -31,7 +32,9 @@ LOOKAHEAD = 8  # slots looked at past a missing one (someone deleted it) before 
 LOOKAHEAD_EVERY_S = 2.0  # at most this often per host: the store serves every host's reads
 REFUSAL_CHECK_S = 2.0  # heartbeat silence after which rank 0 looks for a refusal (and for an end)
 SCAN_EVERY_S = 30.0  # per host: its next slot and its end looked at directly, whatever its state says
+SCANS_PER_POLL = 8  # hosts whose first scan falls in one poll: a thousand hosts' scans spread over the cycle
 KEYS_PER_CALL = 512  # agents' states, or new slots of all agents, read in one check and one multi_get
+ROWS_PER_WRITE = 500  # rows written in one transaction as a poll reads them: many a write, and none waits long
 SLOTS_PER_POLL = 8192  # new slots of all agents read together in one poll, at most; the rest next poll
 MAX_PHASES = 16
 MAX_SLOTS = 10**9
@@ -118,6 +121,7 @@ class Collector:
         self._states_changed = False
         self._writing = threading.Lock()
         self.beat_s = heartbeat_interval(lost_after)  # how often each agent beats
+        self._lead: dict[str, Any] | None = None  # rank 0's own announcement, once read
         self._stop = threading.Event()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="rigcheck-fleet-collector", daemon=True)
@@ -186,17 +190,18 @@ class Collector:
                 if host.final is None and host.beats < 0:  # its state read on its own: it has just joined
                     body = self._opened(host.rank, f"hb/{host.rank}")
                     if body is not None:
-                        self._state(host, f"hb/{host.rank}", body, now)
+                        self._state(host, f"hb/{host.rank}", body)
+            silent = self._silent(host, now)
             if host.final is None:
                 if host.scanning or host.behind or host.known > host.slot:
                     host.behind = not self._read_events(host, ready)
-                if host.scanning or host.ended or self._silent(host, now):
+                if host.scanning or host.ended or silent:
                     self._end(host)
             if host.final is not None:
                 if self._read_events(host):
                     host.state = "done"
                     self._save_states()
-            elif self._silent(host, now) and self._refused(host):
+            elif silent and self._refused(host):
                 continue
             elif now - host.beat_seen > self.lost_after:
                 self._lose(host, f"its agent stopped answering for {self.lost_after:.0f} s")
@@ -254,9 +259,9 @@ class Collector:
                 if found.state != "ok":
                     self._drop(host.rank, slot, found)
                     continue
-                self._state(host, slot, found.body, now)
+                self._state(host, slot, found.body)
 
-    def _state(self, host: HostState, slot: str, body: Any, now: float) -> None:
+    def _state(self, host: HostState, slot: str, body: Any) -> None:
         try:
             if not isinstance(body, dict):
                 raise schema.Malformed("a state is an object")
@@ -271,7 +276,9 @@ class Collector:
             return
         if beat <= host.beats:
             return  # an old state again (or replayed): it says nothing new
-        host.beats, host.beat_seen = beat, now
+        # when it was read, not when the poll began: a poll of a thousand joining hosts can take long, and the
+        # same beat read again later would leave a stale time that names a live host lost
+        host.beats, host.beat_seen = beat, time.monotonic()
         host.known = max(host.known, slots)
         host.ended = host.ended or body.get("ended") is True
         host.hinted |= phases
@@ -291,7 +298,9 @@ class Collector:
             if now - self.started > self.join_timeout:
                 self._lose(host, f"its agent never joined within {self.join_timeout:.0f} s")
             return False
-        host.name, host.state, host.beat_seen = self._unique(info["name"], host.rank), "running", now
+        host.name, host.state, host.beat_seen = self._unique(info["name"], host.rank), "running", time.monotonic()
+        # the first scan at once for the first few hosts, later for the rest: never a thousand in one poll
+        host.scanned = now - SCAN_EVERY_S + (host.rank // SCANS_PER_POLL) * POLL_S % SCAN_EVERY_S
         self._save_states()
         self._check_options(host, info)
         return True
@@ -343,7 +352,7 @@ class Collector:
                 if found.state != "ok":
                     self._drop(host.rank, slot, found)
                     continue
-                self._take(host, slot, found.body)
+                self._take(host, slot, found)
             if host.slot < target:
                 return False
         return self._read_slots(host)
@@ -355,6 +364,10 @@ class Collector:
                 if host.sent > host.seq:  # events it sent that never reached rank 0 whole
                     self.dropped.setdefault(host.rank, Dropped()).overwritten += host.sent - host.seq
                     host.seq = host.sent
+                return True
+            if host.final is None and host.slot >= host.known and not host.scanning:
+                # nothing announced past it: no round trip to look (a thousand hosts with news a poll would
+                # each cost one, and a slower poll has more hosts with news); a scan looks
                 return True
             slot = f"ev/{host.rank}/{host.slot}"
             found = self.channel.read(slot)
@@ -383,10 +396,27 @@ class Collector:
             if found.state != "ok":
                 self._drop(host.rank, slot, found)
                 continue
-            self._take(host, slot, found.body)
+            self._take(host, slot, found)
         return False
 
-    def _take(self, host: HostState, slot: str, body: Any) -> None:
+    def _take(self, host: HostState, slot: str, found: Read) -> None:
+        """A slot's events in order: a burst {burst: [{seq, event}, ...]} of at most MAX_BURST_EVENTS and
+        MAX_BURST_BYTES, or one {seq, event}; each event is checked on its own, and a bad one is counted alone."""
+        body = found.body
+        if not (isinstance(body, dict) and set(body) == {"burst"}):
+            self._take_one(host, slot, body)
+            return
+        burst = body["burst"]
+        if not isinstance(burst, list) or not 1 <= len(burst) <= MAX_BURST_EVENTS:
+            self._drop(host.rank, slot, why=f"a burst is a list of 1 to {MAX_BURST_EVENTS} events")
+            return
+        if len(burst) > 1 and len(found.raw) > MAX_BURST_BYTES:
+            self._drop(host.rank, slot, why=f"a burst of {len(found.raw)} bytes, above {MAX_BURST_BYTES}")
+            return
+        for n, item in enumerate(burst):
+            self._take_one(host, f"{slot}#{n}", item)
+
+    def _take_one(self, host: HostState, slot: str, body: Any) -> None:
         try:
             if not isinstance(body, dict) or set(body) != {"seq", "event"}:
                 raise schema.Malformed("an event's envelope is {seq, event}")
@@ -406,6 +436,8 @@ class Collector:
             return  # the agent's own run; the fleet run begins and ends here
         host.last_event = describe(event, host.began)
         self._rows.append((event, host.label))
+        if len(self._rows) >= ROWS_PER_WRITE:  # a thousand hosts' burst lands as it is read, not all at the end
+            self._flush()
 
     def arrived(self, phase: str, rank: int) -> bool:
         body = self._opened(rank, f"arrive/{phase}/{rank}")
@@ -428,7 +460,9 @@ class Collector:
     def _check_options(self, host: HostState, info: dict[str, Any]) -> None:
         """An agent started with other stages or another profile than rank 0 is a finding: its figures are not
         the others', and the collectives follow rank 0's profile."""
-        lead = self.channel.host(0) if host.rank else None
+        if host.rank and self._lead is None:  # read once: a thousand hosts join against one announcement
+            self._lead = self.channel.host(0)
+        lead = self._lead if host.rank else None
         if not lead:
             return
         differ = [

@@ -47,7 +47,7 @@ def test_progress_is_coalesced_but_the_last_step_always_goes(tmp_path: Path) -> 
         ch.publish(Progress("matmul", step, 10, t=now + step * 0.01))
     ch.publish(Progress("matmul", 10, 10, t=now + 0.2))
     sent = [ch._get(f"ev/0/{n}") for n in range(ch._slot)]
-    assert [e["event"]["done"] for e in sent] == [0, 10]
+    assert [e["event"]["done"] for burst in sent for e in burst["burst"]] == [0, 10]
 
 
 def test_a_silent_agent_is_lost_with_its_last_event_and_its_stage_interrupted(tmp_path: Path) -> None:

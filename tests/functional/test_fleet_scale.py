@@ -60,3 +60,56 @@ def test_the_simulation_of_64_agents_lands_every_event_and_names_the_lost_in_tim
     assert result["latency_p95_s"] < 10  # target 2 s at 1,024 agents; CI is a busy machine
     assert result["end_s"] < 60
     assert time.monotonic() - started < 300
+
+
+def test_a_host_whose_beat_was_read_late_in_a_long_poll_is_not_named_lost(tmp_path: Path) -> None:
+    """A poll of many joining hosts can take longer than --lost-after; a beat read near its end, and read
+    again unchanged by the next poll, counts from when it was read, not from when that poll began."""
+
+    class SlowJoin(MemoryStore):
+        slow = True
+
+        def check(self, keys: list[str]) -> bool:
+            if self.slow and keys == ["host/1"]:
+                self.slow = False
+                time.sleep(1.5)  # the join poll is long: a thousand hosts' round trips on a busy store
+            return super().check(keys)
+
+    shared = SlowJoin()
+    channels = [channel(shared, rank, 2) for rank in range(2)]
+    store = Store(tmp_path / "s.db")
+    run_id = store.begin_fleet_run(["probe"], "quick", "python3", [], {"id": "t"})
+    collector = Collector(store, run_id, channels[0], {"id": "t"}, 30.0, 1.0)
+    for rank, ch in enumerate(channels):
+        ch.beat()
+        ch.announce({"name": f"h{rank}"})
+    collector.poll()  # joins both; rank 1's announcement took 1.5 s to read
+    channels[0].beat()  # rank 1 has not beaten again yet: its next poll sees the same beat
+    collector.poll()
+    assert collector.hosts[1].state == "running"
+
+
+def test_hosts_with_news_cost_no_round_trip_past_their_slots_and_scans_are_spread(tmp_path: Path) -> None:
+    """A slower poll finds more hosts with news; each used to cost a look past its last announced slot, so the
+    poll slowed further. And every host joined in one poll used to be scanned in one poll, every 30 s."""
+    from rigcheck.engine.fleet.collector import POLL_S, SCANS_PER_POLL
+
+    world = 200
+    shared = MemoryStore()
+    channels = [channel(shared, rank, world) for rank in range(world)]
+    store = Store(tmp_path / "s.db")
+    run_id = store.begin_fleet_run(["probe"], "quick", "python3", [], {"id": "t"})
+    collector = Collector(store, run_id, channels[0], {"id": "t"}, 30.0, 30.0)
+    for rank, ch in enumerate(channels):
+        ch.announce({"name": f"h{rank}"})
+        ch.beat()
+    collector.poll()
+    due = sorted(h.scanned + SCAN_EVERY_S for h in collector.hosts)
+    crowd = max(sum(1 for d in due if start <= d < start + POLL_S) for start in due)
+    assert crowd <= 2 * SCANS_PER_POLL, crowd  # all 200 fell due together before
+    for ch in channels:
+        ch.publish(LogLine("probe", "news"))
+    calls = shared.calls
+    collector.poll()
+    assert shared.calls - calls < 20  # the states, the new slots: not one more call for each of 200 hosts
+    assert sum(h.read for h in collector.hosts) == world
