@@ -6,9 +6,10 @@ the standard library only.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any, TypeVar
 
@@ -190,12 +191,19 @@ def event_kind(event: Event) -> str:
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:
-    data = asdict(event)
+    """The event's fields by name, its Status as text, and its kind: what JSON writes. Shallow: the nested
+    dicts are the event's own (dataclasses.asdict deep-copied them, two thirds of a fleet row's cost)."""
+    data = {name: getattr(event, name) for name in _field_names(type(event))}
     for key, value in data.items():
         if isinstance(value, Status):
             data[key] = value.value
     data["kind"] = event_kind(event)
     return data
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
 
 
 _KINDS: dict[str, type] = {
