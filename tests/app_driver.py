@@ -10,5 +10,6 @@ from stage_infos import fake
 
 if __name__ == "__main__":
     STAGES.clear()
-    STAGES.update({"ok": fake("ok"), "slow": fake("slow", timeout=120)})
+    # slow waits until cancelled: a cancel ends it at once, not after the runner's kill grace
+    STAGES.update({"ok": fake("ok"), "slow": fake("slow", "polite_wait", timeout=120)})
     sys.exit(main())

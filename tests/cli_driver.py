@@ -16,6 +16,7 @@ FAKES = {
     "segfault": fake("segfault"),
     "hang": fake("hang", timeout=1.0),
     "slow": fake("slow", timeout=120),
+    "waits": fake("waits", "polite_wait", timeout=120),  # until cancelled: a cancel ends it at once
     "nap": fake("nap"),
 }
 

@@ -67,7 +67,9 @@ async def test_theme_switch_is_remembered(tmp_path: Path, private_settings: Path
 
 async def test_quitting_during_a_run_asks_then_stops_it(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
-    app = RigcheckApp(store, FakeSampler(h200_samples()), stages=[fake("ok"), fake("slow", timeout=120)], device="cpu")
+    app = RigcheckApp(
+        store, FakeSampler(h200_samples()), stages=[fake("ok"), fake("slow", "polite_wait", timeout=120)], device="cpu"
+    )
     async with app.run_test() as pilot:
         await pilot.press("a")
         await wait_until(pilot, lambda: row(app, "slow")[2] == "running")
@@ -93,7 +95,7 @@ async def test_quitting_during_a_run_asks_then_stops_it(tmp_path: Path) -> None:
 
 async def test_quit_leaving_the_run_then_a_new_app_reattaches_to_it(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
-    stages = [fake("ok"), fake("slow", timeout=120)]
+    stages = [fake("ok"), fake("slow", "polite_wait", timeout=120)]
     app = RigcheckApp(store, FakeSampler(h200_samples()), stages=stages, device="cpu")
     async with app.run_test() as pilot:
         await pilot.press("a")

@@ -55,7 +55,7 @@ async def test_events_arrive_pushed_and_the_store_is_never_read_on_the_apps_thre
 async def test_the_live_panels_draw_on_the_engines_samples_during_a_run(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
     own = FakeSampler(h200_samples())  # an H200 the app's own sampler would show; the engine sees this CPU host
-    app = RigcheckApp(store, own, stages=[fake("slow", timeout=120)], device="cpu")
+    app = RigcheckApp(store, own, stages=[fake("slow", "polite_wait", timeout=120)], device="cpu")
     async with app.run_test(size=(120, 40)) as pilot:
         assert app.telemetry is own
         await pilot.press("1")
@@ -70,7 +70,9 @@ async def test_the_live_panels_draw_on_the_engines_samples_during_a_run(tmp_path
 
 async def test_leaving_the_app_stops_its_follower_at_once(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
-    app = RigcheckApp(store, FakeSampler(h200_samples()), stages=[fake("slow", timeout=120)], device="cpu")
+    app = RigcheckApp(
+        store, FakeSampler(h200_samples()), stages=[fake("slow", "polite_wait", timeout=120)], device="cpu"
+    )
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("1")
         await wait_until(pilot, lambda: row(app, "slow")[2] == "running")

@@ -81,7 +81,8 @@ def test_cancel_keeps_the_intervals_measured_so_far(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
     run_id = store.begin_run(["burn"], "cpu", "quick", sys.executable, [])
     events: list = []
-    plan = RunPlan(run_id, RunRequest((BURN,), "cpu", "quick", options={"duration": 60.0}), tmp_path / "logs")
+    # 30 s: intervals of 1.5 s, so three come soon and the cancel still lands long before the burn's end
+    plan = RunPlan(run_id, RunRequest((BURN,), "cpu", "quick", options={"duration": 30.0}), tmp_path / "logs")
     run = Run(plan, [events.append, lambda e: store.record(run_id, e)])
     run.start()
     deadline = time.monotonic() + 60

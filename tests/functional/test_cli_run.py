@@ -7,8 +7,10 @@ import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from cli_calls import rigcheck
 from consumers import junit_schema_problems
 from prometheus_client.parser import text_string_to_metric_families
@@ -25,8 +27,27 @@ def run_cli(*args: str, store: Path, timeout: float = 120) -> subprocess.Complet
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout, check=False, cwd=TESTS_DIR)
 
 
-def test_summary_alone_on_stdout_unwrapped_and_each_verdict_once(tmp_path: Path) -> None:
-    done = run_cli("ok", "warns", store=tmp_path / "s.db")
+@dataclass(frozen=True)
+class Runs:
+    """Runs made once for the module's tests that only read them: each costs a start of the CLI and its child."""
+
+    store: Path
+    relaxed: subprocess.CompletedProcess[str]  # run 1: ok, warns
+    strict: subprocess.CompletedProcess[str]  # run 2: the same under --strict, with --junit
+    junit: Path  # run 2's JUnit file
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    folder = tmp_path_factory.mktemp("cli-run")
+    store, junit = folder / "s.db", folder / "strict.xml"
+    relaxed = run_cli("ok", "warns", store=store)
+    strict = run_cli("ok", "warns", "--strict", "--junit", str(junit), store=store)
+    return Runs(store, relaxed, strict, junit)
+
+
+def test_summary_alone_on_stdout_unwrapped_and_each_verdict_once(runs: Runs) -> None:
+    done = runs.relaxed
     assert done.returncode == 0, done.stderr
     # stdout: the summary tables only; a long sentence stays on one line although COLUMNS=80
     assert "rigcheck run 1" in done.stdout and "measurements" in done.stdout
@@ -45,10 +66,9 @@ def test_exit_codes_follow_the_worst_verdict(tmp_path: Path) -> None:
     assert run_cli("fails", "segfault", store=tmp_path / "s.db").returncode == 3
 
 
-def test_strict_makes_a_warn_fail_the_run(tmp_path: Path) -> None:
-    assert run_cli("ok", "warns", store=tmp_path / "s.db").returncode == 0
-    strict = run_cli("ok", "warns", "--strict", store=tmp_path / "s.db")
-    assert strict.returncode == 1 and "--strict: 1 WARN" in strict.stderr
+def test_strict_makes_a_warn_fail_the_run(runs: Runs, tmp_path: Path) -> None:
+    assert runs.relaxed.returncode == 0
+    assert runs.strict.returncode == 1 and "--strict: 1 WARN" in runs.strict.stderr
     assert run_cli("ok", "--strict", store=tmp_path / "s.db").returncode == 0  # nothing to fail on
 
 
@@ -70,11 +90,9 @@ def stored_outcome(store: Path, run: str) -> dict[str, object]:
     }
 
 
-def test_strict_is_stored_with_the_exit_code_it_returned(tmp_path: Path) -> None:
-    store = tmp_path / "s.db"
-    assert run_cli("ok", "warns", store=store).returncode == 0
-    assert run_cli("ok", "warns", "--strict", store=store).returncode == 1
-    relaxed, strict = stored_outcome(store, "1"), stored_outcome(store, "2")
+def test_strict_is_stored_with_the_exit_code_it_returned(runs: Runs) -> None:
+    assert runs.relaxed.returncode == 0 and runs.strict.returncode == 1
+    relaxed, strict = stored_outcome(runs.store, "1"), stored_outcome(runs.store, "2")
     assert relaxed == {"history exit": "0", "json": (0, 0, 0), "prom": (0, 0, 0), "junit failures": "0"}
     assert strict == {"history exit": "1", "json": (1, 1, 1), "prom": (1, 1, 1), "junit failures": "1"}
 
@@ -87,16 +105,27 @@ def test_a_stage_named_twice_runs_once_in_order_of_first_mention(tmp_path: Path)
     assert [s["name"] for s in Store(tmp_path / "s.db").report(1)["stages"]] == ["skips", "ok"]
 
 
-def test_a_timeout_streams_plain_text_without_markup_tags(tmp_path: Path) -> None:
-    done = run_cli("hang", store=tmp_path / "s.db")
+Outcome = tuple[subprocess.CompletedProcess[str], Path]
+
+
+@pytest.fixture(scope="module")
+def every_outcome(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+    """One run with a stage of each outcome, a hung one among them, and its JUnit file."""
+    folder = tmp_path_factory.mktemp("cli-run-every")
+    out = folder / "junit.xml"
+    stages = ("ok", "warns", "fails", "skips", "segfault", "hang")
+    return run_cli(*stages, "--junit", str(out), store=folder / "s.db"), out
+
+
+def test_a_timeout_streams_plain_text_without_markup_tags(every_outcome: Outcome) -> None:
+    done, _ = every_outcome
     assert done.returncode == 3
     assert "TIMEOUT: ran past its 1 s limit" in done.stderr
     assert "[red]" not in done.stderr and "[/]" not in done.stderr and "Traceback" not in done.stderr
 
 
-def test_junit_has_one_case_per_verdict_with_failures_errors_and_skips(tmp_path: Path) -> None:
-    out = tmp_path / "junit.xml"
-    done = run_cli("ok", "warns", "fails", "skips", "segfault", "hang", "--junit", str(out), store=tmp_path / "s.db")
+def test_junit_has_one_case_per_verdict_with_failures_errors_and_skips(every_outcome: Outcome) -> None:
+    done, out = every_outcome
     assert done.returncode == 3 and done.stdout
     root = ET.parse(out).getroot()
     assert root.tag == "testsuites"
@@ -114,11 +143,11 @@ def test_junit_has_one_case_per_verdict_with_failures_errors_and_skips(tmp_path:
     assert cases["rigcheck.skips"].find("skipped") is not None
 
 
-def test_junit_under_strict_counts_a_warn_as_a_failure(tmp_path: Path) -> None:
-    out = tmp_path / "junit.xml"
-    assert run_cli("warns", "--strict", "--junit", str(out), store=tmp_path / "s.db").returncode == 1
-    case = ET.parse(out).getroot().find("testsuite/testcase")
-    assert case is not None and case.find("failure").get("type") == "WARN"
+def test_junit_under_strict_counts_a_warn_as_a_failure(runs: Runs) -> None:
+    assert runs.strict.returncode == 1
+    cases = {case.get("classname"): case for case in ET.parse(runs.junit).getroot().iter("testcase")}
+    assert cases["rigcheck.warns"].find("failure").get("type") == "WARN"
+    assert cases["rigcheck.ok"].find("failure") is None
 
 
 def test_two_stores_in_one_folder_keep_their_own_logs(tmp_path: Path) -> None:

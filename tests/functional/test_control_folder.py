@@ -74,7 +74,7 @@ def test_a_taken_fixed_folder_never_stops_cancel(tmp_path: Path, kind: str) -> N
     env = shell(tmp_path)
     plant(Path(env["TMPDIR"]) / f"rigcheck-{os.getuid()}", kind)
     store = tmp_path / "s.db"
-    started = cli(store, env, "run", "ok", "slow", "--detach", "--no-telemetry")
+    started = cli(store, env, "run", "ok", "waits", "--detach", "--no-telemetry")
     assert started.returncode == 0, started.stderr
     cancelled = cli(store, env, "cancel", "1")
     assert "Traceback" not in cancelled.stderr
@@ -90,7 +90,7 @@ def test_cancel_finds_the_run_whatever_xdg_runtime_dir_the_caller_has(tmp_path: 
     for folder in (first, second):
         folder.mkdir(mode=0o700)
     store = tmp_path / "s.db"
-    started = cli(store, shell(tmp_path, first), "run", "ok", "slow", "--detach", "--no-telemetry")
+    started = cli(store, shell(tmp_path, first), "run", "ok", "waits", "--detach", "--no-telemetry")
     assert started.returncode == 0, started.stderr
     for env in (shell(tmp_path, second), shell(tmp_path)):  # another runtime folder, or none at all
         listed = cli(store, env, "runs")
@@ -141,7 +141,7 @@ async def test_c_in_the_app_never_crashes_it(tmp_path: Path, monkeypatch: pytest
     (tmp_path / "tmp").mkdir()
     plant(tmp_path / "tmp" / f"rigcheck-{os.getuid()}", "a-file")  # the engine is started under this TMPDIR
     store = Store(tmp_path / "s.db")
-    stages = [fake("slow", timeout=120), fake("slow2", "slow", timeout=120)]
+    stages = [fake("slow", "polite_wait", timeout=120), fake("slow2", "polite_wait", timeout=120)]
     app = RigcheckApp(store, FakeSampler(h200_samples()), stages=stages, device="cpu")
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("a")

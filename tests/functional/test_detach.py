@@ -48,7 +48,8 @@ def stage_status(path: Path, run_id: int, stage: str) -> str | None:
 
 
 def request(*names: str, telemetry: bool = False) -> RunRequest:
-    infos = {"slow": fake("slow", timeout=120)}
+    # waits: until cancelled, as real stages stop (slow sleeps through a cancel, until the runner kills it 3 s on)
+    infos = {"slow": fake("slow", timeout=120), "waits": fake("waits", "polite_wait", timeout=120)}
     return RunRequest(tuple(infos.get(n, fake(n)) for n in names), "cpu", "quick", telemetry=telemetry)
 
 
@@ -107,8 +108,8 @@ def test_two_follow_commands_print_the_same_summary(tmp_path: Path) -> None:
 
 def test_cancel_from_a_follower(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
-    run_id, _ = spawn(path, request("ok", "slow"))
-    wait_for(lambda: stage_status(path, run_id, "slow") == "running")
+    run_id, _ = spawn(path, request("ok", "waits"))
+    wait_for(lambda: stage_status(path, run_id, "waits") == "running")
     listed = cli(path, "runs").stdout
     assert any(line.split()[:1] == [str(run_id)] and "LIVE" in line for line in listed.splitlines()), listed
     done = cli(path, "cancel", str(run_id))
@@ -117,7 +118,7 @@ def test_cancel_from_a_follower(tmp_path: Path) -> None:
     assert followed.returncode == 130, followed.stderr  # a stopped run ends as Ctrl-C would end it
     store = Store(path)
     assert store.run(run_id)["status"] == "cancelled"
-    assert stage_status(path, run_id, "slow") == "SKIP" and stage_status(path, run_id, "ok") == "PASS"
+    assert stage_status(path, run_id, "waits") == "SKIP" and stage_status(path, run_id, "ok") == "PASS"
     listed = cli(path, "history").stdout
     assert "LIVE" not in listed and "cancelled" in listed
     again = cli(path, "cancel", str(run_id))
@@ -163,7 +164,7 @@ def test_sigkill_of_the_engine_is_marked_interrupted_at_the_next_start(tmp_path:
 
 def test_a_second_run_on_the_same_device_is_refused_unless_forced(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
-    run_id, _ = spawn(path, request("ok", "slow"))
+    run_id, _ = spawn(path, request("ok", "waits"))
     refused = cli(path, "run", "ok", "--no-telemetry")
     assert refused.returncode == 2
     assert refused.stderr.count("\n") == 1

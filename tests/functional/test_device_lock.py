@@ -33,7 +33,8 @@ def own_tmpdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def on(device: str, *names: str, force: bool = False) -> RunRequest:
-    stages = tuple(fake(n, "slow" if n == "slow" else None, timeout=120) for n in names)
+    # slow: waits until cancelled, so a SIGTERM to its engine ends the run at once, not after the kill grace
+    stages = tuple(fake(n, "polite_wait" if n == "slow" else None, timeout=120) for n in names)
     return RunRequest(stages, device, "quick", telemetry=False, options={"seconds": 20}, force=force)
 
 

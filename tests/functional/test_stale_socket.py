@@ -33,7 +33,8 @@ def own_tmpdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def slow() -> RunRequest:
-    return RunRequest((fake("slow", timeout=120),), "cpu", "quick", telemetry=False)
+    # a stage that stops when asked: a SIGTERM to its engine ends the run at once, not after the kill grace
+    return RunRequest((fake("slow", "polite_wait", timeout=120),), "cpu", "quick", telemetry=False)
 
 
 def recorded(store: Path, run_id: int) -> Path:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+import psutil
 import pytest
 from rigcheck.engine.events import LogLine, RunFinished
 from rigcheck.engine.run import follow as following
@@ -55,11 +56,15 @@ def stage_status(store: Path, run_id: int, stage: str) -> str | None:
 @contextmanager
 def stopped_engine(store: Path) -> Iterator[tuple[int, int]]:
     """A real engine carrying `ok` then `slow`, SIGSTOPped while `slow` runs; always resumed, and its run
-    stopped, at the end."""
-    run_id, engine = spawn(store, RunRequest((fake("ok"), fake("slow", timeout=120)), "cpu", "quick", telemetry=False))
+    stopped, at the end (`slow` waits until cancelled: a cancel ends it at once, not after the kill grace)."""
+    slow = fake("slow", "polite_wait", timeout=120)
+    run_id, engine = spawn(store, RunRequest((fake("ok"), slow), "cpu", "quick", telemetry=False))
     try:
         wait_for(lambda: stage_status(store, run_id, "slow") == "running", what="the slow stage")
         os.kill(engine, signal.SIGSTOP)
+        # SIGSTOP lands a moment later: a follower started before it would find a running engine, whose
+        # stream it then waits on in vain (a subscribe that times out is not tried again)
+        wait_for(lambda: psutil.Process(engine).status() == psutil.STATUS_STOPPED, what="the engine to stop")
         yield run_id, engine
     finally:
         with suppress(ProcessLookupError):
@@ -105,8 +110,11 @@ def test_cancel_of_a_stopped_engine_says_queued_and_happens_on_resume(tmp_path: 
         assert status(store, run_id) == "cancelled"  # as the message said
 
 
-def test_a_hung_engine_is_said_within_seconds_and_its_return_too(tmp_path: Path) -> None:
+def test_a_hung_engine_is_said_within_seconds_and_its_return_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An engine that is not stopped but does not answer (hung): the follower's ping times out."""
+    monkeypatch.setattr(following, "CHECK_S", 0.5)  # silence before a ping; the ping's own timeout is unchanged
     store = Store(tmp_path / "s.db")
     run_id = store.begin_run(["ok"], "cpu", "quick", sys.executable, ["test"])  # live: this process's own
     hang = threading.Event()
@@ -136,7 +144,8 @@ def test_a_hung_engine_is_said_within_seconds_and_its_return_too(tmp_path: Path)
     assert [type(i).__name__ for i in seen if not isinstance(i, following.EngineQuiet)] == ["LogLine", "RunFinished"]
 
 
-def test_an_answering_engine_is_never_said_to_be_quiet(tmp_path: Path) -> None:
+def test_an_answering_engine_is_never_said_to_be_quiet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(following, "CHECK_S", 0.5)  # silence before a ping; the ping's own timeout is unchanged
     store = Store(tmp_path / "s.db")
     run_id = store.begin_run(["ok"], "cpu", "quick", sys.executable, ["test"])
     server = ControlServer(control_path(store.path, run_id), lambda op: None)
@@ -145,7 +154,7 @@ def test_an_answering_engine_is_never_said_to_be_quiet(tmp_path: Path) -> None:
     thread = threading.Thread(target=lambda: seen.extend(follower.follow()), daemon=True)
     thread.start()
     try:
-        time.sleep(6)  # three checks' worth of silence from the run, but the engine answers each ping
+        time.sleep(3 * following.CHECK_S)  # three checks' worth of silence from the run; the engine answers each ping
         store.record(run_id, RunFinished(run_id, "complete", 0))
         thread.join(30)
     finally:
@@ -179,7 +188,9 @@ async def test_the_app_says_a_stopped_engine_is_stopped(tmp_path: Path, monkeypa
 
     monkeypatch.setenv("RIGCHECK_CONFIG", str(tmp_path / "settings.json"))
     store = Store(tmp_path / "s.db")
-    app = RigcheckApp(store, FakeSampler(h200_samples()), stages=[fake("slow", timeout=120)], device="cpu")
+    app = RigcheckApp(
+        store, FakeSampler(h200_samples()), stages=[fake("slow", "polite_wait", timeout=120)], device="cpu"
+    )
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("a")
         await wait_until(pilot, lambda: row(app, "slow")[2] == "running")
