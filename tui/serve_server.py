@@ -29,6 +29,7 @@ from rigcheck.tui.serve_token import token_matches
 from textual_serve.server import Server, to_int
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+SHUTDOWN_S = 2.0  # after SIGINT or SIGTERM, how long open tabs get before their sessions are cut
 
 
 def host_name(netloc: str) -> str:
@@ -134,6 +135,9 @@ class RigcheckServer(Server):
             port=self.port,
             handle_signals=False,
             loop=loop,
+            # an open tab's websocket handler would keep aiohttp waiting up to its 60 s default after Ctrl-C;
+            # past this its handler is cancelled, which stops that tab's app process
+            shutdown_timeout=SHUTDOWN_S,
             print=lambda _message: self.on_listening(),  # called once every socket is bound
             access_log_class=AccessLog,
         )
