@@ -35,11 +35,9 @@ def plain(value: Any) -> Any:
         return value if type(value).__module__ == events.__name__ else plain(value.value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         if type(value).__module__ == events.__name__:
-            fields = {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-            return dataclasses.replace(value, **{k: v for k, v in fields.items() if _init_field(value, k)})
+            made = {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+            return dataclasses.replace(value, **made)
         return plain(dataclasses.asdict(value))
-    if isinstance(value, bool):
-        return bool(value)
     if isinstance(value, str):
         return str(value)
     if isinstance(value, int):
@@ -61,10 +59,6 @@ def plain(value: Any) -> Any:
         if isinstance(got, bool | int | float):
             return plain(got)
     return str(value)
-
-
-def _init_field(event: Any, name: str) -> bool:
-    return next(f for f in dataclasses.fields(event) if f.name == name).init
 
 
 class _EventUnpickler(pickle.Unpickler):
