@@ -11,23 +11,29 @@ from pathlib import Path
 
 from fleet_memory import MemoryStore, channel
 from rigcheck.engine.events import LogLine
+from rigcheck.engine.fleet.channel import FleetChannel
 from rigcheck.engine.fleet.collector import SCAN_EVERY_S, Collector
 from rigcheck.engine.store import Store
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "fleet_scale.py"
 
 
-def test_idle_agents_cost_rank_0_a_few_store_calls_a_poll_not_several_each(tmp_path: Path) -> None:
-    world = 200
+def announced_fleet(tmp_path: Path, world: int) -> tuple[MemoryStore, list[FleetChannel], Collector]:
+    """`world` agents on one in-memory store, each announced with one beat, and rank 0's collector not yet polled."""
     shared = MemoryStore()
     channels = [channel(shared, rank, world) for rank in range(world)]
     store = Store(tmp_path / "s.db")
     run_id = store.begin_fleet_run(["probe"], "quick", "python3", [], {"id": "t"})
     collector = Collector(store, run_id, channels[0], {"id": "t"}, 30.0, 30.0)
-    collector.open_phase("links")
     for rank, ch in enumerate(channels):
         ch.announce({"name": f"h{rank}"})
         ch.beat()
+    return shared, channels, collector
+
+
+def test_idle_agents_cost_rank_0_a_few_store_calls_a_poll_not_several_each(tmp_path: Path) -> None:
+    shared, channels, collector = announced_fleet(tmp_path, 200)
+    collector.open_phase("links")
     collector.poll()  # every agent joins (and is scanned once)
     for ch in channels:
         ch.beat()
@@ -38,8 +44,8 @@ def test_idle_agents_cost_rank_0_a_few_store_calls_a_poll_not_several_each(tmp_p
     calls = shared.calls
     collector.poll()
     assert shared.calls - calls < 15
-    with sqlite3.connect(store.path) as db:
-        rows = db.execute("SELECT kind FROM events WHERE run_id = ? AND host = 'h7'", (run_id,)).fetchall()
+    with sqlite3.connect(collector.store.path) as db:
+        rows = db.execute("SELECT kind FROM events WHERE run_id = ? AND host = 'h7'", (collector.run_id,)).fetchall()
     assert rows == [("LogLine",)]
     assert SCAN_EVERY_S >= 5  # the scan that finds what no state announced is rare
 
@@ -95,14 +101,7 @@ def test_hosts_with_news_cost_no_round_trip_past_their_slots_and_scans_are_sprea
     from rigcheck.engine.fleet.collector import POLL_S, SCANS_PER_POLL
 
     world = 200
-    shared = MemoryStore()
-    channels = [channel(shared, rank, world) for rank in range(world)]
-    store = Store(tmp_path / "s.db")
-    run_id = store.begin_fleet_run(["probe"], "quick", "python3", [], {"id": "t"})
-    collector = Collector(store, run_id, channels[0], {"id": "t"}, 30.0, 30.0)
-    for rank, ch in enumerate(channels):
-        ch.announce({"name": f"h{rank}"})
-        ch.beat()
+    shared, channels, collector = announced_fleet(tmp_path, world)
     collector.poll()
     due = sorted(h.scanned + SCAN_EVERY_S for h in collector.hosts)
     crowd = max(sum(1 for d in due if start <= d < start + POLL_S) for start in due)
