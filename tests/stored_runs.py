@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+
 from rigcheck.engine.events import Measurement, StageFinished, StageStarted, Status, Verdict
 from rigcheck.engine.store import Store
 
@@ -27,4 +29,15 @@ def two_gpu_run(store: Store) -> int:
     store.record(run_id, Verdict("matmul", "sweep", Status.FAIL, "cuda:1 is far below cuda:0", device="cuda:1"))
     store.record(run_id, StageFinished("matmul", Status.FAIL, 0))
     store.end_run(run_id, "complete", 1)
+    return run_id
+
+
+def dead_engine_run(store: Store) -> int:
+    """A running run whose engine is gone (the pid of a process that has exited), then the store closed:
+    opening it where it can be written marks the run interrupted."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    run_id = store.begin_run(["probe"], "cpu", "quick", "python", [])
+    store._write("UPDATE runs SET pid = ? WHERE id = ?", (gone.pid, run_id))
+    store.close()
     return run_id

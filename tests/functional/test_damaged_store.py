@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from cli_calls import RIGCHECK, assert_one_line_error, rigcheck
 from rigcheck.engine.store import Store
+from stored_runs import dead_engine_run
 
 PAGE = 4096
 
@@ -73,13 +74,7 @@ def test_one_bad_stage_list_leaves_the_other_runs_listed_and_says_so(tmp_path: P
 
 def dead_run_store(path: Path) -> int:
     """A store holding a run whose engine is gone: opening it where it can be written marks it interrupted."""
-    store = filled_store(path, runs=2)
-    gone = subprocess.Popen(["true"])
-    gone.wait()
-    run_id = store.begin_run(["probe"], "cpu", "quick", "python", [])
-    store._write("UPDATE runs SET pid = ? WHERE id = ?", (gone.pid, run_id))
-    store.close()
-    return run_id
+    return dead_engine_run(filled_store(path, runs=2))
 
 
 def test_opening_a_store_it_may_not_write_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -29,6 +29,7 @@ from rigcheck.engine.store.schema import StoreBase, open_reading
 from rigcheck.engine.telemetry.sample import HostSample
 from rigcheck.engine.telemetry.sampler import Sampler
 from store_fault_cli import info
+from stored_runs import dead_engine_run
 
 LOCKER = """
 import sqlite3, sys
@@ -223,13 +224,7 @@ def test_a_clean_run_keeps_its_reserve_until_its_end(tmp_path: Path) -> None:
 
 
 def dead_run(path: Path) -> int:
-    store = Store(path)
-    gone = subprocess.Popen(["true"])
-    gone.wait()
-    run_id = store.begin_run(["probe"], "cpu", "quick", "python", [])
-    store._write("UPDATE runs SET pid = ? WHERE id = ?", (gone.pid, run_id))
-    store.close()
-    return run_id
+    return dead_engine_run(Store(path))
 
 
 def full_disk(*args: object, **kwargs: object) -> None:
