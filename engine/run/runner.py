@@ -269,10 +269,8 @@ class Run:
                 self._emit(Verdict(info.name, info.name, Status.SKIP, nothing, device=request.device))
                 self._emit(StageFinished(info.name, Status.SKIP))
                 continue
-            if info.throughput:
-                self.warm.wait_ahead_ready(
-                    AHEAD_READY_S, self._cancel_stage.is_set
-                )  # no import of ours beside a figure
+            if info.throughput:  # no import of rigcheck's own runs beside a figure
+                self.warm.wait_ahead_ready(AHEAD_READY_S, self._cancel_stage.is_set)
             elif not request.cold:
                 self._start_ahead(request.stages[index + 1 :])
             if self.before_stage is not None:
@@ -297,17 +295,19 @@ class Run:
         if fresh is None:
             return
         plan.log_dir.mkdir(parents=True, exist_ok=True)
-        program, folder = absolute_program(request.python), plan.log_dir.absolute()
+        program, folder, env = absolute_program(request.python), plan.log_dir.absolute(), self._child_env(fresh)
         for batch in stage_batches(fresh, plan):
             for child in batch:
-                key: WarmKey = (request.python, child.device, fresh.extra_paths)
                 log_path = child.log_path(plan.log_dir, fresh.name)
-                env = self._child_env(fresh)
                 self.warm.start_ahead(
                     fresh.name,
-                    key,
-                    lambda env=env, log_path=log_path: start_warm(program, env, folder, log_path, "ready"),
+                    self._warm_key(fresh, child),
+                    lambda log_path=log_path: start_warm(program, env, folder, log_path, "ready"),
                 )
+
+    def _warm_key(self, info: StageInfo, child: Child) -> WarmKey:
+        """Which warm child may run this stage's child: the same interpreter, device and extra import paths."""
+        return (self.plan.request.python, child.device, info.extra_paths)
 
     def _order(self, info: StageInfo, child: Child, log_path: Path) -> StageOrder:
         request = self.plan.request
@@ -326,7 +326,7 @@ class Run:
     def _warm_child(self, info: StageInfo, child: Child, log_path: Path) -> tuple[WarmChild, WarmKey]:
         """The device's warm child with this stage's order sent; a fresh one where none is idle or it died."""
         request = self.plan.request
-        key: WarmKey = (request.python, child.device, info.extra_paths)
+        key = self._warm_key(info, child)
         order = self._order(info, child, log_path)
         warm = self.warm.take(key)
         if warm is None and not info.extra_paths:
@@ -346,8 +346,7 @@ class Run:
     def _ahead_child(self, info: StageInfo, child: Child, log_path: Path) -> WarmChild | None:
         """The child started ahead for this stage and device, with the stage's order sent; None where there is
         none or it could not take the order (the stage then starts a fresh one, as without it)."""
-        key: WarmKey = (self.plan.request.python, child.device, info.extra_paths)
-        ahead = self.warm.take_ahead(info.name, key, AHEAD_READY_S, self._cancel_stage.is_set)
+        ahead = self.warm.take_ahead(info.name, self._warm_key(info, child), AHEAD_READY_S, self._cancel_stage.is_set)
         if ahead is not None and ahead.send(self._order(info, child, log_path)):
             return ahead
         if ahead is not None:
