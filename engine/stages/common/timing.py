@@ -122,7 +122,7 @@ def _done(
     """Past the floors; and, where the repeats are sized by their spread, agreeing or past the ceiling."""
     if not settle:
         return len(pairs) >= min_reps and elapsed_s >= min_seconds
-    return enough([p for p, _ in pairs], elapsed_s, min_reps, min_seconds, max_seconds)
+    return enough([p for p, _ in pairs[-min_reps:]], elapsed_s, min_reps, min_seconds, max_seconds)  # it reads those
 
 
 def group_size(per_call_s: float, group_seconds: float) -> int:
