@@ -29,6 +29,9 @@ def gpu_count(reading: NodeReading, expected: int | None, source: str) -> Verdic
     found = len(reading.gpus)
     numbers = {"found": found, "expected": expected, "pci": reading.pci_gpus}
     nvidia = sum(g.health.vendor == "NVIDIA" for g in reading.gpus)
+    if reading.unknown:  # a driver that cannot be read cannot be counted
+        why = f"GPUs could not be counted: {'; '.join(reading.unknown)}"
+        return verdict("gpu-count", "node", Status.SKIP, why, "GPUs not counted", numbers | {"missing": why})
     if reading.pci_gpus > nvidia:
         text = (
             f"the PCI bus lists {reading.pci_gpus} NVIDIA GPU(s) but the driver reaches {nvidia}: a GPU has fallen "

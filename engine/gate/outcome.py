@@ -45,8 +45,27 @@ def state_of(verdicts: Iterable[Verdict], unknown: Iterable[str] = ()) -> str:
     return OK
 
 
+# the few words for the health stage's own checks, which carry no "short" of their own
+SHORT = {
+    ("ecc", Status.FAIL): "uncorrectable ECC",
+    ("ecc", Status.WARN): "ECC errors",
+    ("row-remap", Status.FAIL): "row remap failed",
+    ("row-remap", Status.WARN): "row remap pending",
+    ("retired-pages", Status.FAIL): "page retirement failed",
+    ("retired-pages", Status.WARN): "page retirement pending",
+    ("persistence", Status.WARN): "persistence off",
+    ("power-limit", Status.WARN): "power limit lowered",
+    ("partition", Status.WARN): "partitioned",
+    ("fabric", Status.FAIL): "NVSwitch fabric down",
+    ("fabric", Status.WARN): "NVSwitch fabric registering",
+}
+
+
 def _phrase(verdict: Verdict) -> str:
-    return str(verdict.numbers.get("short") or f"{verdict.device} {verdict.check}").strip()
+    short = verdict.numbers.get("short") or SHORT.get((verdict.check, verdict.status), verdict.check)
+    return str(
+        short if str(short).startswith(verdict.device) or verdict.device == "node" else f"{verdict.device} {short}"
+    )
 
 
 def fit(text: str, limit: int = LINE_MAX) -> str:

@@ -15,11 +15,12 @@ from rigcheck.engine.facts.amd_health import AmdHealthReader
 from rigcheck.engine.facts.health_model import GpuHealth, HealthReader, Missing
 from rigcheck.engine.facts.nvidia_health import NvidiaHealthReader, NvmlBroken
 from rigcheck.engine.gate.kmsg import KernelLog, read_kernel_log
-from rigcheck.engine.hw.amdgpu import DRM_ROOT
+from rigcheck.engine.hw.amdgpu import DRM_ROOT, amdgpu_module_version
 from rigcheck.engine.hw.nvml import NvmlFailure
+from rigcheck.engine.hw.pci import PCI_DEVICES
 from rigcheck.engine.hw.sysfs import read_text
 
-PCI_ROOT = Path("/sys/bus/pci/devices")
+PCI_ROOT = PCI_DEVICES
 NVIDIA_VENDOR = "0x10de"
 DISPLAY_CLASSES = ("0x0300", "0x0302")  # VGA and 3D controllers: GPUs, not NVSwitches or audio functions
 
@@ -110,7 +111,7 @@ def _amd(reading: NodeReading, drm_root: Path) -> None:
     except RuntimeError as error:
         reading.absent.append(str(error))
         return
-    version = read_text(Path("/sys/module/amdgpu/version"))
+    version = amdgpu_module_version()
     if version:
         reading.driver["AMD"] = version
     cards = reader.cards  # type: ignore[attr-defined]
