@@ -16,7 +16,8 @@ PREFIX = "rigcheck:"
 REASON_MAX = 100  # the summary (80) and the prefix; scontrol takes longer, `sinfo -R` shows about this much
 SCONTROL_TIMEOUT_S = 15.0  # below Slurm's 60 s HealthCheckProgram limit and NHC's 30 s watchdog
 _STATE = re.compile(r"\bState=(\S+)")
-_REASON = re.compile(r"\bReason=(.*?)(?: \[[^\]]*\])?(?= \w+=|$)")
+_REASON = re.compile(r"\bReason=(.*?) \[[^\]\s]*@[^\]\s]*\]")  # "Reason=why [user@time]"
+_BARE_REASON = re.compile(r"\bReason=(.*?)(?= \w+=|$)")
 
 Run = Callable[[list[str]], tuple[int, str]]
 
@@ -56,7 +57,7 @@ def parse_node(text: str) -> NodeState | None:
     state = _STATE.search(text)
     if state is None:
         return None
-    reason = _REASON.search(text)
+    reason = _REASON.search(text) or _BARE_REASON.search(text)
     value = reason.group(1).strip() if reason else ""
     return NodeState(state.group(1), "" if value in ("(null)", "none", "None") else value)
 
