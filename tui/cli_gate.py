@@ -86,13 +86,15 @@ def _run_check(args: argparse.Namespace) -> Any:
     return passive_check(store, args.expect_gpus, kernel_log, args.expect_idle, argv)
 
 
-def _print(result: Any, verbose: bool) -> None:
-    print(result.line)
+def _print(result: Any, verbose: bool, style: str) -> None:
+    """The summary line first; the details after it, on stderr for npd, which takes all of stdout as the message."""
+    print(result.line, flush=True)
+    details = sys.stderr if style == "npd" else sys.stdout
     for verdict in result.verdicts:
         if verbose or verdict.status.value not in ("PASS", "SKIP") or could_not_check(verdict):
-            print(f"{verdict.status.value:<5} {verdict.check:<14} {verdict.explanation}")
+            print(f"{verdict.status.value:<5} {verdict.check:<14} {verdict.explanation}", file=details)
     for why in result.reading.unknown:
-        print(f"UNKNOWN {why}")
+        print(f"UNKNOWN {why}", file=details)
     if result.store_error:
         print(f"note: {result.store_error}", file=sys.stderr)
     elif result.run_id is not None:
@@ -105,7 +107,7 @@ def command_check(args: argparse.Namespace) -> int:
         result = _run_check(args)
     finally:
         timer.cancel()
-    _print(result, args.verbose)
+    _print(result, args.verbose, args.exit_style)
     return result.code(args.exit_style)
 
 
@@ -117,7 +119,7 @@ def command_slurm_health(args: argparse.Namespace) -> int:
         result = _run_check(args)
     finally:
         timer.cancel()
-    _print(result, args.verbose)
+    _print(result, args.verbose, args.exit_style)
     said, went_well = act(node_name(args.node), result.state, result.line, dry_run=args.dry_run)
     print(f"slurm: {said}", file=sys.stderr)
     code = result.code(args.exit_style)
