@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 from ci_tools import skip_or_fail
+from rigcheck.engine.gate.passive import GateResult, passive_check
+from rigcheck.engine.gate.read import read_node
+from rigcheck.engine.hw import nvml as hw_nvml
+from rigcheck.engine.store import Store
 
 SOURCE = Path(__file__).resolve().parent / "fake_nvml_gate.c"
 BUS = {0: "0000:18:00", 1: "0000:19:00"}  # the fake's GPUs, as the driver writes them in XID lines
@@ -41,6 +45,38 @@ def gate_env(library: Path, state: Path) -> dict[str, str]:
     return os.environ | {"LD_LIBRARY_PATH": str(library.parent), "FAKE_NVML_STATE": str(state)}
 
 
-@pytest.fixture(scope="session")
-def gate_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture(scope="session", name="gate_library")
+def gate_library_fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_gate_nvml(tmp_path_factory.mktemp("gate-nvml"))
+
+
+@pytest.fixture(name="node")
+def node_fixture(gate_library: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Node:
+    monkeypatch.setattr(hw_nvml, "LIBRARY", str(gate_library))
+    state = tmp_path / "nvml-state"
+    write_state(state)
+    monkeypatch.setenv("FAKE_NVML_STATE", str(state))
+    return Node(tmp_path, state)
+
+
+class Node:
+    """One fake node: its NVML faults, kernel log, empty PCI and drm trees, and its store."""
+
+    def __init__(self, folder: Path, state: Path) -> None:
+        self.folder, self.state = folder, state
+        self.log = folder / "kmsg"
+        self.log.write_text("6,1,1000,-;Linux version 6.1\n")
+        (folder / "pci").mkdir()
+        (folder / "drm").mkdir()
+        self.store = Store(folder / "store.db")
+
+    def faults(self, **faults: int | str) -> None:
+        write_state(self.state, **faults)
+
+    def xid(self, seq: int, gpu: int, code: int, text: str = "pid=1234, name=python") -> None:
+        with self.log.open("a") as log:
+            log.write(kmsg_line(seq, gpu, code, text))
+
+    def check(self, expect: int | None = None, idle: bool = False, store: bool = True) -> GateResult:
+        reading = read_node(self.log, drm_root=self.folder / "drm", pci_root=self.folder / "pci")
+        return passive_check(self.store if store else None, expect, expect_idle=idle, reading=reading)

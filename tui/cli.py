@@ -26,7 +26,7 @@ from rigcheck.engine.stage import PROFILES, parse_device
 from rigcheck.engine.store import StoreError
 from rigcheck.tui.cli_fleet import command_fleet
 from rigcheck.tui.cli_follow import command_cancel, command_follow
-from rigcheck.tui.cli_gate import command_check, command_gpu_history, command_slurm_health
+from rigcheck.tui.cli_gate import command_check, command_gpu_history, command_slurm_health, health_source
 from rigcheck.tui.cli_parser import build_parser
 from rigcheck.tui.cli_run import command_run
 from rigcheck.tui.serve import command_serve
@@ -135,7 +135,8 @@ def command_monitor(args: argparse.Namespace) -> int:
     if args.prom_textfile and args.json:
         raise UsageError("--json and --prom-textfile: choose one")
     prom = textfile_path(args.prom_textfile) if args.prom_textfile else None
-    return monitor(args.interval, args.count, args.json, prom_file=prom)
+    health = health_source(args.store) if prom else None  # the newest health run's verdicts (issue 33)
+    return monitor(args.interval, args.count, args.json, prom_file=prom, health=health)
 
 
 def command_app(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -140,3 +141,29 @@ def command_gpu_history(args: argparse.Namespace) -> int:
             f"{row['remapped']:>5}  {row['pcie']:<9}  {row['xids']}"
         )
     return 0
+
+
+def health_source(store_arg: str | None) -> Callable[[], dict[str, Any] | None]:
+    """For `monitor --prom-textfile`: the newest health run's report, read again only when a newer run lands.
+    A store that is not there (it is never made for this) or cannot be read gives None: the monitor goes on."""
+    from rigcheck.engine.report.prom_health import latest_health_run
+    from rigcheck.engine.store import STORE_ENV, Store, default_store_path
+
+    named = store_arg or os.environ.get(STORE_ENV)
+    path = Path(named).expanduser() if named else default_store_path()
+    held: dict[str, Any] = {}
+
+    def newest() -> dict[str, Any] | None:
+        if not path.is_file():
+            return None
+        try:
+            if "store" not in held:
+                held["store"] = Store(path)
+            run_id = latest_health_run(held["store"])
+            if run_id is not None and held.get("run_id") != run_id:
+                held["report"], held["run_id"] = held["store"].report(run_id), run_id
+        except Exception:  # a store being written, locked or damaged: the telemetry still goes out
+            return held.get("report")
+        return held.get("report")
+
+    return newest

@@ -98,6 +98,7 @@ def gpu_record(gpu: GateGpu, log: KernelLog | Missing) -> dict[str, Any]:
                 codes[record.code] = codes.get(record.code, 0) + 1
     return {
         "label": gpu.label,
+        "index": health.index,
         "uuid": gpu.uuid,
         "vendor": health.vendor,
         "name": health.name,

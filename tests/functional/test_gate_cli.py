@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gate_fakes import gate_env, gate_library, kmsg_line, write_state  # noqa: F401 - a fixture
+from gate_fakes import gate_env, gate_library_fixture, kmsg_line, write_state  # noqa: F401 - a fixture
 
 PROBE = (
     "import sys; from rigcheck.tui.cli import main; code = main(sys.argv[1:]); "
@@ -26,7 +26,7 @@ def rigcheck(library: Path, state: Path, *args: str, timeout: float = 120) -> su
     )
 
 
-def test_check_never_imports_torch_and_speaks_each_exit_style(gate_library: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_check_never_imports_torch_and_speaks_each_exit_style(gate_library: Path, tmp_path: Path) -> None:
     state, log, store = tmp_path / "state", tmp_path / "kmsg", str(tmp_path / "store.db")
     write_state(state)
     log.write_text(kmsg_line(5, 1, 13, "Graphics Exception"))
@@ -45,7 +45,7 @@ def test_check_never_imports_torch_and_speaks_each_exit_style(gate_library: Path
         assert style != "npd" or done.stdout.count("\n") == 1
 
 
-def test_a_wedged_driver_gives_unknown_before_the_timeout(gate_library: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_a_wedged_driver_gives_unknown_before_the_timeout(gate_library: Path, tmp_path: Path) -> None:
     state, log = tmp_path / "state", tmp_path / "kmsg"
     write_state(state, init_sleep=60)
     log.write_text("")
@@ -56,7 +56,7 @@ def test_a_wedged_driver_gives_unknown_before_the_timeout(gate_library: Path, tm
         assert done.stdout.startswith("UNKNOWN: the check did not finish in 2 s")
 
 
-def test_bad_input_is_one_line_and_the_usage_code(gate_library: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_bad_input_is_one_line_and_the_usage_code(gate_library: Path, tmp_path: Path) -> None:
     state = tmp_path / "state"
     write_state(state)
     done = rigcheck(gate_library, state, "check", "--no-store", "--kernel-log", str(tmp_path / "none"))
@@ -66,7 +66,7 @@ def test_bad_input_is_one_line_and_the_usage_code(gate_library: Path, tmp_path: 
     assert done.returncode == 2 and "Traceback" not in done.stderr
 
 
-def test_history_gpu_shows_one_gpus_timeline(gate_library: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_history_gpu_shows_one_gpus_timeline(gate_library: Path, tmp_path: Path) -> None:
     state, log, store = tmp_path / "state", tmp_path / "kmsg", str(tmp_path / "store.db")
     log.write_text("")
     for corrected in (12, 12, 400):

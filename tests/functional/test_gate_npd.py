@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from gate_fakes import gate_env, gate_library, write_state  # noqa: F401 - a fixture
+from gate_fakes import gate_env, gate_library_fixture, write_state  # noqa: F401 - a fixture
 
 CONFIG = Path(__file__).resolve().parents[2] / "examples" / "node-problem-detector" / "rigcheck-gpu.json"
 RIGCHECK = Path(sys.executable).with_name("rigcheck")
@@ -64,7 +64,7 @@ def run_rule(config: dict, library: Path, state: Path, folder: Path) -> tuple[in
 )
 def test_each_state_keeps_the_plugin_contract(
     config: dict,
-    gate_library: Path,  # noqa: F811
+    gate_library: Path,
     tmp_path: Path,
     faults: dict,
     code: int,
@@ -81,7 +81,7 @@ def test_each_state_keeps_the_plugin_contract(
 
 def test_a_hung_driver_answers_unknown_inside_the_rules_timeout(
     config: dict,
-    gate_library: Path,  # noqa: F811
+    gate_library: Path,
     tmp_path: Path,
 ) -> None:
     state = tmp_path / "state"

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gate_fakes import gate_library, write_state  # noqa: F401 - a fixture
+from gate_fakes import gate_library_fixture, write_state  # noqa: F401 - a fixture
 from slurm_cluster import Cluster, slurm_cluster, wait_for
 
 SHIPPED = Path(__file__).resolve().parents[2] / "examples" / "slurm" / "rigcheck-health.sh"
@@ -49,7 +49,7 @@ def wait_runs(folder: Path, more: int) -> None:
 
 
 @pytest.mark.timeout(900)
-def test_slurm_drains_on_failure_resumes_after_and_leaves_others_drains(gate_library: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_slurm_drains_on_failure_resumes_after_and_leaves_others_drains(gate_library: Path, tmp_path: Path) -> None:
     state = tmp_path / "nvml-state"
     write_state(state)
     (tmp_path / "kmsg").write_text("")

@@ -3,52 +3,17 @@ each side of its threshold, and each exit style maps the state it gives."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-from gate_fakes import gate_library, kmsg_line, write_state  # noqa: F401 - a fixture
+from gate_fakes import Node, gate_library_fixture, node_fixture  # noqa: F401 - fixtures
 from rigcheck.engine.events import Status
 from rigcheck.engine.gate.outcome import CRITICAL, LINE_MAX, OK, UNKNOWN, WARN, exit_code
-from rigcheck.engine.gate.passive import GateResult, passive_check
-from rigcheck.engine.gate.read import read_node
+from rigcheck.engine.gate.passive import GateResult
 from rigcheck.engine.hw import nvml as hw_nvml
-from rigcheck.engine.store import Store
 
 STYLES = ("rigcheck", "nagios", "npd")
 CODES = {OK: (0, 0, 0), WARN: (0, 1, 0), CRITICAL: (1, 2, 1), UNKNOWN: (7, 3, 2)}
-
-
-@pytest.fixture
-def node(gate_library: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Node:  # noqa: F811
-    monkeypatch.setattr(hw_nvml, "LIBRARY", str(gate_library))
-    state = tmp_path / "nvml-state"
-    write_state(state)
-    monkeypatch.setenv("FAKE_NVML_STATE", str(state))
-    return Node(tmp_path, state)
-
-
-class Node:
-    """One fake node: its NVML faults, kernel log, empty PCI and drm trees, and its store."""
-
-    def __init__(self, folder: Path, state: Path) -> None:
-        self.folder, self.state = folder, state
-        self.log = folder / "kmsg"
-        self.log.write_text("6,1,1000,-;Linux version 6.1\n")
-        (folder / "pci").mkdir()
-        (folder / "drm").mkdir()
-        self.store = Store(folder / "store.db")
-
-    def faults(self, **faults: int | str) -> None:
-        write_state(self.state, **faults)
-
-    def xid(self, seq: int, gpu: int, code: int, text: str = "pid=1234, name=python") -> None:
-        with self.log.open("a") as log:
-            log.write(kmsg_line(seq, gpu, code, text))
-
-    def check(self, expect: int | None = None, idle: bool = False, store: bool = True) -> GateResult:
-        reading = read_node(self.log, drm_root=self.folder / "drm", pci_root=self.folder / "pci")
-        return passive_check(self.store if store else None, expect, expect_idle=idle, reading=reading)
 
 
 def fired(result: GateResult, check: str, device: str = "nvml:1") -> Any:
