@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rigcheck.engine.gate.outcome import EXIT_STYLES, UNKNOWN, could_not_check, exit_code, fit
+from rigcheck.engine.gate.outcome import STYLE_CODES, UNKNOWN, could_not_check, exit_code, fit
 from rigcheck.engine.run.numbers import bounded_float, bounded_int
 from rigcheck.engine.run.preflight import UsageError
 
@@ -27,7 +27,7 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--exit-style",
-        choices=tuple(EXIT_STYLES),
+        choices=tuple(STYLE_CODES),
         default="rigcheck",
         help="exit codes: rigcheck (0 OK/WARN, 1 CRITICAL, 7 UNKNOWN), nagios (0/1/2/3), "
         "npd (node-problem-detector: 0 OK, 1 problem, 2 unknown)",

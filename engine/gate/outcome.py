@@ -18,7 +18,7 @@ LINE_MAX = 80
 
 # state -> exit code, per style. nagios: Nagios plugin API (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN).
 # npd: node-problem-detector custom plugins (0 OK, 1 NonOK, 2 Unknown): a WARN leaves the condition clear.
-EXIT_STYLES = {
+STYLE_CODES = {
     "rigcheck": {OK: EXIT_OK, WARN: EXIT_OK, CRITICAL: EXIT_FAIL, UNKNOWN: EXIT_NOT_CHECKED},
     "nagios": {OK: 0, WARN: 1, CRITICAL: 2, UNKNOWN: 3},
     "npd": {OK: 0, WARN: 0, CRITICAL: 1, UNKNOWN: 2},
@@ -102,4 +102,4 @@ def summary(state: str, verdicts: list[Verdict], unknown: list[str], gpus: int) 
 
 
 def exit_code(state: str, style: str) -> int:
-    return EXIT_STYLES[style][state]
+    return STYLE_CODES[style][state]

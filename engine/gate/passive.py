@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rigcheck.engine.events import Facts, StageFinished, StageStarted, Status, Verdict
+from rigcheck.engine.events import Facts, StageFinished, StageStarted, Status, Verdict, worst
 from rigcheck.engine.facts.health_model import Missing
 from rigcheck.engine.gate import checks, memory
 from rigcheck.engine.gate.kmsg import KernelLog
@@ -146,8 +146,7 @@ def _store_run(store: Any, result: GateResult, argv: list[str]) -> None:
     store.record(run_id, Facts(STAGE, result.facts))
     for item in result.verdicts:
         store.record(run_id, item)
-    worst = max((v.status for v in result.verdicts), key=lambda s: s.severity, default=Status.SKIP)
-    store.record(run_id, StageFinished(STAGE, worst, 0))
+    store.record(run_id, StageFinished(STAGE, worst(v.status for v in result.verdicts) or Status.SKIP, 0))
     store.end_run(run_id, "complete", result.code("rigcheck"))
 
 
