@@ -49,3 +49,20 @@ def test_the_monitor_textfile_carries_the_newest_health_run(node: Node) -> None:
     assert "rigcheck_health_check" not in sample_to_prom(sample, "node-a", "")
     done = promtool_check(text)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_monitor_writes_the_newest_health_run_and_never_makes_a_store(node: Node, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from fakes import StartingSampler
+    from rigcheck.tui.cli_gate import health_source
+    from rigcheck.tui.monitor import monitor
+
+    node.faults(persistence0=0)
+    node.check(expect=2)
+    host = HostSample(cpus=4, load1=None, busy_cpus=1.0, own_cpus=0.5)
+    samples = [Sample(1_000_000.0 + i, host, ()) for i in range(3)]
+    target = tmp_path / "rigcheck.prom"
+    health = health_source(str(node.store.path))
+    assert monitor(0.1, 2, False, sampler=StartingSampler(samples), prom_file=target, health=health) == 0
+    assert list(series(target.read_text(), "rigcheck_gate_state").values()) == [1.0]
+    absent = tmp_path / "none" / "store.db"
+    assert health_source(str(absent))() is None and not absent.parent.exists()
