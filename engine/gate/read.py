@@ -64,7 +64,7 @@ def _nvidia(reading: NodeReading, kernel: KernelLog | Missing) -> None:
     try:
         reader = NvidiaHealthReader(kernel_log=lambda: lines)
     except OSError as error:
-        reading.absent.append(f"NVML not found ({error})")
+        reading.absent.append("no NVML library" if "cannot open" in str(error) else f"NVML not usable ({error})")
         if reading.pci_gpus:
             reading.unknown.append(f"{reading.pci_gpus} NVIDIA GPU(s) on the PCI bus but no NVML library")
         return
@@ -135,4 +135,6 @@ def read_node(kernel_log: Path | None = None, drm_root: Path = DRM_ROOT, pci_roo
     reading.kernel_log = read_kernel_log(kernel_log)
     _nvidia(reading, reading.kernel_log)
     _amd(reading, drm_root)
+    if not reading.gpus and not reading.unknown:  # nothing was checked: a gate that saw no GPU cannot say OK
+        reading.unknown.append(f"no GPU found ({'; '.join(reading.absent) or 'the driver lists none'})")
     return reading

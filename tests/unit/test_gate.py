@@ -204,3 +204,12 @@ def test_without_a_store_the_check_still_answers(node: Node) -> None:
 def test_exit_codes_per_style() -> None:
     assert [exit_code(state, "nagios") for state in (OK, WARN, CRITICAL, UNKNOWN)] == [0, 1, 2, 3]
     assert [exit_code(state, "npd") for state in (OK, WARN, CRITICAL, UNKNOWN)] == [0, 0, 1, 2]
+
+
+def test_no_gpu_at_all_is_unknown_not_ok(node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
+    node.faults(gpus=0)
+    result = node.check()
+    assert_state(result, UNKNOWN)
+    assert "no GPU found" in result.line
+    monkeypatch.setattr(hw_nvml, "LIBRARY", str(node.folder / "absent.so"))
+    assert_state(node.check(), UNKNOWN)
