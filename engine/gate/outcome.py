@@ -81,7 +81,7 @@ def summary(state: str, verdicts: list[Verdict], unknown: list[str], gpus: int) 
     if state == CRITICAL:
         causes = [_phrase(v) for v in verdicts if v.status in (Status.FAIL, Status.CRASH, Status.TIMEOUT)]
     elif state == UNKNOWN:
-        causes = list(unknown) + [f"{v.device} {v.check} not checked" for v in verdicts if could_not_check(v)]
+        causes = list(unknown) or [f"{v.device} {v.check} not checked" for v in verdicts if could_not_check(v)]
         causes = causes or ["no GPU health could be read"]
     else:
         causes = [_phrase(v) for v in verdicts if v.status == Status.WARN]
