@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rigcheck.engine.gate.outcome import STYLE_CODES, UNKNOWN, could_not_check, exit_code, fit
+from rigcheck.engine.gate.outcome import OK, STYLE_CODES, UNKNOWN, WARN, could_not_check, exit_code, fit
 from rigcheck.engine.run.numbers import bounded_float, bounded_int
 from rigcheck.engine.run.preflight import UsageError
 
@@ -121,10 +121,11 @@ def command_slurm_health(args: argparse.Namespace) -> int:
     finally:
         timer.cancel()
     _print(result, args.verbose, args.exit_style)
-    said, went_well = act(node_name(args.node), result.state, result.line, dry_run=args.dry_run)
+    said, _ = act(node_name(args.node), result.state, result.line, dry_run=args.dry_run)
     print(f"slurm: {said}", file=sys.stderr)
-    code = result.code(args.exit_style)
-    return code if went_well else (code or exit_code(UNKNOWN, args.exit_style))
+    # a node that may take work exits 0 whatever the style: a WARN must not fail a job's prolog
+    # (a scontrol that failed is said on stderr; a failing node's code is non-zero already)
+    return 0 if result.state in (OK, WARN) else result.code(args.exit_style)
 
 
 def command_gpu_history(args: argparse.Namespace) -> int:

@@ -62,17 +62,18 @@ def parse_node(text: str) -> NodeState | None:
     return NodeState(state.group(1), "" if value in ("(null)", "none", "None") else value)
 
 
-def read_node(node: str, run: Run = run_scontrol) -> NodeState | str:
+def read_node(node: str, run: Run | None = None) -> NodeState | str:
     """The node's state and drain reason, or why they could not be read."""
-    code, text = run(["show", "node", node, "--oneliner"])
+    code, text = (run or run_scontrol)(["show", "node", node, "--oneliner"])
     if code != 0:
         return f"scontrol show node {node} failed ({code}): {fit(text, 120)}"
     found = parse_node(text)
     return found or f"scontrol show node {node}: no State= in its answer"
 
 
-def act(node: str, state: str, line: str, run: Run = run_scontrol, dry_run: bool = False) -> tuple[str, bool]:
+def act(node: str, state: str, line: str, run: Run | None = None, dry_run: bool = False) -> tuple[str, bool]:
     """Drain, resume or leave the node for the gate's `state`; (what was done in words, whether it went well)."""
+    run = run or run_scontrol
     current = read_node(node, run)
     if isinstance(current, str):
         return current, False

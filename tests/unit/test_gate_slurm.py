@@ -77,3 +77,29 @@ def test_scontrol_refusing_is_reported_not_hidden() -> None:
     dry = Scontrol("IDLE")
     said, ok = act("gpu7", CRITICAL, "CRITICAL: x", dry, dry_run=True)
     assert ok and dry.asked == [] and said.startswith("would run: scontrol update NodeName=gpu7 State=DRAIN")
+
+
+def test_slurm_health_exits_0_where_the_node_may_take_work(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A job prolog that exits non-zero holds the job: a WARN (persistence off) must not."""
+    import argparse
+
+    from rigcheck.engine.gate import slurm
+    from rigcheck.tui import cli_gate
+
+    class Result:
+        line, verdicts, store_error, run_id = "", [], None, None
+        reading = argparse.Namespace(unknown=[])
+
+        def __init__(self, state: str) -> None:
+            self.state, self.line = state, f"{state}: x"
+
+        def code(self, style: str) -> int:
+            from rigcheck.engine.gate.outcome import exit_code
+
+            return exit_code(self.state, style)
+
+    args = argparse.Namespace(timeout=20.0, exit_style="nagios", verbose=False, node="gpu7", dry_run=False)
+    monkeypatch.setattr(slurm, "run_scontrol", Scontrol("IDLE"))
+    for state, code in ((OK, 0), (WARN, 0), (CRITICAL, 2), (UNKNOWN, 3)):
+        monkeypatch.setattr(cli_gate, "_run_check", lambda _args, s=state: Result(s))
+        assert cli_gate.command_slurm_health(args) == code
