@@ -213,3 +213,20 @@ def test_no_gpu_at_all_is_unknown_not_ok(node: Node, monkeypatch: pytest.MonkeyP
     assert "no GPU found" in result.line
     monkeypatch.setattr(hw_nvml, "LIBRARY", str(node.folder / "absent.so"))
     assert_state(node.check(), UNKNOWN)
+
+
+@pytest.mark.parametrize(("ue", "state"), [(0, OK), (1, CRITICAL)])
+def test_an_amd_node_is_read_through_amdgpus_sysfs(
+    node: Node, monkeypatch: pytest.MonkeyPatch, ue: int, state: str
+) -> None:
+    from fake_health import amd_health_tree
+    from rigcheck.engine.gate.passive import passive_check
+    from rigcheck.engine.gate.read import read_node
+
+    monkeypatch.setattr(hw_nvml, "LIBRARY", str(node.folder / "absent.so"))
+    drm = amd_health_tree(node.folder / "amd", ras={"umc_err_count": f"ue: {ue}\nce: 3\n"}, unique_id="a1b2c3")
+    result = passive_check(node.store, 1, reading=read_node(node.log, drm_root=drm, pci_root=node.folder / "pci"))
+    assert_state(result, state)
+    assert fired(result, "ecc", "amdgpu:0").status == (Status.FAIL if ue else Status.PASS)
+    assert fired(result, "xid", "amdgpu:0").status == Status.SKIP  # not NVIDIA's: no XIDs, and not a gap
+    assert result.facts["gpus"][0]["uuid"] == "a1b2c3"
