@@ -12,13 +12,20 @@ from typing import Any
 
 from rigcheck.engine.events import Status, Verdict
 from rigcheck.engine.gate.checks import verdict
-from rigcheck.engine.gate.read import GateGpu
 
 # Correctable ECC errors added since the first run kept before a WARN: a handful over months is the normal
 # background of HBM; tens are a trend (NVSentinel's open issue: a degrading GPU's growth went unreported).
 ECC_RISE_WARN = 10
 REMAP_RISE_WARN = 1  # every row remapped onto a spare uses up one of a fixed few
 DAY_S = 86400.0
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """Who a history finding is about: the device name verdicts carry, and the UUID history is matched by."""
+
+    label: str
+    uuid: str | None
 
 
 @dataclass(frozen=True)
@@ -90,7 +97,7 @@ def _rise(series: list[tuple[Point, int]], now: int) -> tuple[int, Point, Point 
 
 
 def _counter(
-    gpu: GateGpu, past: list[Point], now: int | None, field: str, check: str, words: str, warn_at: int, advice: str
+    gpu: Gpu, past: list[Point], now: int | None, field: str, check: str, words: str, warn_at: int, advice: str
 ) -> Verdict | None:
     if now is None:
         return None
@@ -117,7 +124,7 @@ def _counter(
     return verdict(check, gpu.label, Status.WARN, text, f"{gpu.label} {words} +{rise}", numbers)
 
 
-def _link(gpu: GateGpu, past: list[Point], now: Point) -> Verdict | None:
+def _link(gpu: Gpu, past: list[Point], now: Point) -> Verdict | None:
     for field, unit in (("width", "x"), ("max_gen", "Gen")):
         value = getattr(now, field)
         before = [(p, getattr(p, field)) for p in past if getattr(p, field) is not None]
@@ -140,7 +147,7 @@ def _link(gpu: GateGpu, past: list[Point], now: Point) -> Verdict | None:
     return None
 
 
-def _xids(gpu: GateGpu, past: list[Point], now: Point) -> Verdict | None:
+def _xids(gpu: Gpu, past: list[Point], now: Point) -> Verdict | None:
     known = {c for p in past for c in p.xids}
     fresh = [c for c in now.xids if c not in known]
     if not fresh:
@@ -149,7 +156,7 @@ def _xids(gpu: GateGpu, past: list[Point], now: Point) -> Verdict | None:
     return verdict("xid-history", gpu.label, Status.WARN, text, f"{gpu.label} first XID {fresh[0]}", {"new": fresh})
 
 
-def compare(gpu: GateGpu, current: dict[str, Any], rows: list[tuple[int, float, dict[str, Any]]]) -> list[Verdict]:
+def compare(gpu: Gpu, current: dict[str, Any], rows: list[tuple[int, float, dict[str, Any]]]) -> list[Verdict]:
     """This GPU against its own history; [] for a GPU never seen (no UUID, or its first run)."""
     if gpu.uuid is None:
         return []

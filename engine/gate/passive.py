@@ -176,7 +176,7 @@ def passive_check(
         record = gpu_record(gpu, reading.kernel_log)
         records.append(record)
         verdicts += judge_gpu(gpu, reading, cursor, expect_idle)
-        verdicts += memory.compare(gpu, record, history_rows)
+        verdicts += memory.compare(memory.Gpu(gpu.label, gpu.uuid), record, history_rows)
     state = state_of(verdicts, reading.unknown)
     line = summary(state, verdicts, reading.unknown, len(reading.gpus))
     log = reading.kernel_log

@@ -230,3 +230,28 @@ def test_an_amd_node_is_read_through_amdgpus_sysfs(
     assert fired(result, "ecc", "amdgpu:0").status == (Status.FAIL if ue else Status.PASS)
     assert fired(result, "xid", "amdgpu:0").status == Status.SKIP  # not NVIDIA's: no XIDs, and not a gap
     assert result.facts["gpus"][0]["uuid"] == "a1b2c3"
+
+
+def test_a_full_runs_health_stage_is_compared_with_the_gpus_history(
+    node: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The passive check's history and a full run's health stage are one history, matched by UUID."""
+    import sys
+
+    from rigcheck.engine.run.request import RunRequest
+    from rigcheck.engine.run.runner import RunPlan
+    from rigcheck.engine.run.session import RunSession
+    from stage_infos import fake
+
+    first = node.check(expect=2)  # nvml:1 is GPU-...1 with 12 correctable errors
+    for corrected, status in ((21, Status.PASS), (22, Status.WARN)):
+        monkeypatch.setenv("FAKE_HEALTH_ECC", str(corrected))
+        run_id = node.store.begin_run(["health"], "all", "quick", sys.executable, [])
+        plan = RunPlan(run_id, RunRequest((fake("health", "health_facts"),)), node.folder / str(run_id))
+        session = RunSession(node.store, plan)
+        session.start()
+        assert session.wait(120)
+        found = [v for v in node.store.report(run_id)["verdicts"] if v["check_name"] == "ecc-history"]
+        assert [(v["device"], v["status"]) for v in found] == [("cuda:1", status.value)]
+    assert f"rose from 12 to 22 since run {run_id - 1}" in found[0]["explanation"]
+    assert f"after run {first.run_id}" in found[0]["explanation"]
