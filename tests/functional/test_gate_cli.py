@@ -81,3 +81,14 @@ def test_history_gpu_shows_one_gpus_timeline(gate_library: Path, tmp_path: Path)
     assert "check" in rows[0] and "Gen5 x16" in rows[0]
     missing = rigcheck(gate_library, state, "--store", store, "history", "--gpu", "GPU-nope")
     assert missing.returncode == 2 and "no run in the store has a GPU with UUID GPU-nope" in missing.stderr
+
+
+def test_every_gate_module_imports_without_torch() -> None:
+    """The passive path as a scheduler's hook loads it: the engine's gate package and its CLI, in a fresh process."""
+    modules = [
+        "rigcheck.engine.gate." + name
+        for name in ("checks", "full_run", "kmsg", "memory", "outcome", "passive", "read", "slurm", "timeline")
+    ]
+    code = f"import sys; import {', '.join([*modules, 'rigcheck.tui.cli_gate'])}; print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "False"
