@@ -255,3 +255,22 @@ def test_a_full_runs_health_stage_is_compared_with_the_gpus_history(
         assert [(v["device"], v["status"]) for v in found] == [("cuda:1", status.value)]
     assert f"rose from 12 to 22 since run {run_id - 1}" in found[0]["explanation"]
     assert f"after run {first.run_id}" in found[0]["explanation"]
+
+
+def test_a_store_that_cannot_be_written_costs_the_history_not_the_answer(node: Node) -> None:
+    from rigcheck.engine.gate.passive import passive_check
+    from rigcheck.engine.gate.read import read_node
+    from rigcheck.engine.store import StoreError
+
+    class Broken:
+        def _read(self, *args: object) -> list:
+            raise StoreError("store x is damaged")
+
+        def begin_run(self, *args: object) -> int:
+            raise StoreError("store x is read-only")
+
+    node.faults(remap_pending1=1)
+    reading = read_node(node.log, drm_root=node.folder / "drm", pci_root=node.folder / "pci")
+    result = passive_check(Broken(), 2, reading=reading)
+    assert_state(result, WARN)
+    assert result.run_id is None and result.store_error == "not stored: store x is read-only"
