@@ -12,4 +12,5 @@ EXIT_CRASH = 3  # any CRASH or TIMEOUT
 EXIT_ERROR = 4  # the store (or an output file) could not be written mid-way; a stage child whose parent went away
 EXIT_NO_STORE = 5  # the fleet's store (torchrun's) could not be reached or stopped answering
 EXIT_PORT_TAKEN = 6  # serve: another program already listens on the port asked for
+EXIT_NOT_CHECKED = 7  # check: the node could not be checked (no NVML, a reader failed): never an OK
 EXIT_INTERRUPTED = 130  # stopped: Ctrl-C, a signal made into it, or a cancel request

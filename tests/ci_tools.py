@@ -18,6 +18,11 @@ CI_TOOLS = {
     "promtool": "prometheus",
     "xmllint": "libxml2-utils",
     "useradd": "passwd",
+    # the gate's Slurm test (issue 33): a real slurmctld and slurmd, with munge
+    "/usr/sbin/slurmctld": "slurm-wlm",
+    "/usr/sbin/slurmd": "slurm-wlm",
+    "/usr/sbin/munged": "munge",
+    "scontrol": "slurm-client",
 }
 
 

@@ -205,3 +205,14 @@ def pins_itself(context: StageContext) -> Iterator[Event]:
     os.sched_setaffinity(0, [0])
     torch.set_num_threads(1)
     yield Verdict(context.spec.stage, "pinned", Status.PASS, "left on CPU 0", {"pid": os.getpid()})
+
+
+def health_facts(context: StageContext) -> Iterator[Event]:
+    """The health stage's facts for one GPU (the gate's history test): its lifetime correctable ECC count
+    from $FAKE_HEALTH_ECC, as a full run's health stage stores them."""
+    from rigcheck.engine.events import Facts
+
+    ecc = {"aggregate_corrected": int(os.environ["FAKE_HEALTH_ECC"]), "volatile_uncorrected": 0}
+    gpu = {"label": "cuda:1", "index": 1, "ecc": ecc, "extra": {"uuid": "GPU-00000000-0000-0000-0000-000000000001"}}
+    yield Facts("health", {"gpus": [gpu]})
+    yield Verdict("health", "ecc", Status.PASS, "cuda:1 has no uncorrectable ECC errors", device="cuda:1")

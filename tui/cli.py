@@ -26,6 +26,7 @@ from rigcheck.engine.stage import PROFILES, parse_device
 from rigcheck.engine.store import StoreError
 from rigcheck.tui.cli_fleet import command_fleet
 from rigcheck.tui.cli_follow import command_cancel, command_follow
+from rigcheck.tui.cli_gate import command_check, command_gpu_history, command_slurm_health, health_source
 from rigcheck.tui.cli_parser import build_parser
 from rigcheck.tui.cli_run import command_run
 from rigcheck.tui.serve import command_serve
@@ -111,6 +112,8 @@ def command_history(args: argparse.Namespace) -> int:
     from rigcheck.engine.run.sockets import sweep_stale
     from rigcheck.tui.cli_display import fitted_console, history_table
 
+    if args.gpu:  # one GPU's health timeline (issue 33)
+        return command_gpu_history(args)
     store = open_store(args.store)
     sweep_stale(store)  # sockets that engines killed with -9 left behind
     runs = store.runs(args.limit)
@@ -132,7 +135,8 @@ def command_monitor(args: argparse.Namespace) -> int:
     if args.prom_textfile and args.json:
         raise UsageError("--json and --prom-textfile: choose one")
     prom = textfile_path(args.prom_textfile) if args.prom_textfile else None
-    return monitor(args.interval, args.count, args.json, prom_file=prom)
+    health = health_source(args.store) if prom else None  # the newest health run's verdicts (issue 33)
+    return monitor(args.interval, args.count, args.json, prom_file=prom, health=health)
 
 
 def command_app(args: argparse.Namespace) -> int:
@@ -187,6 +191,8 @@ COMMANDS = {
     "monitor": command_monitor,
     "app": command_app,
     "serve": command_serve,
+    "check": command_check,  # the passive gate (issue 33)
+    "slurm-health": command_slurm_health,
 }
 
 

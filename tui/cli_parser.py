@@ -9,6 +9,7 @@ from rigcheck.engine.run.numbers import bounded_float, bounded_int
 from rigcheck.engine.run.options import UsageParser, add_run_options
 from rigcheck.engine.stage import PROFILES
 from rigcheck.tui.cli_fleet import add_fleet_parser
+from rigcheck.tui.cli_gate import add_gate_parsers
 from rigcheck.tui.serve import add_parser as add_serve_parser
 
 MIN_INTERVAL_S = 0.1  # the app's own sampling period; finer only measures the sampler
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     app.add_argument("--ascii", action="store_true", help="plain ASCII bars, for terminals without Unicode")
     add_serve_parser(commands, common)
     add_fleet_parser(commands)
+    add_gate_parsers(commands, common)  # check, slurm-health (issue 33)
 
     commands.add_parser("stages", help="list the stages")
     for name in ("history", "runs"):
@@ -60,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         history.add_argument(
             "--limit", type=bounded_int(1), default=30, metavar="N", help="list the newest N runs (default 30)"
         )
+        history.add_argument("--gpu", metavar="UUID", help="one GPU's health timeline across runs, by its UUID")
     follow = commands.add_parser("follow", help="follow a run live (default: the newest live one)", parents=[common])
     follow.add_argument("run", nargs="?", metavar="RUN", help="a run number or 'last'")
     cancel = commands.add_parser("cancel", help="stop a live run (or only its running stage)", parents=[common])

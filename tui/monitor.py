@@ -7,7 +7,9 @@ import os
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rigcheck.engine.exits import EXIT_ERROR, EXIT_INTERRUPTED
 from rigcheck.engine.facts.host import cpu_facts
@@ -58,7 +60,12 @@ def format_line(sample: Sample) -> str:
 
 
 def monitor(
-    interval: float, count: int | None, as_json: bool, sampler: Sampler | None = None, prom_file: Path | None = None
+    interval: float,
+    count: int | None,
+    as_json: bool,
+    sampler: Sampler | None = None,
+    prom_file: Path | None = None,
+    health: Callable[[], dict[str, Any] | None] | None = None,  # the newest health run, for the textfile
 ) -> int:
     """Print samples until `count` or Ctrl-C (exit 130); with `prom_file`, replace that file with each
     sample in Prometheus text instead (a write that fails ends the monitor: one line, exit 4).
@@ -86,7 +93,7 @@ def monitor(
             print(json.dumps(sample.to_dict()) if as_json else format_line(sample), flush=True)
             return
         try:
-            write_atomic(prom_file, sample_to_prom(sample, hostname, cpu_model))
+            write_atomic(prom_file, sample_to_prom(sample, hostname, cpu_model, health() if health else None))
         except OSError as error:  # the folder went away, or the disk is full
             failed.append(error)
             done.set()

@@ -79,6 +79,7 @@ class NvidiaHealthReader:
         bus = None if isinstance(pci, Missing) else normalise_bus_id(pci.bus_id)
         mode = self._get("ECC mode", nv.ecc_mode(handle))
         ecc_enabled = mode if isinstance(mode, Missing) else bool(mode[0])
+        uuid = nv.uuid(handle)  # so each GPU's history can be matched across runs (the gate's memory)
         return GpuHealth(
             index=index,
             name=name if isinstance(name, str) else "NVIDIA GPU",
@@ -95,6 +96,7 @@ class NvidiaHealthReader:
             idle_clocks=self._idle(handle),
             partition=self._mig(handle),
             fabric=self._fabric(handle),
+            extra={} if isinstance(uuid, NvmlFailure) else {"uuid": uuid},
         )
 
     def _ecc(self, handle: Any, enabled: bool | Missing) -> dict[str, int] | Missing:

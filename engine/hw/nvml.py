@@ -249,6 +249,9 @@ class Nvml:
     def uuid(self, handle: Handle) -> str | NvmlFailure:
         return self._text("nvmlDeviceGetUUID", handle)
 
+    def vbios_version(self, handle: Handle) -> str | NvmlFailure:
+        return self._text("nvmlDeviceGetVbiosVersion", handle)
+
     def pci_info(self, handle: Handle) -> PciInfo | NvmlFailure:
         info = _Pci()
         return self._struct("nvmlDeviceGetPciInfo_v3", info, handle) or _pci(info)

@@ -227,7 +227,10 @@ class RunCollector(Collector):
         self.report = report
 
     def collect(self) -> Iterator[Metric]:
-        return with_samples([*_run_families(self.report), *_figure_families(self.report)])
+        from rigcheck.engine.report.prom_health import health_families  # it imports this module's Gauge
+
+        health = health_families(self.report, run_hostname(self.report))
+        return with_samples([*_run_families(self.report), *_figure_families(self.report), *health])
 
 
 def report_to_prom(report: dict[str, Any]) -> str:

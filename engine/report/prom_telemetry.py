@@ -9,10 +9,12 @@ A reading the sensor did not give is left out, never written as 0.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 from rigcheck.engine.report.prom import Gauge, Labels, render, with_samples
+from rigcheck.engine.report.prom_health import health_families
 from rigcheck.engine.telemetry.sample import GpuSample, Sample
 
 # (metric, help, GpuSample attribute, factor to the metric's unit)
@@ -82,16 +84,20 @@ def _families(sample: Sample, hostname: str, cpu_model: str) -> Iterator[Metric]
 class SampleCollector(Collector):
     """Every GPU's and the host's readings in one sample, read when the registry is collected."""
 
-    def __init__(self, sample: Sample, hostname: str, cpu_model: str = "") -> None:
-        self.sample, self.hostname, self.cpu_model = sample, hostname, cpu_model
+    def __init__(
+        self, sample: Sample, hostname: str, cpu_model: str = "", health: dict[str, Any] | None = None
+    ) -> None:
+        self.sample, self.hostname, self.cpu_model, self.health = sample, hostname, cpu_model, health
 
     def collect(self) -> Iterator[Metric]:
-        return with_samples(_families(self.sample, self.hostname, self.cpu_model))
+        health = health_families(self.health, self.hostname) if self.health else []
+        return with_samples([*_families(self.sample, self.hostname, self.cpu_model), *health])
 
 
-def sample_to_prom(sample: Sample, hostname: str, cpu_model: str = "") -> str:
-    """Every GPU's and the host's readings in one sample as Prometheus text."""
-    return render(SampleCollector(sample, hostname, cpu_model))
+def sample_to_prom(sample: Sample, hostname: str, cpu_model: str = "", health: dict[str, Any] | None = None) -> str:
+    """Every GPU's and the host's readings in one sample as Prometheus text, with the newest health run's
+    verdicts and age where `health` (a stored report) is given."""
+    return render(SampleCollector(sample, hostname, cpu_model, health))
 
 
 def _hertz(mhz: float | None) -> float | None:

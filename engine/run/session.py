@@ -7,7 +7,8 @@ import time
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import replace
 
-from rigcheck.engine.events import Event, LogLine, Measurement, RunFinished, StageStarted, Status, Verdict
+from rigcheck.engine.events import Event, Facts, LogLine, Measurement, RunFinished, StageStarted, Status, Verdict
+from rigcheck.engine.gate.full_run import health_history
 from rigcheck.engine.registry import StageInfo
 from rigcheck.engine.run.runner import Listener, Run, RunPlan
 from rigcheck.engine.store import Store
@@ -61,6 +62,7 @@ class RunSession:
         self._missed_at_start = getattr(sampler, "missed", 0)
         self._stage = ""  # the stage running now: a drop of held results is that stage's finding
         self._ended_at: float | None = None  # when the run's last event was handed to the store
+        self._health_facts: dict | None = None  # the health stage's GPUs, for their history (issue 33)
 
     def _earlier_clocks(self, measurement: Measurement) -> list[float]:
         uuid = str(measurement.params.get("gpu_uuid"))
@@ -90,6 +92,8 @@ class RunSession:
             self._stage = event.stage
             if self.sampler is not None:
                 self.sampler.host.track(event.pid)  # its CPU use is rigcheck's own from the first sample
+        if isinstance(event, Facts) and event.stage == "health":
+            self._health_facts = event.data
         if isinstance(event, RunFinished):  # stored as the one rule ends a run (stopped on request: 130)
             event = replace(event, exit_code=run_end(event.status, event.exit_code).exit_code)
             self._ended_at = time.monotonic()
@@ -108,7 +112,10 @@ class RunSession:
             self.writes.sample(sample.t, sample.to_dict())
 
     def _before_end(self) -> Iterator[Event]:
-        """A WARN, in the run, for what a long store lock made it drop; nothing is said when nothing was dropped."""
+        """Each GPU's health against its history (issue 33); a WARN, in the run, for what a long store lock made it
+        drop (nothing is said when nothing was dropped)."""
+        if self._health_facts is not None:
+            yield from health_history(self.store, self._health_facts, self.plan.run_id)
         dropped = self.writes.dropped
         if not dropped:
             return

@@ -1,0 +1,204 @@
+"""The passive check: read the node, judge it, compare each GPU with its history, and keep a short run in the store.
+
+The store is optional (None: judge only, as a read-only store or `--no-store` asks); a store that cannot be
+written costs the history, never the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rigcheck.engine.events import Facts, StageFinished, StageStarted, Status, Verdict, worst
+from rigcheck.engine.facts.health_model import Missing
+from rigcheck.engine.gate import checks, memory
+from rigcheck.engine.gate.kmsg import KernelLog
+from rigcheck.engine.gate.outcome import OK, exit_code, state_of, summary
+from rigcheck.engine.gate.read import GateGpu, NodeReading, read_node
+from rigcheck.engine.stages.health import checks as health
+from rigcheck.engine.stages.health.checks import STAGE
+
+PROFILE = "passive"  # the run's profile in the store: how `history` and exports tell a gate run apart
+HISTORY_RUNS = 500  # earlier health facts read for each check: months of checks every few minutes per GPU
+
+
+@dataclass
+class GateResult:
+    state: str
+    line: str
+    verdicts: list[Verdict]
+    reading: NodeReading
+    run_id: int | None = None
+    store_error: str | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def code(self, style: str) -> int:
+        return exit_code(self.state, style)
+
+
+def plain(value: Any) -> Any:
+    """A counter as JSON-ready data: Missing becomes {"missing": why} (as the health stage stores it)."""
+    if isinstance(value, Missing):
+        return {"missing": value.why}
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def earlier_health(store: Any) -> list[tuple[int, float, str, dict[str, Any]]]:
+    """(run id, started, profile, health facts) of earlier runs on this host, newest first."""
+    rows = store._read(  # the store has no reader for raw facts: one read-only query
+        "SELECT r.id AS id, r.started AS started, r.profile AS profile, f.data AS data FROM facts f"
+        " JOIN runs r ON r.id = f.run_id WHERE f.stage = ? AND f.host = '' AND r.host = ?"
+        " ORDER BY r.id DESC LIMIT ?",
+        (STAGE, socket.gethostname(), HISTORY_RUNS),
+    )
+    out = []
+    for row in rows:
+        try:
+            data = json.loads(row["data"])
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            out.append((int(row["id"]), float(row["started"] or 0), str(row["profile"] or ""), data))
+    return out
+
+
+def _expected(earlier: list[tuple[int, float, str, dict[str, Any]]], asked: int | None) -> tuple[int | None, str]:
+    if asked is not None:
+        return asked, "--expect-gpus"
+    for run_id, _, profile, data in earlier:
+        gate = data.get("gate") or {}
+        if profile == PROFILE and gate.get("state") == OK and isinstance(gate.get("count"), int):
+            return gate["count"], f"as in run {run_id}, the last clean check"
+    return None, ""
+
+
+def _cursor(earlier: list[tuple[int, float, str, dict[str, Any]]]) -> dict[str, Any] | None:
+    for _, _, profile, data in earlier:
+        if profile == PROFILE and isinstance(data.get("kmsg"), dict):
+            return data["kmsg"]
+    return None
+
+
+def gpu_record(gpu: GateGpu, log: KernelLog | Missing) -> dict[str, Any]:
+    """What the store keeps of one GPU: enough for its history and for `history --gpu`."""
+    health = gpu.health
+    codes: dict[int, int] = {}
+    if isinstance(log, KernelLog):
+        for record in log.records:
+            if record.bus == health.bus_id:
+                codes[record.code] = codes.get(record.code, 0) + 1
+    return {
+        "label": gpu.label,
+        "index": health.index,
+        "uuid": gpu.uuid,
+        "vendor": health.vendor,
+        "name": health.name,
+        "bus_id": health.bus_id,
+        "vbios": plain(gpu.vbios),
+        "ecc": plain(health.ecc),
+        "retired_pages": plain(health.retired_pages),
+        "row_remap": plain(health.row_remap),
+        "pcie": plain(health.pcie),
+        "power": plain(health.power),
+        "persistence": plain(health.persistence),
+        "throttle": plain(health.idle_clocks),
+        "processes": plain(gpu.processes),
+        "xid": {"codes": codes} if isinstance(log, KernelLog) else plain(log),
+    }
+
+
+def judge_gpu(gpu: GateGpu, reading: NodeReading, cursor: dict[str, Any] | None, expect_idle: bool) -> list[Verdict]:
+    health_ = gpu.health
+    if "unreachable" in health_.extra:
+        text = f"{gpu.label} is listed by the driver but cannot be reached: {health_.extra['unreachable']}"
+        return [
+            checks.verdict("reachable", gpu.label, Status.FAIL, text, f"{gpu.label} unreachable", dict(health_.extra))
+        ]
+    found = [
+        health.ecc(gpu.label, health_),
+        health.retired_pages(gpu.label, health_),
+        health.row_remap(gpu.label, health_),
+        checks.xids(gpu, reading.kernel_log, cursor),
+        checks.pcie_now(gpu),
+        health.persistence(gpu.label, health_),
+        health.power_limit(gpu.label, health_),
+        checks.throttle_now(gpu),
+        health.partition(gpu.label, health_),
+        health.fabric(gpu.label, health_),
+        checks.processes(gpu, expect_idle),
+    ]
+    return found
+
+
+def _store_run(store: Any, result: GateResult, argv: list[str]) -> None:
+    run_id = store.begin_run([STAGE], "all", PROFILE, sys.executable, argv)
+    result.run_id = run_id
+    store.record(run_id, StageStarted(STAGE, "all", os.getpid(), sys.executable))
+    store.record(run_id, Facts(STAGE, result.facts))
+    for item in result.verdicts:
+        store.record(run_id, item)
+    store.record(run_id, StageFinished(STAGE, worst(v.status for v in result.verdicts) or Status.SKIP, 0))
+    store.end_run(run_id, "complete", result.code("rigcheck"))
+
+
+def passive_check(
+    store: Any | None,
+    expect_gpus: int | None = None,
+    kernel_log: Path | None = None,
+    expect_idle: bool = False,
+    argv: list[str] | None = None,
+    reading: NodeReading | None = None,
+) -> GateResult:
+    """Read, judge and (where there is a store) keep one passive check of this node."""
+    earlier: list[tuple[int, float, str, dict[str, Any]]] = []
+    store_error = None
+    if store is not None:
+        try:
+            earlier = earlier_health(store)
+        except Exception as error:  # a damaged store loses the history, not the answer
+            store_error = f"history not read: {error}"
+    reading = reading or read_node(kernel_log)
+    expected, source = _expected(earlier, expect_gpus)
+    cursor = _cursor(earlier)
+    history_rows = [(run_id, started, data) for run_id, started, _, data in earlier]
+    verdicts = [checks.gpu_count(reading, expected, source), checks.versions(reading)]
+    records = []
+    for gpu in reading.gpus:
+        record = gpu_record(gpu, reading.kernel_log)
+        records.append(record)
+        verdicts += judge_gpu(gpu, reading, cursor, expect_idle)
+        verdicts += memory.compare(memory.Gpu(gpu.label, gpu.uuid), record, history_rows)
+    state = state_of(verdicts, reading.unknown)
+    line = summary(state, verdicts, reading.unknown, len(reading.gpus))
+    log = reading.kernel_log
+    facts: dict[str, Any] = {
+        "gate": {
+            "state": state,
+            "summary": line,
+            "count": len(reading.gpus),
+            "expected": expected,
+            "unknown": reading.unknown,
+            "absent": reading.absent,
+            "drivers": reading.driver,
+            "pci_gpus": reading.pci_gpus,
+        },
+        "gpus": records,
+    }
+    if isinstance(log, KernelLog):
+        facts["kmsg"] = {"boot_id": log.boot_id, "last_seq": log.last_seq}
+    result = GateResult(state, line, verdicts, reading, facts=facts, store_error=store_error)
+    if store is not None:
+        try:
+            _store_run(store, result, argv or [])
+        except Exception as error:  # a full disk, a read-only or locked store: the answer stands
+            result.store_error = f"not stored: {error}"
+    return result

@@ -1,0 +1,140 @@
+"""One pass over the node's GPUs for the gate: the health readers' counters plus identity, versions and processes.
+
+Everything here is read, never loaded: no CUDA context, no torch. A driver that cannot be read is named in
+`unknown`, so the gate says UNKNOWN rather than OK.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rigcheck.engine.facts.amd_health import AmdHealthReader
+from rigcheck.engine.facts.health_model import GpuHealth, HealthReader, Missing
+from rigcheck.engine.facts.nvidia_health import NvidiaHealthReader, NvmlBroken
+from rigcheck.engine.gate.kmsg import KernelLog, read_kernel_log
+from rigcheck.engine.hw.amdgpu import DRM_ROOT, amdgpu_module_version
+from rigcheck.engine.hw.nvml import NvmlFailure
+from rigcheck.engine.hw.pci import PCI_DEVICES
+from rigcheck.engine.hw.sysfs import read_text
+
+PCI_ROOT = PCI_DEVICES
+NVIDIA_VENDOR = "0x10de"
+DISPLAY_CLASSES = ("0x0300", "0x0302")  # VGA and 3D controllers: GPUs, not NVSwitches or audio functions
+
+
+@dataclass(frozen=True)
+class GateGpu:
+    """One GPU as the gate sees it: the health counters and what only the gate reads."""
+
+    label: str  # "nvml:0", "amdgpu:1": the driver's own index (the gate has no torch to name cuda:N)
+    health: GpuHealth
+    uuid: str | None
+    vbios: str | Missing
+    processes: list[dict[str, Any]] | Missing  # pid and used_bytes of each process other than rigcheck
+
+
+@dataclass
+class NodeReading:
+    gpus: list[GateGpu] = field(default_factory=list)
+    driver: dict[str, str] = field(default_factory=dict)  # vendor -> driver version
+    unknown: list[str] = field(default_factory=list)  # what could not be read at all: never an OK
+    absent: list[str] = field(default_factory=list)  # drivers not on this node, in words
+    kernel_log: KernelLog | Missing = field(default_factory=lambda: Missing("not read"))
+    pci_gpus: int = 0  # NVIDIA GPUs on the PCI bus, whatever the driver says
+
+
+def pci_nvidia_gpus(root: Path = PCI_ROOT) -> int:
+    """NVIDIA display-class functions on the PCI bus: a GPU the driver lost still shows here."""
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return 0
+    return sum(
+        1
+        for device in entries
+        if read_text(device / "vendor") == NVIDIA_VENDOR and (read_text(device / "class") or "")[:6] in DISPLAY_CLASSES
+    )
+
+
+def _nvidia(reading: NodeReading, kernel: KernelLog | Missing) -> None:
+    lines: list[str] | Missing = kernel.lines if isinstance(kernel, KernelLog) else kernel
+    try:
+        reader = NvidiaHealthReader(kernel_log=lambda: lines)
+    except OSError as error:
+        reading.absent.append("no NVML library" if "cannot open" in str(error) else f"NVML not usable ({error})")
+        if reading.pci_gpus:
+            reading.unknown.append(f"{reading.pci_gpus} NVIDIA GPU(s) on the PCI bus but no NVML library")
+        return
+    except NvmlBroken as error:
+        reading.unknown.append(f"NVML fails to start: {error}")
+        return
+    try:
+        nv = reader.nvml
+        version = nv.driver_version()
+        if not isinstance(version, NvmlFailure):
+            reading.driver["NVIDIA"] = version
+        own = os.getpid()
+        for gpu in reader.devices():
+            handle = reader.handles[gpu.index]
+            if isinstance(handle, NvmlFailure):
+                reading.gpus.append(GateGpu(f"nvml:{gpu.index}", gpu, None, Missing(str(handle)), Missing(str(handle))))
+                continue
+            uuid = nv.uuid(handle)
+            vbios = nv.vbios_version(handle)
+            found = nv.compute_processes(handle)
+            processes: list[dict[str, Any]] | Missing = (
+                Missing(f"NVML could not list processes: {found}")
+                if isinstance(found, NvmlFailure)
+                else [{"pid": p.pid, "used_bytes": p.used_gpu_memory} for p in found if p.pid != own]
+            )
+            reading.gpus.append(
+                GateGpu(
+                    f"nvml:{gpu.index}",
+                    gpu,
+                    None if isinstance(uuid, NvmlFailure) else uuid,
+                    Missing(f"NVML could not read the VBIOS version: {vbios}")
+                    if isinstance(vbios, NvmlFailure)
+                    else vbios,
+                    processes,
+                )
+            )
+    finally:
+        reader.close()
+
+
+def _amd(reading: NodeReading, drm_root: Path) -> None:
+    try:
+        reader: HealthReader = AmdHealthReader(drm_root)
+    except RuntimeError as error:
+        reading.absent.append(str(error))
+        return
+    version = amdgpu_module_version()
+    if version:
+        reading.driver["AMD"] = version
+    cards = reader.cards  # type: ignore[attr-defined]
+    for gpu in reader.devices():
+        device = cards[gpu.index]
+        vbios = read_text(device / "vbios_version")
+        reading.gpus.append(
+            GateGpu(
+                f"amdgpu:{gpu.index}",
+                gpu,
+                read_text(device / "unique_id"),
+                vbios if vbios else Missing("amdgpu does not report a VBIOS version here"),
+                Missing("processes per GPU are read through NVML only"),
+            )
+        )
+
+
+def read_node(kernel_log: Path | None = None, drm_root: Path = DRM_ROOT, pci_root: Path = PCI_ROOT) -> NodeReading:
+    """Every GPU's counters on this node, with what could not be read named."""
+    reading = NodeReading(pci_gpus=pci_nvidia_gpus(pci_root))
+    reading.kernel_log = read_kernel_log(kernel_log)
+    _nvidia(reading, reading.kernel_log)
+    _amd(reading, drm_root)
+    if not reading.gpus and not reading.unknown:  # nothing was checked: a gate that saw no GPU cannot say OK
+        reading.unknown.append(f"no GPU found ({'; '.join(reading.absent) or 'the driver lists none'})")
+    return reading

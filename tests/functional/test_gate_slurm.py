@@ -1,0 +1,79 @@
+"""`rigcheck slurm-health` as slurmd's HealthCheckProgram on a real one-node cluster: a failing check drains the
+node with rigcheck's reason, a clean one resumes it, and a drain someone else set is left alone."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from gate_fakes import gate_library_fixture, write_state  # noqa: F401 - a fixture
+from slurm_cluster import Cluster, slurm_cluster, wait_for
+
+SHIPPED = Path(__file__).resolve().parents[2] / "examples" / "slurm" / "rigcheck-health.sh"
+RIGCHECK = Path(sys.executable).with_name("rigcheck")
+CHECK_S = 180.0  # several health-check rounds on a busy machine
+
+
+def health_program(folder: Path, library: Path, state: Path, cluster_conf: Path) -> Path:
+    """What a site puts in slurm.conf: a wrapper that sets what slurmd's bare environment lacks, then the shipped
+    script. It counts its runs, so the test can wait for checks rather than sleep."""
+    script = folder / "health.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"export FAKE_NVML_STATE={state} LD_LIBRARY_PATH={library.parent} SLURM_CONF={cluster_conf}\n"
+        f"export RIGCHECK={RIGCHECK} TMPDIR={folder}\n"
+        f"{SHIPPED} --store {folder / 'store.db'} --kernel-log {folder / 'kmsg'} --expect-gpus 2 "
+        f">> {folder / 'health.out'} 2>&1\n"
+        f"echo $? >> {folder / 'runs'}\n"
+    )
+    script.chmod(0o755)
+    return script
+
+
+def runs(folder: Path) -> int:
+    path = folder / "runs"
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def reason_and_state(cluster: Cluster) -> tuple[str, str]:
+    line = cluster.node_line()
+    state = line.split("State=", 1)[1].split()[0]
+    reason = line.split("Reason=", 1)[1].rsplit(" [", 1)[0] if "Reason=" in line else ""
+    return state, reason
+
+
+def wait_runs(folder: Path, more: int) -> None:
+    target = runs(folder) + more
+    wait_for(f"{more} more health check(s)", lambda: runs(folder) >= target, CHECK_S)
+
+
+@pytest.mark.timeout(900)
+def test_slurm_drains_on_failure_resumes_after_and_leaves_others_drains(gate_library: Path, tmp_path: Path) -> None:
+    state = tmp_path / "nvml-state"
+    write_state(state)
+    (tmp_path / "kmsg").write_text("")
+    conf = tmp_path / "slurm.conf"
+    program = health_program(tmp_path, gate_library, state, conf)
+    with slurm_cluster(tmp_path, program) as cluster:
+        assert cluster.conf == conf
+        wait_runs(tmp_path, 1)
+        assert "DRAIN" not in reason_and_state(cluster)[0]
+
+        write_state(state, remap_failure1=1)
+        wait_for("rigcheck's drain", lambda: "DRAIN" in reason_and_state(cluster)[0], CHECK_S)
+        node_state, reason = reason_and_state(cluster)
+        assert reason == "rigcheck: CRITICAL: nvml:1 row remap failed", (tmp_path / "health.out").read_text()
+
+        write_state(state)
+        wait_for("the resume", lambda: "DRAIN" not in reason_and_state(cluster)[0], CHECK_S)
+
+        cluster.scontrol("update", f"NodeName={cluster.node}", "State=DRAIN", "Reason=maintenance: new PSU")
+        write_state(state, remap_failure1=1)
+        wait_runs(tmp_path, 2)
+        assert reason_and_state(cluster)[1] == "maintenance: new PSU"
+        write_state(state)
+        wait_runs(tmp_path, 2)
+        node_state, reason = reason_and_state(cluster)
+        assert "DRAIN" in node_state and reason == "maintenance: new PSU"
+        assert "drained by someone else" in (tmp_path / "health.out").read_text()
