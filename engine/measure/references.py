@@ -192,3 +192,40 @@ def grade(value: float, reference: Reference) -> tuple[Status, float]:
     if share < reference.warn_below:
         return Status.WARN, share
     return Status.PASS, share
+
+
+# The unit each kind of figure is in, and which of a model's peaks may bound it.
+KIND_UNITS = {"matmul": "TFLOP/s", "device copy": "GB/s", "host link": "GB/s", "training": "samples/s"}
+KIND_PEAKS = {"device copy": ("memory",), "host link": ("host_link",)}  # matmul: its dtype's peak
+NO_PEAK_KINDS = ("training",)  # samples/s has no datasheet figure to be a share of
+SHARE_RANGE = (0.20, 1.00)  # an achieved figure above its peak, or under a fifth of it, is a unit slip or a typo
+
+
+def entry_problems(reference: Reference, models: tuple[Model, ...] = MODELS) -> list[str]:
+    """What is wrong with one entry: its unit for its kind, its peak (the model's, in its unit), its share of it."""
+    where = f"{reference.model} {reference.figure}"
+    model = next((m for m in models if m.key == reference.model), None)
+    if model is None:
+        return [f"{where}: no model {reference.model!r} in the table"]
+    problems = []
+    unit = KIND_UNITS.get(reference.figure_kind)
+    if unit is None:
+        problems.append(f"{where}: unknown kind {reference.figure_kind!r}")
+    elif reference.unit != unit:
+        problems.append(f"{where}: a {reference.figure_kind} figure in {reference.unit!r}, not {unit!r}")
+    if reference.figure_kind in NO_PEAK_KINDS:
+        return problems
+    allowed = KIND_PEAKS.get(reference.figure_kind, (reference.figure.split()[1] if " " in reference.figure else "",))
+    if reference.figure_kind == "matmul":
+        allowed = tuple(d for d in ("fp32", "tf32", "fp16", "bf16", "fp8") if d in reference.figure)
+    if reference.peak is None or reference.peak_of not in allowed:
+        return [*problems, f"{where}: its peak ({reference.peak_of or 'none'}) is not one of {allowed}"]
+    if model.peaks.get(reference.peak_of) != reference.peak:
+        problems.append(f"{where}: its peak {reference.peak} is not the model's {reference.peak_of} datasheet figure")
+    share = reference.value / reference.peak
+    low, high = SHARE_RANGE
+    if not low <= share <= high:
+        problems.append(
+            f"{where}: {reference.value:,.4g} {reference.unit} is {share:.0%} of its peak {reference.peak:,.4g}"
+        )
+    return problems
