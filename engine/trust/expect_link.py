@@ -18,7 +18,7 @@ from rigcheck.engine.trust.reference import pcie_link
 # Pinned copies reach 80-88% of a link's one-way rate after encoding: nvbandwidth's 55.4 / 55.1 GB/s on a Gen5 x16
 # H200 (63.0), about 26 on a Gen4 x16 A100 (31.5); engine/measure/references.json holds both with their sources.
 LINK_SHARE_LOW, LINK_SHARE_HIGH = 0.80, 0.88
-LINK_SOURCE = "80-88% of the link, nvbandwidth and SuperBench"
+LINK_SOURCE = "nvbandwidth and SuperBench"
 RESEAT = "reseat the card, check the slot's BIOS bifurcation and riser, then `lspci -vv -s {bus} | grep -i lnksta`"
 DIRECTION = {"h2d": "H2D", "d2h": "D2H"}
 
@@ -74,7 +74,7 @@ def link_verdict(m: Measurement, stage: str) -> Verdict | None:
     ratio = m.value / expected
     head = (
         f"{where} {m.name} {m.value:.3g} GB/s: {share:.0%} of its {top_words} link ({top.value:.3g}), "
-        f"expected {LINK_SHARE_LOW:.0%}-{LINK_SHARE_HIGH:.0%} ({LINK_SOURCE})"
+        f"expected {LINK_SHARE_LOW * 100:.0f}-{LINK_SHARE_HIGH:.0%} ({LINK_SOURCE})"
     )
     if ratio >= WARN_BELOW:
         return Verdict(stage, f"link {m.name}", Status.PASS, head, numbers, 1 - WARN_BELOW, where)
