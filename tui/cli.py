@@ -27,6 +27,7 @@ from rigcheck.engine.store import StoreError
 from rigcheck.tui.cli_fleet import command_fleet
 from rigcheck.tui.cli_follow import command_cancel, command_follow
 from rigcheck.tui.cli_parser import build_parser
+from rigcheck.tui.cli_references import command_references
 from rigcheck.tui.cli_run import command_run
 from rigcheck.tui.serve import command_serve
 
@@ -187,6 +188,7 @@ COMMANDS = {
     "monitor": command_monitor,
     "app": command_app,
     "serve": command_serve,
+    "references": command_references,
 }
 
 

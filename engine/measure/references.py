@@ -63,7 +63,7 @@ class Reference:
         return f"the {self.model}'s {self.kind} {self.value:,.4g}" + (f" ({where})" if where else "")
 
 
-def _source_text(source: dict[str, Any], note: str) -> str:
+def source_text(source: dict[str, Any], note: str) -> str:
     parts = [str(source["cite"])]
     for key in ("commit", "page", "date", "torch", "driver"):
         if source.get(key):
@@ -98,7 +98,7 @@ def load(path: Path = TABLE) -> tuple[tuple[Model, ...], tuple[Reference, ...], 
             float(r["value"]),
             r["unit"],
             sources[r["source"]]["kind"],
-            _source_text(sources[r["source"]], r.get("note", "")),
+            source_text(sources[r["source"]], r.get("note", "")),
             sources[r["source"]]["short"],
             r.get("kind", ""),
             r.get("size", ""),

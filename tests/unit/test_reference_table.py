@@ -40,6 +40,7 @@ def test_every_entry_names_its_source() -> None:
         else:
             assert "commit " in r.source or "page " in r.source, r.source
     assert all(s["kind"] and s["short"] and s["cite"] for s in SOURCES.values())
+    assert len({s["short"] for s in SOURCES.values()}) == len(SOURCES)  # a verdict's few words name one source
     assert len({(r.model, r.figure) for r in REFERENCES}) == len(REFERENCES)
 
 
