@@ -118,16 +118,18 @@ ALIASES = {"max-find bf16": "best-bf16", "max-find fp8": "best-fp8"}
 
 
 def model_of(
-    device_name: str, sms: int | None = None, arch: str | None = None, pci_id: str | None = None
+    device_name: str, sms: int | None = None, arch: str | None = None, pci_id: str | None = None, cpu: bool = False
 ) -> Model | None:
-    """The known model a device (torch's or NVML's name, or its PCI device id) belongs to, or None."""
+    """The known model a device (torch's or NVML's name, or its PCI device id; with `cpu`, the CPU's model name
+    from /proc/cpuinfo) belongs to, or None."""
+    kinds = [m for m in MODELS if (m.vendor == "cpu") == cpu]
     if pci_id:
         wanted = pci_id.lower() if pci_id.lower().startswith("0x") else f"0x{pci_id.lower()}"
-        found = [m for m in MODELS if wanted in m.pci_ids and (m.sms is None or sms is None or sms == m.sms)]
+        found = [m for m in kinds if wanted in m.pci_ids and (m.sms is None or sms is None or sms == m.sms)]
         if found:
             return found[0]
     text = f"{device_name} {arch or ''}"
-    for model in MODELS:
+    for model in kinds:
         if re.search(model.pattern, text, re.IGNORECASE) and (model.sms is None or sms is None or sms == model.sms):
             return model
     return None
@@ -195,8 +197,15 @@ def grade(value: float, reference: Reference) -> tuple[Status, float]:
 
 
 # The unit each kind of figure is in, and which of a model's peaks may bound it.
-KIND_UNITS = {"matmul": "TFLOP/s", "device copy": "GB/s", "host link": "GB/s", "training": "samples/s"}
-KIND_PEAKS = {"device copy": ("memory",), "host link": ("host_link",)}  # matmul: its dtype's peak
+KIND_UNITS = {
+    "matmul": "TFLOP/s",
+    "device copy": "GB/s",
+    "host link": "GB/s",
+    "training": "samples/s",
+    "cpu matmul": "GFLOP/s",
+}
+# matmul: its dtype's peak; a CPU figure: the measured host's cores x clock x FLOP/cycle (the limit rigcheck computes)
+KIND_PEAKS = {"device copy": ("memory",), "host link": ("host_link",)}
 NO_PEAK_KINDS = ("training",)  # samples/s has no datasheet figure to be a share of
 SHARE_RANGE = (0.20, 1.00)  # an achieved figure above its peak, or under a fifth of it, is a unit slip or a typo
 
@@ -216,8 +225,11 @@ def entry_problems(reference: Reference, models: tuple[Model, ...] = MODELS) -> 
     if reference.figure_kind in NO_PEAK_KINDS:
         return problems
     allowed = KIND_PEAKS.get(reference.figure_kind, (reference.figure.split()[1] if " " in reference.figure else "",))
-    if reference.figure_kind == "matmul":
-        allowed = tuple(d for d in ("fp32", "tf32", "fp16", "bf16", "fp8") if d in reference.figure)
+    if reference.figure_kind in ("matmul", "cpu matmul"):
+        prefix = "cpu_" if reference.figure_kind == "cpu matmul" else ""
+        allowed = tuple(
+            prefix + d for d in ("fp32", "tf32", "fp16", "bf16", "fp8") if re.search(rf"\b{d}\b", reference.figure)
+        )
     if reference.peak is None or reference.peak_of not in allowed:
         return [*problems, f"{where}: its peak ({reference.peak_of or 'none'}) is not one of {allowed}"]
     if model.peaks.get(reference.peak_of) != reference.peak:

@@ -13,6 +13,7 @@ from typing import Any
 
 from rigcheck.engine.events import Measurement, Status, Verdict
 from rigcheck.engine.measure.references import reference_for
+from rigcheck.engine.trust.expect_cpu import cpu_reference, cpu_verdict, this_cpu
 from rigcheck.engine.trust.expect_link import link_of, link_verdict
 from rigcheck.engine.trust.history import History, history_verdicts
 from rigcheck.engine.trust.reference import device_model
@@ -29,8 +30,11 @@ def judgeable(m: Measurement) -> bool:
     return not (m.params.get("bound") == "link" and not m.params.get("pinned"))
 
 
-def has_reference(m: Measurement, baseline: dict[str, Any] | None) -> bool:
-    """Whether some reference judges it: the model table or the baseline, or (a pinned host copy) its link."""
+def has_reference(m: Measurement, baseline: dict[str, Any] | None, cpu_name: str = "") -> bool:
+    """Whether some reference judges it: the model table or the baseline, its link (a pinned host copy), or its
+    CPU model's achievable share (a CPU matmul with a limit)."""
+    if m.device == "cpu":
+        return bool(m.params.get("limit")) and cpu_reference(m, cpu_name) is not None
     name = device_model(m)
     if name is not None and reference_for(name, m.name, baseline) is not None:
         return True
@@ -38,12 +42,14 @@ def has_reference(m: Measurement, baseline: dict[str, Any] | None) -> bool:
     return m.params.get("bound") == "link" and bool(link["max_gen"] and link["max_width"])
 
 
-def coverage_verdict(figures: list[Measurement], stage: str, baseline: dict[str, Any] | None) -> Verdict | None:
+def coverage_verdict(
+    figures: list[Measurement], stage: str, baseline: dict[str, Any] | None, cpu_name: str = ""
+) -> Verdict | None:
     """How many of the stage's figures were judged against a reference, and which were not (never a PASS)."""
     counted = [m for m in figures if judgeable(m)]
     if not counted:
         return None
-    missing = [m for m in counted if not has_reference(m, baseline)]
+    missing = [m for m in counted if not has_reference(m, baseline, cpu_name)]
     numbers = {"judged": len(counted) - len(missing), "not_judged": len(missing), "figures": len(counted)}
     if not missing:
         text = f"all {len(counted)} figure(s) judged against a reference (model table, baseline or link)"
@@ -62,15 +68,18 @@ def expectation_verdicts(
     stage: str,
     baseline: dict[str, Any] | None = None,
     history: History | None = None,
+    cpu_name: str | None = None,
 ) -> Iterator[Verdict]:
-    """Link verdicts for pinned host copies (each, PASS included: they say what the link carries), history drift
-    WARNs, then the stage's count of figures judged and not judged."""
+    """Link verdicts for pinned host copies and CPU matmul verdicts (each, PASS included: they say what was
+    expected), history drift WARNs, then the stage's count of figures judged and not judged."""
     figures = list(figures)
+    if cpu_name is None:
+        cpu_name = this_cpu() if any(m.device == "cpu" for m in figures) else ""
     for m in figures:
-        verdict = link_verdict(m, stage)
+        verdict = link_verdict(m, stage) or cpu_verdict(m, stage, cpu_name)
         if verdict is not None:
             yield verdict
     yield from history_verdicts(figures, stage, history)
-    counted = coverage_verdict(figures, stage, baseline)
+    counted = coverage_verdict(figures, stage, baseline, cpu_name)
     if counted is not None:
         yield counted

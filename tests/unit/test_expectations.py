@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 from rigcheck.engine.events import Measurement, Status
+from rigcheck.engine.measure.references import Model, Reference
+from rigcheck.engine.trust.expect_cpu import cpu_verdict
 from rigcheck.engine.trust.expect_link import LINK_SHARE_LOW, link_verdict
 from rigcheck.engine.trust.expectations import NO_REFERENCE, coverage_verdict, expectation_verdicts
 from rigcheck.engine.trust.history import Past, history_verdict, history_verdicts
@@ -188,4 +190,59 @@ def test_the_stage_entry_gives_links_history_and_the_count_together() -> None:
         ("link host to device pinned 1 GiB", Status.WARN),
         ("history matmul bf16 4096", Status.WARN),
         ("expectations", Status.SKIP),
+    ]
+
+
+# -- the CPU: cores x clock x FLOP/cycle, times the share its model reaches --
+
+EPYC = "AMD EPYC 9454 48-Core Processor"
+
+
+@pytest.fixture
+def epyc_in_table(monkeypatch: pytest.MonkeyPatch) -> Reference:
+    """A CPU entry as the lead pastes it from bench/reference_runs.sh: 998 GFLOP/s of a 3,891 limit (26%)."""
+    from rigcheck.engine.measure import references
+
+    model = Model("AMD EPYC 9454", r"\bEPYC 9454\b", "cpu", peaks={"cpu_fp32": 3891.2}, peak_source="16 CPUs")
+    entry = Reference(
+        "AMD EPYC 9454", "matmul fp32 512", 998.0, "GFLOP/s", "rigcheck-measured", "x" * 50,
+        "rigcheck-measured, 3 runs, 2026-12", "cpu matmul", "512", 3891.2, "cpu_fp32", 0.6,
+    )  # fmt: skip
+    assert references.entry_problems(entry, (model,)) == []
+    monkeypatch.setattr(references, "MODELS", (*references.MODELS, model))
+    monkeypatch.setattr(references, "REFERENCES", (*references.REFERENCES, entry))
+    return entry
+
+
+def cpu_matmul(value: float, limit: float = 3891.2, threads: int = 16) -> Measurement:
+    params = {"bound": "host", "limit": limit, "limit_basis": "16 CPUs x 3,800 MHz x 64 fp32 FLOP/cycle"}
+    params |= {"threads": threads}
+    return Measurement("matmul", "matmul fp32 512", value, "GFLOP/s", 0.01, 10, "cpu", params, {"trust": "TRUSTED"})
+
+
+def test_a_cpu_figure_far_below_what_its_model_reaches_is_named(epyc_in_table: Reference) -> None:
+    fine = cpu_verdict(cpu_matmul(990.0), "matmul", EPYC)
+    assert fine is not None and fine.status == Status.PASS
+    one_thread = cpu_verdict(cpu_matmul(157.0, threads=1), "matmul", EPYC)
+    assert one_thread is not None and one_thread.status == Status.WARN
+    assert one_thread.explanation.startswith(
+        "cpu matmul fp32 512 157 GFLOP/s: 4% of 16 CPUs x 3,800 MHz x 64 fp32 FLOP/cycle (3,891), against the 26% "
+        "the AMD EPYC 9454 reaches (rigcheck-measured, 3 runs, 2026-12): 0.16x of the 998 expected with 1 thread(s)"
+    )
+    assert cpu_verdict(cpu_matmul(0.601 * 998.0), "matmul", EPYC).status == Status.PASS  # type: ignore[union-attr]
+    assert cpu_verdict(cpu_matmul(0.599 * 998.0), "matmul", EPYC).status == Status.WARN  # type: ignore[union-attr]
+    assert cpu_verdict(cpu_matmul(1.0), "matmul", EPYC).status == Status.WARN  # type: ignore[union-attr]  # never FAIL
+    half = cpu_verdict(cpu_matmul(499.0, limit=3891.2 / 2, threads=8), "matmul", EPYC)  # a VM with half the CPUs
+    assert half is not None and half.status == Status.PASS
+    assert cpu_verdict(cpu_matmul(157.0), "matmul", "Intel(R) Xeon(R) Gold 6338") is None  # no entry for it
+
+
+def test_a_cpu_figure_counts_as_judged_only_where_its_model_has_an_entry(epyc_in_table: Reference) -> None:
+    figures = [cpu_matmul(990.0)]
+    assert coverage_verdict(figures, "matmul", None, EPYC).numbers["not_judged"] == 0  # type: ignore[union-attr]
+    assert coverage_verdict(figures, "matmul", None, "Some Other CPU").numbers["not_judged"] == 1  # type: ignore[union-attr]
+    verdicts = list(expectation_verdicts(figures, "matmul", None, None, EPYC))
+    assert [(v.check, v.status) for v in verdicts] == [
+        ("cpu matmul fp32 512", Status.PASS),
+        ("expectations", Status.PASS),
     ]
