@@ -178,9 +178,9 @@ class Run:
         self.status = "pending"
         self.fingerprint: Fingerprint | None = None  # the run's: the first stage's
         self._stage_figures: list[Measurement] = []
-        self.history: History | None = (
-            None  # each figure's earlier clean values (set by the session, which has the store)
-        )
+        self._run_figures: list[Measurement] = []  # every stage's, for expectations that need another stage's figure
+        # each figure's earlier clean values: set by the session, which has the store
+        self.history: History | None = None
         self._cancel_stage = threading.Event()
         self._cancel_run = threading.Event()
         self.stop_reason = "cancelled by the user"
@@ -222,6 +222,7 @@ class Run:
             event = self.annotate(event)
         if isinstance(event, Measurement):
             self._stage_figures.append(event)
+            self._run_figures.append(event)
         if isinstance(event, StageFinished):
             self.stage_status[event.stage] = event.status
         for listener in self.listeners:
@@ -407,7 +408,11 @@ class Run:
             self._emit(verdict)
             statuses.append(verdict.status)
         for verdict in expectation_verdicts(  # issue 32: links, history, and what had no reference
-            self._stage_figures, info.name, baseline if isinstance(baseline, dict) else None, self.history
+            self._stage_figures,
+            info.name,
+            baseline if isinstance(baseline, dict) else None,
+            self.history,
+            run_figures=self._run_figures,
         ):
             self._emit(verdict)
             statuses.append(verdict.status)

@@ -15,6 +15,7 @@ from rigcheck.engine.events import Measurement, Status, Verdict
 from rigcheck.engine.measure.references import reference_for
 from rigcheck.engine.trust.expect_cpu import cpu_reference, cpu_verdict, this_cpu
 from rigcheck.engine.trust.expect_link import link_of, link_verdict
+from rigcheck.engine.trust.expect_training import training_verdict
 from rigcheck.engine.trust.history import History, history_verdicts
 from rigcheck.engine.trust.reference import device_model
 
@@ -43,13 +44,18 @@ def has_reference(m: Measurement, baseline: dict[str, Any] | None, cpu_name: str
 
 
 def coverage_verdict(
-    figures: list[Measurement], stage: str, baseline: dict[str, Any] | None, cpu_name: str = ""
+    figures: list[Measurement],
+    stage: str,
+    baseline: dict[str, Any] | None,
+    cpu_name: str = "",
+    judged_here: frozenset[tuple[str, str]] = frozenset(),
 ) -> Verdict | None:
-    """How many of the stage's figures were judged against a reference, and which were not (never a PASS)."""
+    """How many of the stage's figures were judged against a reference, and which were not (never a PASS).
+    `judged_here`: (device, name) of figures this module judged otherwise (a roofline)."""
     counted = [m for m in figures if judgeable(m)]
     if not counted:
         return None
-    missing = [m for m in counted if not has_reference(m, baseline, cpu_name)]
+    missing = [m for m in counted if (m.device, m.name) not in judged_here and not has_reference(m, baseline, cpu_name)]
     numbers = {"judged": len(counted) - len(missing), "not_judged": len(missing), "figures": len(counted)}
     if not missing:
         text = f"all {len(counted)} figure(s) judged against a reference (model table, baseline or link)"
@@ -69,17 +75,24 @@ def expectation_verdicts(
     baseline: dict[str, Any] | None = None,
     history: History | None = None,
     cpu_name: str | None = None,
+    run_figures: list[Measurement] | None = None,
 ) -> Iterator[Verdict]:
-    """Link verdicts for pinned host copies and CPU matmul verdicts (each, PASS included: they say what was
-    expected), history drift WARNs, then the stage's count of figures judged and not judged."""
+    """Link verdicts for pinned host copies, CPU matmul verdicts and roofline verdicts for training figures with no
+    reference (each, PASS included: they say what was expected), history drift WARNs, then the stage's count of
+    figures judged and not judged. `run_figures`: every figure of the run so far (the roofline's inputs)."""
     figures = list(figures)
     if cpu_name is None:
         cpu_name = this_cpu() if any(m.device == "cpu" for m in figures) else ""
+    roofed: set[tuple[str, str]] = set()
     for m in figures:
         verdict = link_verdict(m, stage) or cpu_verdict(m, stage, cpu_name)
+        if verdict is None:
+            verdict = training_verdict(m, stage, run_figures if run_figures is not None else figures)
+            if verdict is not None:
+                roofed.add((m.device, m.name))
         if verdict is not None:
             yield verdict
     yield from history_verdicts(figures, stage, history)
-    counted = coverage_verdict(figures, stage, baseline, cpu_name)
+    counted = coverage_verdict(figures, stage, baseline, cpu_name, frozenset(roofed))
     if counted is not None:
         yield counted

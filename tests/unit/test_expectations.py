@@ -246,3 +246,50 @@ def test_a_cpu_figure_counts_as_judged_only_where_its_model_has_an_entry(epyc_in
         ("cpu matmul fp32 512", Status.PASS),
         ("expectations", Status.PASS),
     ]
+
+
+# -- training with no reference of its own: a roofline of the GPU's own matmul and copy figures --
+
+
+def trained(value: float, tag: str = "c128 b8192 bf16", gpu: str = "NVIDIA H100 80GB HBM3") -> Measurement:
+    params = {"bound": "compute", "gpu_uuid": "GPU-0"}
+    conditions = {"gpu_name": gpu, "trust": "TRUSTED", "samples": 9}
+    return Measurement("training", f"train {tag}", value, "samples/s", None, 50, "cuda:0", params, conditions)
+
+
+def h100_run() -> list[Measurement]:
+    copy_figure = Measurement(
+        "bandwidth", "device copy 4 GiB", 2900.0, "GB/s", 0.01, 6, "cuda:0", {"bound": "memory"},
+        {"gpu_name": "NVIDIA H100 80GB HBM3", "trust": "TRUSTED"},
+    )  # fmt: skip
+    return [matmul(700.0, "NVIDIA H100 80GB HBM3", "matmul bf16 8192"), copy_figure]
+
+
+def test_a_training_figure_with_no_reference_is_judged_by_a_roofline_and_says_so() -> None:
+    from rigcheck.engine.trust.expect_training import calibrated_share, roofline, training_verdict
+
+    expected = calibrated_share(128, 8192, "bf16") * roofline(128, "bf16", 700.0, 2900.0)  # type: ignore[operator]
+    fine = training_verdict(trained(0.9 * expected), "training", h100_run())
+    assert fine is not None and fine.status == Status.PASS and fine.numbers["basis"] == "roofline"
+    assert "a roofline of its own matmul bf16 (700 TFLOP/s) and device copy (2,900 GB/s)" in fine.explanation
+    assert "no reference for this model, network, batch and dtype" in fine.explanation
+    slow = training_verdict(trained(0.27 * expected), "training", h100_run())  # no caching allocator: 3.6-4x slower
+    assert slow is not None and slow.status == Status.WARN and "below half of it; likely cause:" in slow.explanation
+    assert training_verdict(trained(0.501 * expected), "training", h100_run()).status == Status.PASS  # type: ignore[union-attr]
+    assert training_verdict(trained(0.499 * expected), "training", h100_run()).status == Status.WARN  # type: ignore[union-attr]
+
+
+def test_the_roofline_is_left_alone_where_it_does_not_apply() -> None:
+    from rigcheck.engine.trust.expect_training import training_verdict
+
+    assert training_verdict(trained(1.0, gpu=H200), "training", h100_run()) is None  # a reference of its own
+    assert training_verdict(trained(1.0, "c128 b1024 bf16"), "training", h100_run()) is None  # launch-bound batch
+    assert training_verdict(trained(1.0), "training", []) is None  # no matmul or copy figure in this run
+    figures = [trained(1.0)]
+    (count,) = [v for v in expectation_verdicts(figures, "training", None, None, "") if v.check == "expectations"]
+    assert count.status == Status.SKIP and count.numbers["not_judged"] == 1
+    verdicts = list(expectation_verdicts(figures, "training", None, None, "", [*h100_run(), *figures]))
+    assert [(v.check, v.status) for v in verdicts] == [
+        ("roofline train c128 b8192 bf16", Status.WARN),
+        ("expectations", Status.PASS),
+    ]
