@@ -60,7 +60,7 @@ def coverage_verdict(
     if not missing:
         text = f"all {len(counted)} figure(s) judged against a reference (model table, baseline or link)"
         return Verdict(stage, "expectations", Status.PASS, text, numbers)
-    models = sorted({device_model(m) or ("this CPU" if m.device == "cpu" else m.device) for m in missing})
+    models = sorted({device_model(m) or ((cpu_name or "this CPU") if m.device == "cpu" else m.device) for m in missing})
     shown = ", ".join(f"{m.device} {m.name}" for m in missing[:6]) + (" ..." if len(missing) > 6 else "")
     text = (
         f"{len(missing)} of {len(counted)} figure(s) not judged against a reference ({', '.join(models)}): "
