@@ -12,11 +12,3 @@ from rigcheck.engine.trust.reference import cause_and_next, device_model, vendor
 def likely_cause(m: Measurement) -> tuple[str, str]:
     """(likely cause, next step) for a figure below its expectation, from its own conditions."""
     return cause_and_next(m, vendor_of(device_model(m) or ""))
-
-
-def share_in_words(share: float) -> str:
-    """0.5 -> 'half', 0.25 -> 'a quarter'; else a percentage."""
-    for value, words in ((0.5, "half"), (0.25, "a quarter"), (0.125, "an eighth"), (0.75, "three quarters")):
-        if abs(share - value) < 0.02:
-            return words
-    return f"{share:.0%}"
