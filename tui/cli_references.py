@@ -30,7 +30,9 @@ def add_parser(commands: Any) -> None:
 def _row(reference: Reference, note: str = "") -> str:
     share = f"{reference.value / reference.peak:.0%} of {reference.peak_of}" if reference.peak else "no datasheet peak"
     figure = reference.figure + (" (any size)" if reference.size == "any" else "")
-    return f"  {figure:<34} {reference.value:>10,.6g} {reference.unit:<10} {share:<17} {reference.short}{note}"
+    return f"  {figure:<34} {reference.value:>10,.6g} {reference.unit:<10} {share:<17} {reference.short}{note}" + (
+        f" ({reference.note})" if reference.note else ""
+    )
 
 
 def _sources(models: list[Model]) -> list[str]:

@@ -54,6 +54,7 @@ class Reference:
     peak: float | None = None  # the datasheet peak it is a share of, in the same unit
     peak_of: str = ""  # which of the model's peaks
     warn_below: float = WARN_BELOW
+    note: str = ""  # what this entry alone needs said ("the lower of two runs")
 
     def cite(self) -> str:
         """'the H200's published MAMF 794.5 (ml-engineering)', 'the baseline's 790.9 for NVIDIA H200'."""
@@ -63,7 +64,7 @@ class Reference:
         return f"the {self.model}'s {self.kind} {self.value:,.4g}" + (f" ({where})" if where else "")
 
 
-def source_text(source: dict[str, Any], note: str) -> str:
+def source_text(source: dict[str, Any], note: str = "") -> str:
     parts = [str(source["cite"])]
     for key in ("commit", "page", "date", "torch", "driver"):
         if source.get(key):
@@ -98,13 +99,14 @@ def load(path: Path = TABLE) -> tuple[tuple[Model, ...], tuple[Reference, ...], 
             float(r["value"]),
             r["unit"],
             sources[r["source"]]["kind"],
-            source_text(sources[r["source"]], r.get("note", "")),
+            source_text(sources[r["source"]]),
             sources[r["source"]]["short"],
             r.get("kind", ""),
             r.get("size", ""),
             r.get("peak"),
             r.get("peak_of", ""),
             float(r.get("warn_below", WARN_BELOW)),
+            r.get("note", ""),
         )
         for r in data["references"]
     )
