@@ -25,7 +25,8 @@ def earlier_clean_figures(store: StoreReader, run_id: int, m: Measurement, limit
     found: list[Past] = []
     for row in rows:
         params, conditions = json.loads(row["params"] or "{}"), json.loads(row["conditions"] or "{}")
-        if conditions.get("trust") != "TRUSTED" or params.get("broken") or params.get("launch_bound"):
+        pageable = params.get("bound") == "link" and not params.get("pinned")
+        if conditions.get("trust") != "TRUSTED" or params.get("broken") or params.get("launch_bound") or pageable:
             continue
         if (wanted == "cpu" and row["device"] != "cpu") or (wanted != "cpu" and params.get("gpu_uuid") != wanted):
             continue

@@ -15,8 +15,8 @@ from rigcheck.engine.events import Measurement, Status, Verdict
 from rigcheck.engine.trust.expect_words import likely_cause
 
 DRIFT = 0.10  # more than 10% from its own clean median is named
-MIN_EARLIER = 1  # one earlier clean run is enough to compare with; the verdict says how many there were
-MAD_SCALE, MAD_FLOOR = 1.4826, 3.0  # with 3+ earlier runs, a drift must also clear 3 scaled MADs of them
+MIN_EARLIER = 3  # a median of fewer is no history: one lease's tf32 or small-batch figure moves 10-17% from another's
+MAD_SCALE, MAD_FLOOR = 1.4826, 3.0  # and a drift must also clear 3 scaled MADs of them: its own runs' scatter
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,11 @@ def identity(m: Measurement) -> str | None:
 
 
 def clean(m: Measurement) -> bool:
-    """Trusted and whole: the figures a history is made of, and the ones judged against it."""
-    c = m.conditions or {}
-    return c.get("trust") == "TRUSTED" and not m.params.get("broken") and not m.params.get("launch_bound")
+    """Trusted and whole: the figures a history is made of, and the ones judged against it. Pageable host copies
+    are left out: they measure the host's page cache and staging buffers (8-18 GB/s on one H200 host)."""
+    c, p = m.conditions or {}, m.params
+    pageable = p.get("bound") == "link" and not p.get("pinned")
+    return c.get("trust") == "TRUSTED" and not p.get("broken") and not p.get("launch_bound") and not pageable
 
 
 def history_verdict(m: Measurement, earlier: list[Past], stage: str) -> Verdict | None:
@@ -54,7 +56,7 @@ def history_verdict(m: Measurement, earlier: list[Past], stage: str) -> Verdict 
     middle = median(p.value for p in past)
     drift = m.value / middle - 1.0
     mad = median(abs(p.value - middle) for p in past)
-    if abs(drift) <= DRIFT or (len(past) >= 3 and abs(m.value - middle) <= MAD_FLOOR * MAD_SCALE * mad):
+    if abs(drift) <= DRIFT or abs(m.value - middle) <= MAD_FLOOR * MAD_SCALE * mad:
         return None  # within 10%, or within what this figure's own clean runs scatter by
     runs = sorted({p.run_id for p in past}, reverse=True)
     named = ", ".join(str(r) for r in runs[:5]) + (f" and {len(runs) - 5} more" if len(runs) > 5 else "")

@@ -4,6 +4,7 @@ no reference at all; each beside a clean case, with an edge on each side of its 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -142,16 +143,18 @@ def test_a_drift_from_its_own_clean_median_is_a_warn_naming_the_run() -> None:
         "(compared with run 41, the latest of 3 earlier clean figure(s): run(s) 41, 40, 38)"
     )
     assert history_verdict(copy(55.1, pcie=GEN5_X16), earlier, "bandwidth") is None
-    one = [Past(7, 100.0, "GB/s")]
-    assert history_verdict(copy(89.9), one, "bandwidth") is not None  # just past 10%
-    assert history_verdict(copy(90.1), one, "bandwidth") is None
-    assert history_verdict(copy(110.2), one, "bandwidth").explanation.count("above")  # type: ignore[union-attr]
+    steady = [Past(7, 100.0, "GB/s"), Past(6, 100.0, "GB/s"), Past(5, 100.0, "GB/s")]
+    assert history_verdict(copy(89.9), steady, "bandwidth") is not None  # just past 10%
+    assert history_verdict(copy(90.1), steady, "bandwidth") is None
+    assert history_verdict(copy(110.2), steady, "bandwidth").explanation.count("above")  # type: ignore[union-attr]
+    assert history_verdict(copy(50.0), steady[:2], "bandwidth") is None  # two earlier runs are no median yet
 
 
 def test_history_judges_only_clean_figures_in_the_same_unit_and_respects_its_own_scatter() -> None:
-    one = [Past(7, 100.0, "GB/s")]
-    assert history_verdict(copy(50.0, trust="SUSPECT"), one, "bandwidth") is None
-    assert history_verdict(copy(50.0), [Past(7, 100.0, "TFLOP/s")], "bandwidth") is None
+    three = [Past(7, 100.0, "GB/s"), Past(6, 101.0, "GB/s"), Past(5, 99.0, "GB/s")]
+    assert history_verdict(copy(50.0, trust="SUSPECT"), three, "bandwidth") is None
+    assert history_verdict(copy(50.0, pinned=False), three, "bandwidth") is None  # pageable: the host's cache
+    assert history_verdict(copy(50.0), [replace(p, unit="TFLOP/s") for p in three], "bandwidth") is None
     assert history_verdict(copy(50.0), [], "bandwidth") is None
     scattered = [Past(1, 100.0, "GB/s"), Past(2, 130.0, "GB/s"), Past(3, 80.0, "GB/s")]
     assert history_verdict(copy(85.0), scattered, "bandwidth") is None  # 15% below, inside its own scatter
@@ -185,7 +188,7 @@ def test_a_figure_with_no_reference_is_counted_and_never_a_pass() -> None:
 def test_the_stage_entry_gives_links_history_and_the_count_together() -> None:
     figures = [copy(13.4, "cuda:1", {"gen": 4, "width": 8, "max_gen": 5, "max_width": 16, "under_load": True})]
     figures.append(matmul(90.0, gpu="NVIDIA RTX 9999"))
-    verdicts = list(expectation_verdicts(figures, "bandwidth", None, lambda m: [Past(3, 120.0, "TFLOP/s")]))
+    verdicts = list(expectation_verdicts(figures, "bandwidth", None, lambda m: [Past(3, 120.0, "TFLOP/s")] * 3))
     assert [(v.check, v.status) for v in verdicts] == [
         ("link host to device pinned 1 GiB", Status.WARN),
         ("history matmul bf16 4096", Status.WARN),

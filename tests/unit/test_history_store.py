@@ -42,11 +42,11 @@ def test_the_runner_names_a_drift_from_the_gpus_own_history(tmp_path: Path) -> N
         events: list[Event] = []
         options = {"value": value, "params": {"gpu_uuid": "GPU-a"}}
         run = Run(RunPlan(9, RunRequest((info,), "cuda:0", "quick", options=options), tmp_path), [events.append])
-        run.history = lambda m: [Past(8, 780.0, "TFLOP/s"), Past(7, 776.0, "TFLOP/s")]
+        run.history = lambda m: [Past(8, 780.0, "TFLOP/s"), Past(7, 776.0, "TFLOP/s"), Past(6, 778.0, "TFLOP/s")]
         run.start()
         assert run.wait(60)
         drifted = [e for e in events if isinstance(e, Verdict) and e.check.startswith("history")]
         assert [v.status for v in drifted] == expected
         if drifted:
-            assert "23% below its own clean median 778 (compared with run 8" in drifted[0].explanation
+            assert "23% below its own clean median 778 (compared with run 8, the latest of 3" in drifted[0].explanation
             assert [e.status for e in events if isinstance(e, StageFinished)] == [Status.WARN]
