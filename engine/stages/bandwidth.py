@@ -92,8 +92,10 @@ def gpu_bandwidth(device: torch.device, copy_bytes: int, transfer_bytes: int) ->
 
 def read_link(address: str | None) -> dict[str, Any] | None:
     """The GPU's PCIe generation and width now and at most, from NVML; None where NVML cannot say."""
+    if address is None:
+        return None
     nvml = open_nvml()
-    if isinstance(nvml, NvmlUnavailable) or address is None:
+    if isinstance(nvml, NvmlUnavailable):
         return None
     try:
         for index in range(ok(nvml.count()) or 0):
