@@ -73,6 +73,9 @@ def rows(report: dict, source: str) -> list[dict]:
 def main(paths: list[str]) -> None:
     date = time.strftime("%Y-%m-%d")
     for path in paths:
+        if not Path(path).is_file():
+            print(f"== {path}: missing (its run wrote no report; see the .out file beside it)")
+            continue
         report = json.loads(Path(path).read_text())
         basis = (report.get("fingerprint") or {}).get("basis") or {}
         print(f"== {path}: run {report['run']['id']}, {date}, torch {basis.get('torch')}, driver {basis.get('driver')}")
