@@ -155,7 +155,7 @@ def lone_h200(context: StageContext) -> Iterator[Event]:
     """One H200 figure at the value asked for, with the conditions asked for: a lone GPU, no peers."""
     spec = context.spec
     conditions = {"trust": "TRUSTED", "gpu_name": "NVIDIA H200", "samples": 10} | dict(spec.option("conditions", {}))
-    params = {"bound": "compute", "threads": 1, "timer": "events"}
+    params = {"bound": "compute", "threads": 1, "timer": "events"} | dict(spec.option("params", {}))
     value = float(spec.option("value", 780.0))
     yield Measurement(spec.stage, "matmul bf16 4096", value, "TFLOP/s", 1.0, 5, spec.device, params, conditions)
 

@@ -28,6 +28,7 @@ from rigcheck.tui.cli_fleet import command_fleet
 from rigcheck.tui.cli_follow import command_cancel, command_follow
 from rigcheck.tui.cli_gate import command_check, command_gpu_history, command_slurm_health, health_source
 from rigcheck.tui.cli_parser import build_parser
+from rigcheck.tui.cli_references import command_references
 from rigcheck.tui.cli_run import command_run
 from rigcheck.tui.serve import command_serve
 
@@ -193,6 +194,7 @@ COMMANDS = {
     "serve": command_serve,
     "check": command_check,  # the passive gate (issue 33)
     "slurm-health": command_slurm_health,
+    "references": command_references,
 }
 
 

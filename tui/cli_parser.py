@@ -10,6 +10,7 @@ from rigcheck.engine.run.options import UsageParser, add_run_options
 from rigcheck.engine.stage import PROFILES
 from rigcheck.tui.cli_fleet import add_fleet_parser
 from rigcheck.tui.cli_gate import add_gate_parsers
+from rigcheck.tui.cli_references import add_parser as add_references_parser
 from rigcheck.tui.serve import add_parser as add_serve_parser
 
 MIN_INTERVAL_S = 0.1  # the app's own sampling period; finer only measures the sampler
@@ -81,4 +82,5 @@ def build_parser() -> argparse.ArgumentParser:
     compare = commands.add_parser("compare", help="compare two runs figure by figure", parents=[common])
     compare.add_argument("first", metavar="RUN", help="a run number or 'last'")
     compare.add_argument("second", metavar="RUN", help="another run number or 'last'")
+    add_references_parser(commands)
     return parser

@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.console import Console
 from rigcheck.engine.exits import EXIT_FAIL, EXIT_USAGE
+from rigcheck.engine.report.judged import judged_line
 from rigcheck.engine.run.options import request_from_args, write_reports
 from rigcheck.engine.run.preflight import STDOUT, UsageError
 from rigcheck.engine.store import StoreError
@@ -97,6 +98,9 @@ def command_run(args: argparse.Namespace) -> int:
     code = summarise(report, code, args.strict, err, to_stderr=report_to_stdout)
     if args.strict:
         report = keep_strict(store, run_id, code, err) or report
+    counted = judged_line(report)  # issue 32: figures judged against a reference, and not
+    if counted:
+        err.print(counted, markup=False, highlight=False)
     err.print(f"run {run_id} stored in {store.path}; logs in {log_dir}", markup=False, highlight=False)
     if not write_reports(args, report, lambda text: err.print(text, markup=False)):
         return code or EXIT_USAGE

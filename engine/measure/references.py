@@ -1,20 +1,25 @@
 """What each known GPU model achieves, figure by figure, each with its source: what a lone GPU is judged against.
 
-Standard library only: the matmul stage child (its best-of verdicts) and the parent (every figure after
-a stage) both read it. A user's own baseline (`--baseline FILE`, made by `rigcheck export RUN --format
-baseline`) takes the table's place for every figure it names.
+The table itself is data (references.json beside this module, shipped in the wheel); this module is its one
+loader and its lookups. Standard library only: the matmul stage child (its best-of verdicts) and the parent
+(every figure after a stage) both read it. A user's own baseline (`--baseline FILE`, made by `rigcheck export
+RUN --format baseline`) takes the table's place for every figure it names.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rigcheck.engine.events import Status
 
-WARN_BELOW = 0.85  # a figure more than 15% below its model's reference is a WARN
+WARN_BELOW = 0.85  # a figure more than 15% below its model's reference is a WARN (unless its entry says otherwise)
 FAIL_BELOW = 0.50  # below half of it, a FAIL
+TABLE = Path(__file__).with_name("references.json")
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,12 @@ class Model:
     pattern: str  # searched, ignoring case, in the device name (and its architecture, where the caller knows it)
     vendor: str  # "nvidia" or "amd": which tool the next step names
     sms: int | None = None
+    pci_ids: tuple[str, ...] = ()  # PCI device ids ("0x2335"), lower case
+    names: tuple[str, ...] = ()  # the names its driver reports
+    peaks: dict[str, float] = field(
+        default_factory=dict, compare=False
+    )  # datasheet: dtype TFLOP/s, memory/host_link GB/s
+    peak_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -32,148 +43,116 @@ class Reference:
     """One figure a model achieves, in the figure's own unit, and where that number comes from."""
 
     model: str
-    figure: str  # a measurement's name ("matmul bf16 8192"), or "best-<dtype>" for the best rate of a dtype
+    figure: str  # a measurement's name ("matmul bf16 8192"), "best-<dtype>", or a name's stem for any size
     value: float
     unit: str
-    kind: str  # how a verdict cites it: "published MAMF", "rigcheck-measured", "baseline"
-    source: str
+    kind: str  # how a verdict cites it: "published MAMF", "published", "rigcheck-measured", "baseline"
+    source: str  # the full citation: table, commit or page; or date, torch, driver and runs
+    short: str = ""  # the source in a few words: "published MAMF, ml-engineering"
+    figure_kind: str = ""  # "matmul", "device copy", "host link", "training"
+    size: str = ""  # "8192", "4 GiB", "c128 b8192", "best", or "any" (a stem that matches every size)
+    peak: float | None = None  # the datasheet peak it is a share of, in the same unit
+    peak_of: str = ""  # which of the model's peaks
+    warn_below: float = WARN_BELOW
+    note: str = ""  # what this entry alone needs said ("the lower of two runs")
 
     def cite(self) -> str:
-        """'the H200's published MAMF 794.5', 'the baseline's 790.9 for NVIDIA H200'."""
+        """'the H200's published MAMF 794.5 (ml-engineering)', 'the baseline's 790.9 for NVIDIA H200'."""
         if self.kind == "baseline":
             return f"the baseline's {self.value:,.4g} for {self.model}"
-        return f"the {self.model}'s {self.kind} {self.value:,.4g}"
+        where = self.short.removeprefix(self.kind).strip(" ,")
+        return f"the {self.model}'s {self.kind} {self.value:,.4g}" + (f" ({where})" if where else "")
 
 
-MODELS: tuple[Model, ...] = (
-    Model("H200", r"\bH200\b(?!.*\bNVL\b)", "nvidia"),  # \b keeps the GH200 out; the NVL is a 600 W PCIe card
-    Model("H100 SXM", r"\bH100\b.*\b(HBM3|SXM)", "nvidia", sms=132),
-    Model("GH200", r"\bGH200\b", "nvidia"),
-    Model("GB200", r"\bGB200\b", "nvidia"),
-    Model("B200", r"\bB200\b", "nvidia"),
-    Model("B300", r"\bB300\b", "nvidia"),
-    Model("A100 SXM", r"\bA100\b.*\bSXM", "nvidia"),
-    Model("A100 PCIe", r"\bA100\b.*\bPCIe\b", "nvidia"),
-    Model("T4", r"\bTesla T4\b|^NVIDIA T4\b", "nvidia"),
-    Model("MI300X", r"\bMI300X\b", "amd"),
-    Model("MI325X", r"\bMI325X\b", "amd"),
-    Model("MI355X", r"\bMI355X\b", "amd"),
-    Model("Radeon 8060S (Strix Halo)", r"\b8060S\b|\bgfx1151\b", "amd"),
-)
-
-MAMF = (
-    "stas00/ml-engineering, compute/accelerator/README.md, 'Maximum Achievable Matmul FLOPS comparison table' "
-    "(mean of 100 iterations at the best shape found; commit 744d01e, 2026-08)"
-)
-RIGCHECK_H200 = (
-    "rigcheck on one H200 SXM (torch 2.11+cu130, CUDA 13.0, driver 580), 2026-11-29..12-01, median of the "
-    "figure's timed groups; bench/RESULTS.md"
-)
-RIGCHECK_H200_DEFAULT = "rigcheck's default run on one H200 SXM (torch 2.11+cu130, driver 580), 2026-12-01"
+def source_text(source: dict[str, Any], note: str = "") -> str:
+    parts = [str(source["cite"])]
+    for key in ("commit", "page", "date", "torch", "driver"):
+        if source.get(key):
+            parts.append(f"{key} {source[key]}")
+    if source.get("runs"):
+        parts.append(f"{source['runs']} run(s)")
+    return "; ".join(parts + ([note] if note else []))
 
 
-def _mamf(model: str, dtype: str, value: float, row: str) -> Reference:
-    return Reference(model, f"best-{dtype}", value, "TFLOP/s", "published MAMF", f"{MAMF}: {row}")
+@functools.cache
+def load(path: Path = TABLE) -> tuple[tuple[Model, ...], tuple[Reference, ...], dict[str, dict[str, Any]]]:
+    """The models, the references and the sources the data file holds."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    sources: dict[str, dict[str, Any]] = data["sources"]
+    models = tuple(
+        Model(
+            m["key"],
+            m["pattern"],
+            m["vendor"],
+            m.get("sms"),
+            tuple(i.lower() for i in m.get("pci_ids", [])),
+            tuple(m.get("names", [])),
+            {k: float(v) for k, v in m.get("peaks", {}).items()},
+            m.get("peak_source", ""),
+        )
+        for m in data["models"]
+    )
+    references = tuple(
+        Reference(
+            r["model"],
+            r["figure"],
+            float(r["value"]),
+            r["unit"],
+            sources[r["source"]]["kind"],
+            source_text(sources[r["source"]]),
+            sources[r["source"]]["short"],
+            r.get("kind", ""),
+            r.get("size", ""),
+            r.get("peak"),
+            r.get("peak_of", ""),
+            float(r.get("warn_below", WARN_BELOW)),
+            r.get("note", ""),
+        )
+        for r in data["references"]
+    )
+    return models, references, sources
 
 
-def _h200(figure: str, value: float, unit: str, source: str = RIGCHECK_H200) -> Reference:
-    return Reference("H200", figure, value, unit, "rigcheck-measured", source)
-
-
-# Left out, for want of a measured figure from a source: the Tesla P40 (its datasheet's 11.8 TFLOP/s fp32 is a
-# peak, not what it achieves) and the Radeon PRO W7900. Pageable host copies are left out on purpose: they go
-# through the driver's staging buffers and the host's page cache and NUMA placement, and on the same H200 host
-# they gave 18 and 8.5 GB/s host to device in two runs, so no band around one figure would judge them.
-REFERENCES: tuple[Reference, ...] = (
-    # bf16, the published MAMF table
-    _mamf("H200", "bf16", 794.5, "NVIDIA H100 SXM row, 'H200 is the same', 989 theory, torch 2.7.0+cu126"),
-    _mamf("H100 SXM", "bf16", 794.5, "NVIDIA H100 SXM row, 989 theory, 2048x2048x13312, torch 2.7.0+cu126"),
-    _mamf("GH200", "bf16", 828.6, "NVIDIA GH200 SXM row (900 W, 141 GiB HBM3e), torch 2.6.0+cu126"),
-    _mamf("GB200", "bf16", 1822.0, "NVIDIA GB200 SXM row, per chip, torch 2.10.0.dev20250916+cu130"),
-    _mamf("B200", "bf16", 1745.0, "NVIDIA B200 SXM row, 2250 theory, torch 2.7.1+cu128"),
-    _mamf("B300", "bf16", 1769.0, "NVIDIA B300 SXM row, 2250 theory, torch 2.9.1+cu130"),
-    _mamf("A100 SXM", "bf16", 271.2, "NVIDIA A100 SXM row, 312 theory, torch 2.6.0+cu126"),
-    _mamf("A100 PCIe", "bf16", 252.9, "NVIDIA A100 PCIe row, 312 theory, torch 2.5.1+cu124"),
-    _mamf("MI300X", "bf16", 668.4, "AMD MI300X row, 1300 theory, PYTORCH_TUNABLEOP_ENABLED=1, torch 2.5.1+rocm6.3"),
-    _mamf("MI325X", "bf16", 784.9, "AMD MI325X row, 1000 W, PYTORCH_TUNABLEOP_ENABLED=1, torch 2.6.0+rocm6.2.4"),
-    _mamf("MI355X", "bf16", 1565.0, "AMD MI355X row, 2300 theory, PYTORCH_TUNABLEOP_ENABLED=0, torch 2.8.0+rocm7.0.2"),
-    # fp8 (float8_e4m3fn), the same table
-    _mamf("H200", "fp8", 1453.4, "NVIDIA H200 SXM row, 1979 theory, torch 2.7.1+cu128"),
-    _mamf("H100 SXM", "fp8", 1402.6, "NVIDIA H100 SXM row, 1979 theory, torch 2.7.0+cu126"),
-    _mamf("GH200", "fp8", 1535.0, "NVIDIA GH200 SXM row (900 W), torch 2.6.0+cu126"),
-    _mamf("GB200", "fp8", 3615.6, "NVIDIA GB200 SXM row, per chip, torch 2.10.0.dev20250916+cu130"),
-    _mamf("B200", "fp8", 3432.5, "NVIDIA B200 SXM row, 4500 theory, torch 2.7.1+cu128"),
-    _mamf("B300", "fp8", 3353.3, "NVIDIA B300 SXM row, 4500 theory, torch 2.9.1+cu130"),
-    # the H200's other dtypes at their best size, and its figures one by one, as rigcheck measured them
-    _h200("best-fp16", 737.0, "TFLOP/s"),  # at 8192; the 2026-12-01 default run gave 757.4
-    _h200("best-tf32", 349.0, "TFLOP/s"),  # at 8192, the lower of two runs (the other 408); tf32 varies run to run
-    _h200("best-fp32", 51.1, "TFLOP/s"),
-    _h200("matmul bf16 4096", 776.0, "TFLOP/s"),
-    _h200("matmul bf16 8192", 756.0, "TFLOP/s"),
-    _h200("matmul bf16 16384", 683.0, "TFLOP/s"),
-    _h200("matmul fp16 8192", 737.0, "TFLOP/s"),
-    _h200("matmul tf32 8192", 349.0, "TFLOP/s"),  # the lower of two runs: the other gave 408
-    _h200("matmul fp32 8192", 51.1, "TFLOP/s"),
-    _h200("matmul fp32 4096", 50.5, "TFLOP/s", RIGCHECK_H200_DEFAULT),
-    _h200("matmul tf32 4096", 401.8, "TFLOP/s", RIGCHECK_H200_DEFAULT),
-    _h200("matmul fp16 4096", 750.6, "TFLOP/s", RIGCHECK_H200_DEFAULT),
-    _h200("matmul fp8 4096", 1343.0, "TFLOP/s", RIGCHECK_H200_DEFAULT),
-    _h200("matmul fp8 8192", 1393.0, "TFLOP/s", RIGCHECK_H200_DEFAULT),
-    _h200("device copy 4 GiB", 4251.0, "GB/s"),  # bytes read plus written; 88% of the 4.8 TB/s datasheet
-    _h200("host to device pinned 1 GiB", 55.0, "GB/s"),
-    _h200("device to host pinned 1 GiB", 55.0, "GB/s"),
-    _h200("train c128 b8192 fp32", 126_000.0, "samples/s"),
-    _h200("train c128 b8192 bf16", 166_000.0, "samples/s"),
-    _h200("train c64 b8192 fp32", 291_000.0, "samples/s"),
-    _h200("train c64 b8192 bf16", 312_000.0, "samples/s"),
-    # older and smaller parts
-    Reference(
-        "T4",
-        "best-fp16",
-        24.0,
-        "TFLOP/s",
-        "measured",
-        "NVIDIA developer forums, 'About GPU peak performance' (forums.developer.nvidia.com/t/264462): cuBLAS fp16 "
-        "4096x4096x4096, mean of 100, about 24 of the 65 peak, which NVIDIA's reply calls expected at the "
-        "T4's 70 W cap",
-    ),
-    Reference(
-        "Radeon 8060S (Strix Halo)",
-        "best-bf16",
-        27.8,
-        "TFLOP/s",
-        "rigcheck-measured",
-        "rigcheck's seed machine (Ryzen AI MAX+ 395, Radeon 8060S, gfx1151), a contended host: a floor, not a target",
-    ),
-    Reference(
-        "Radeon 8060S (Strix Halo)",
-        "best-fp32",
-        2.6,
-        "TFLOP/s",
-        "rigcheck-measured",
-        "rigcheck's seed machine (Ryzen AI MAX+ 395, Radeon 8060S, gfx1151), a contended host: a floor, not a target",
-    ),
-)
+MODELS, REFERENCES, SOURCES = load()
 
 # max-find's mean is judged against the same figure as the sweep's best of a dtype
 ALIASES = {"max-find bf16": "best-bf16", "max-find fp8": "best-fp8"}
 
 
-def model_of(device_name: str, sms: int | None = None, arch: str | None = None) -> Model | None:
-    """The known model a device name (torch's or NVML's) belongs to, or None."""
+def model_of(
+    device_name: str, sms: int | None = None, arch: str | None = None, pci_id: str | None = None, cpu: bool = False
+) -> Model | None:
+    """The known model a device (torch's or NVML's name, or its PCI device id; with `cpu`, the CPU's model name
+    from /proc/cpuinfo) belongs to, or None."""
+    kinds = [m for m in MODELS if (m.vendor == "cpu") == cpu]
+    if pci_id:
+        wanted = pci_id.lower() if pci_id.lower().startswith("0x") else f"0x{pci_id.lower()}"
+        found = [m for m in kinds if wanted in m.pci_ids and (m.sms is None or sms is None or sms == m.sms)]
+        if found:
+            return found[0]
     text = f"{device_name} {arch or ''}"
-    for model in MODELS:
+    for model in kinds:
         if re.search(model.pattern, text, re.IGNORECASE) and (model.sms is None or sms is None or sms == model.sms):
             return model
     return None
 
 
+def references_of(model: str) -> list[Reference]:
+    return [r for r in REFERENCES if r.model == model]
+
+
 def table_reference(device_name: str, figure: str, sms: int | None = None, arch: str | None = None) -> Reference | None:
+    """The model's entry for this figure: its own name first, then its alias, then a stem entry for any size
+    ("device copy" for "device copy 8 GiB")."""
     model = model_of(device_name, sms, arch)
     if model is None:
         return None
-    wanted = {figure, ALIASES.get(figure, figure)}
-    return next((r for r in REFERENCES if r.model == model.key and r.figure in wanted), None)
+    entries = references_of(model.key)
+    for wanted in (figure, ALIASES.get(figure)):
+        found = next((r for r in entries if r.figure == wanted and r.size != "any"), None)
+        if found is not None:
+            return found
+    return next((r for r in entries if r.size == "any" and figure.startswith(r.figure + " ")), None)
 
 
 def _same_name(a: str, b: str) -> bool:
@@ -187,7 +166,9 @@ def baseline_reference(baseline: dict[str, Any], device_name: str, figure: str) 
             model, _, name = key.partition("/")
             if name == wanted and _same_name(model, device_name):
                 source = str(entry.get("source") or baseline.get("source") or "the baseline file")
-                return Reference(model, name, float(entry["value"]), str(entry.get("unit", "")), "baseline", source)
+                return Reference(
+                    model, name, float(entry["value"]), str(entry.get("unit", "")), "baseline", source, "baseline"
+                )
     return None
 
 
@@ -207,10 +188,58 @@ def reference_for(
 
 
 def grade(value: float, reference: Reference) -> tuple[Status, float]:
-    """FAIL below half of the reference, WARN more than 15% below it, else PASS; with the share of it."""
+    """FAIL below half of the reference, WARN below its entry's band (15% below, or wider for figures that move
+    run to run, such as training), else PASS; with the share of it."""
     share = value / reference.value
     if share < FAIL_BELOW:
         return Status.FAIL, share
-    if share < WARN_BELOW:
+    if share < reference.warn_below:
         return Status.WARN, share
     return Status.PASS, share
+
+
+# The unit each kind of figure is in, and which of a model's peaks may bound it.
+KIND_UNITS = {
+    "matmul": "TFLOP/s",
+    "device copy": "GB/s",
+    "host link": "GB/s",
+    "training": "samples/s",
+    "cpu matmul": "GFLOP/s",
+}
+# matmul: its dtype's peak; a CPU figure: the measured host's cores x clock x FLOP/cycle (the limit rigcheck computes)
+KIND_PEAKS = {"device copy": ("memory",), "host link": ("host_link",)}
+NO_PEAK_KINDS = ("training",)  # samples/s has no datasheet figure to be a share of
+SHARE_RANGE = (0.20, 1.00)  # an achieved figure above its peak, or under a fifth of it, is a unit slip or a typo
+
+
+def entry_problems(reference: Reference, models: tuple[Model, ...] = MODELS) -> list[str]:
+    """What is wrong with one entry: its unit for its kind, its peak (the model's, in its unit), its share of it."""
+    where = f"{reference.model} {reference.figure}"
+    model = next((m for m in models if m.key == reference.model), None)
+    if model is None:
+        return [f"{where}: no model {reference.model!r} in the table"]
+    problems = []
+    unit = KIND_UNITS.get(reference.figure_kind)
+    if unit is None:
+        problems.append(f"{where}: unknown kind {reference.figure_kind!r}")
+    elif reference.unit != unit:
+        problems.append(f"{where}: a {reference.figure_kind} figure in {reference.unit!r}, not {unit!r}")
+    if reference.figure_kind in NO_PEAK_KINDS:
+        return problems
+    allowed = KIND_PEAKS.get(reference.figure_kind, (reference.figure.split()[1] if " " in reference.figure else "",))
+    if reference.figure_kind in ("matmul", "cpu matmul"):
+        prefix = "cpu_" if reference.figure_kind == "cpu matmul" else ""
+        allowed = tuple(
+            prefix + d for d in ("fp32", "tf32", "fp16", "bf16", "fp8") if re.search(rf"\b{d}\b", reference.figure)
+        )
+    if reference.peak is None or reference.peak_of not in allowed:
+        return [*problems, f"{where}: its peak ({reference.peak_of or 'none'}) is not one of {allowed}"]
+    if model.peaks.get(reference.peak_of) != reference.peak:
+        problems.append(f"{where}: its peak {reference.peak} is not the model's {reference.peak_of} datasheet figure")
+    share = reference.value / reference.peak
+    low, high = SHARE_RANGE
+    if not low <= share <= high:
+        problems.append(
+            f"{where}: {reference.value:,.4g} {reference.unit} is {share:.0%} of its peak {reference.peak:,.4g}"
+        )
+    return problems

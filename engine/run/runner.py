@@ -49,6 +49,8 @@ from rigcheck.engine.run.warm_pool import (
 )
 from rigcheck.engine.stage import SHARED_DIR_ENV, StageSpec
 from rigcheck.engine.stages.common.partials import remove_partials
+from rigcheck.engine.trust.expectations import expectation_verdicts
+from rigcheck.engine.trust.history import History
 from rigcheck.engine.trust.peers import PEER_TOLERANCE, peer_verdicts
 from rigcheck.engine.trust.reference import reference_verdicts
 
@@ -176,6 +178,9 @@ class Run:
         self.status = "pending"
         self.fingerprint: Fingerprint | None = None  # the run's: the first stage's
         self._stage_figures: list[Measurement] = []
+        self._run_figures: list[Measurement] = []  # every stage's, for expectations that need another stage's figure
+        # each figure's earlier clean values: set by the session, which has the store
+        self.history: History | None = None
         self._cancel_stage = threading.Event()
         self._cancel_run = threading.Event()
         self.stop_reason = "cancelled by the user"
@@ -217,6 +222,7 @@ class Run:
             event = self.annotate(event)
         if isinstance(event, Measurement):
             self._stage_figures.append(event)
+            self._run_figures.append(event)
         if isinstance(event, StageFinished):
             self.stage_status[event.stage] = event.status
         for listener in self.listeners:
@@ -398,6 +404,15 @@ class Run:
         baseline = plan.request.options.get("baseline")  # --baseline: the user's own figures, not the model table
         for verdict in reference_verdicts(
             self._stage_figures, info.name, baseline if isinstance(baseline, dict) else None
+        ):
+            self._emit(verdict)
+            statuses.append(verdict.status)
+        for verdict in expectation_verdicts(  # issue 32: links, history, and what had no reference
+            self._stage_figures,
+            info.name,
+            baseline if isinstance(baseline, dict) else None,
+            self.history,
+            run_figures=self._run_figures,
         ):
             self._emit(verdict)
             statuses.append(verdict.status)

@@ -14,6 +14,7 @@ from rigcheck.engine.run.runner import Listener, Run, RunPlan
 from rigcheck.engine.store import Store
 from rigcheck.engine.store.errors import is_full
 from rigcheck.engine.store.held import HeldWrites
+from rigcheck.engine.store.history import earlier_clean_figures
 from rigcheck.engine.store.reserve import SpaceReserve
 from rigcheck.engine.store.run_end import run_end
 from rigcheck.engine.telemetry.sample import Sample
@@ -56,6 +57,7 @@ class RunSession:
             before_stage=self._before_stage,
             before_end=self._before_end,
         )
+        self.run.history = lambda m: earlier_clean_figures(store, plan.run_id, m)  # issue 32: drift from its own runs
         folder = store.log_dir(plan.run_id)  # the room is kept only where the owner made the run's folder
         reserve = SpaceReserve.make(folder) if folder.is_dir() and not store.read_only else None
         self.writes = HeldWrites(store, plan.run_id, reserve, self._store_failed, _say)

@@ -9,11 +9,13 @@ from typing import Any
 import numpy
 import torch
 from rigcheck.engine.events import Event, Measurement, Progress, Status, Verdict
+from rigcheck.engine.hw.nvml import NvmlFailure, NvmlUnavailable, ok, open_nvml
+from rigcheck.engine.hw.pci import normalise_bus_id
 from rigcheck.engine.measure.plausibility import Limit
 from rigcheck.engine.stage import StageContext
 from rigcheck.engine.stages.common.devices import by_profile, resolve_devices
 from rigcheck.engine.stages.common.figures import checked, device_identity, usable
-from rigcheck.engine.stages.common.limits import device_copy_limit, host_link_limit
+from rigcheck.engine.stages.common.limits import bus_id, device_copy_limit, host_link_limit
 from rigcheck.engine.stages.common.peaks import bandwidth_peak
 from rigcheck.engine.stages.common.shared_cache import one_at_a_time
 from rigcheck.engine.stages.common.timing import BENCHMARK_VERSION, on_device, time_calls
@@ -88,6 +90,44 @@ def gpu_bandwidth(device: torch.device, copy_bytes: int, transfer_bytes: int) ->
     )
 
 
+def read_link(address: str | None) -> dict[str, Any] | None:
+    """The GPU's PCIe generation and width now and at most, from NVML; None where NVML cannot say."""
+    if address is None:
+        return None
+    nvml = open_nvml()
+    if isinstance(nvml, NvmlUnavailable):
+        return None
+    try:
+        for index in range(ok(nvml.count()) or 0):
+            handle = nvml.handle(index)
+            pci = nvml.pci_info(handle) if not isinstance(handle, NvmlFailure) else handle
+            if isinstance(pci, NvmlFailure) or normalise_bus_id(pci.bus_id) != address:
+                continue
+            link = {
+                "gen": ok(nvml.pcie_generation(handle)),
+                "width": ok(nvml.pcie_width(handle)),
+                "max_gen": max(
+                    ok(nvml.pcie_max_generation(handle)) or 0, ok(nvml.pcie_gpu_max_generation(handle)) or 0
+                ),
+                "max_width": ok(nvml.pcie_max_width(handle)),
+            }
+            return link if all(link.values()) else None
+        return None
+    finally:
+        nvml.close()
+
+
+def link_under_load(device: torch.device, gpu: torch.Tensor, host: torch.Tensor) -> dict[str, Any] | None:
+    """The link read while pinned copies cross it: an idle link lowers its generation to save power."""
+    if device.type != "cuda":
+        return None
+    for _ in range(4):
+        gpu.copy_(host, non_blocking=True)
+    link = read_link(bus_id(device))
+    torch.cuda.synchronize(device)
+    return None if link is None else link | {"under_load": True}
+
+
 def host_copies(device: torch.device, gpu: torch.Tensor, transfer_bytes: int, link: Limit | None) -> Iterator[Event]:
     size = f"{transfer_bytes / 2**30:.0f} GiB" if transfer_bytes >= 2**30 else f"{transfer_bytes >> 20} MiB"
     gpu.normal_()  # random content made on the GPU: torch's CPU generator is serial, ~1 s a GiB
@@ -95,13 +135,15 @@ def host_copies(device: torch.device, gpu: torch.Tensor, transfer_bytes: int, li
         host = torch.empty(gpu.shape, dtype=gpu.dtype, pin_memory=pinned)
         host.copy_(gpu)  # every page touched before it is timed
         kind = "pinned" if pinned else "pageable"
+        pcie = link_under_load(device, gpu, host) if pinned else None
+        extra: dict[str, Any] = {"pcie": pcie} if pcie else {}
         for direction, label, dst, src in (("h2d", "host to device", gpu, host), ("d2h", "device to host", host, gpu)):
             yield from measure(
                 f"{label} {kind} {size}",
                 lambda d=dst, s=src, p=pinned: d.copy_(s, non_blocking=p),
                 transfer_bytes,
                 device,
-                {"direction": direction, "pinned": pinned, "bound": "link"},
+                {"direction": direction, "pinned": pinned, "bound": "link"} | extra,
                 link,
             )
 

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
+from statistics import median
 from typing import TypeVar
 
 from rigcheck.engine.events import Measurement, Status, Verdict
 
 U = TypeVar("U")  # the unit a figure comes from: a device on one host, (host, device) across a fleet
 
-PEER_TOLERANCE = 0.10  # a GPU more than 10% below the best of its peers is named
+PEER_TOLERANCE = 0.10  # a GPU more than 10% off the median of its peers is named
+MAD_SCALE = 1.4826  # a median absolute deviation times this estimates a normal spread's standard deviation
+MAD_FLOOR = 3.0  # and a figure must also lie this many scaled MADs from the median: peers that scatter widely name none
 GPU_BOUND_UTILIZATION = 80.0  # below this, the figure measured the host more than the GPU
 NO_CAUSE = "no cause in its conditions"
 
@@ -84,39 +87,76 @@ def peer_span(peers: list[float]) -> str:
     return f"{min(peers):,.4g}-{max(peers):,.4g}" if len(peers) > 1 else f"{max(peers):,.4g}"
 
 
+def off_median(values: Mapping[U, float], tolerance: float) -> Iterator[tuple[U, float, float, list[float]]]:
+    """The rule: each unit more than `tolerance` off the median of the others, and more than MAD_FLOOR scaled MADs
+    from it, either way; with that median, their MAD and the others' values. With a single other unit, only the
+    lower of the two is named: one cannot tell which of two is off, and slow is the usual fault."""
+    for unit, value in sorted(values.items()):
+        others = [v for u, v in values.items() if u != unit]
+        if not others:
+            continue
+        middle = median(others)
+        mad = median(abs(v - middle) for v in others)
+        if middle <= 0 or abs(value / middle - 1.0) <= tolerance or abs(value - middle) <= MAD_FLOOR * MAD_SCALE * mad:
+            continue
+        if value > middle and len(others) < 2:
+            continue
+        yield unit, middle, mad, others
+
+
+def _link_share(m: Measurement) -> str:
+    """', 26% of its link (63)' for a host-link figure whose link limit is known."""
+    limit = m.params.get("limit")
+    if m.params.get("bound") != "link" or not limit:
+        return ""
+    return f", {m.value / float(limit):.0%} of its link ({float(limit):.3g})"
+
+
 def peer_verdicts(figures: Iterable[Measurement], stage: str, tolerance: float = PEER_TOLERANCE) -> Iterator[Verdict]:
-    """A WARN for each GPU figure more than `tolerance` below the best of its peers; one PASS per stage
-    saying what was compared. Nothing at all with fewer than two GPUs of a model."""
+    """A WARN for each GPU figure more than `tolerance` off the median of its peers, either way, with both numbers;
+    one PASS per stage saying what was compared. Nothing at all with fewer than two GPUs of a model."""
     compared = 0
-    slow: list[Verdict] = []
+    off: list[Verdict] = []
     for (model, name), per_device in peer_groups((m.device, m) for m in figures).items():
         if len(per_device) < 2:
             continue
         compared += 1
-        for device, peers, below in below_best({d: m.value for d, m in per_device.items()}, tolerance):
+        for device, middle, mad, peers in off_median({d: m.value for d, m in per_device.items()}, tolerance):
             m = per_device[device]
-            slow.append(
+            ratio = m.value / middle
+            way = f"{1 - ratio:.0%} below" if ratio < 1 else f"{ratio - 1:.0%} above"
+            why = cause_of(m) if ratio < 1 else "faster than its peers: check the peers, or this figure's timer"
+            off.append(
                 Verdict(
                     stage,
                     f"peers {name}",
                     Status.WARN,
-                    f"{device} {name} {m.value:,.4g} {m.unit}, {below:.0%} below its peers ({peer_span(peers)}); "
-                    f"{cause_of(m)}",
-                    {"device": device, "value": m.value, "peers": peers, "below": below, "model": model},
+                    f"{device} {name} {m.value:,.4g} {m.unit}{_link_share(m)}: {ratio:.2f}x its {len(peers)} "
+                    f"peers' median ({middle:,.4g}, MAD {mad:,.2g}; {way}, peers {peer_span(peers)}); {why}",
+                    {
+                        "device": device,
+                        "value": m.value,
+                        "peers": peers,
+                        "median": middle,
+                        "mad": mad,
+                        "ratio": round(ratio, 4),
+                        "below": round(1 - ratio, 4),
+                        "model": model,
+                    },
                     tolerance=tolerance,
                     device=device,
                 )
             )
     if not compared:
         return
-    yield from slow
-    if not slow:
+    yield from off
+    if not off:
         yield Verdict(
             stage,
             "peers",
             Status.PASS,
             f"{compared} figure(s) compared across GPUs of the same model: none more than {tolerance:.0%} "
-            "below the best of its peers (compared where the GPU was the bottleneck)",
+            "off the median of its peers (compared where the GPU was the bottleneck)",
             {"compared": compared},
             tolerance=tolerance,
         )

@@ -36,5 +36,6 @@ def test_wheel_has_only_the_rigcheck_namespace(tmp_path: Path) -> None:
             wheel_name = package.replace(".", "/") + "/" + source.relative_to(folder).as_posix()
             assert wheel_name in names, wheel_name
     assert "rigcheck/themes/app.tcss" in names
+    assert "rigcheck/engine/measure/references.json" in names  # the reference table is data, shipped beside its loader
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt")))
     assert b"rigcheck = rigcheck.tui.cli:main" in entry_points

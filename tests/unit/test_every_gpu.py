@@ -65,7 +65,9 @@ def test_a_slow_gpu_is_named_against_its_peers_through_the_runner(tmp_path: Path
     events = run_per_gpu(tmp_path, slow_cuda2=True)
     (warn,) = [e for e in events if isinstance(e, Verdict) and e.check.startswith("peers")]
     assert warn.status == Status.WARN and warn.device == "cuda:2"
-    assert warn.explanation.startswith("cuda:2 matmul bf16 4096 595 TFLOP/s, 15% below its peers (700-700)")
+    assert warn.explanation.startswith(
+        "cuda:2 matmul bf16 4096 595 TFLOP/s: 0.85x its 2 peers' median (700, MAD 0; 15% below"
+    )
     (finished,) = [e for e in events if isinstance(e, StageFinished)]
     assert finished.status == Status.WARN
 
@@ -84,7 +86,7 @@ def test_peer_rule_names_fifteen_percent_not_five_and_needs_two_gpus() -> None:
     (warn,) = peer_verdicts([*peers, slow], "matmul")
     assert warn.device == "cuda:3" and warn.status == Status.WARN
     assert warn.explanation == (
-        "cuda:3 matmul bf16 8192 682 TFLOP/s, 14% below its peers (781-790); "
+        "cuda:3 matmul bf16 8192 682 TFLOP/s: 0.87x its 3 peers' median (785, MAD 4; 13% below, peers 781-790); "
         "its SM clock averaged 1,650 MHz against 1,980: hardware thermal slowdown"
     )
     close = list(peer_verdicts([*peers, figure("cuda:3", 750.0)], "matmul"))

@@ -1,0 +1,59 @@
+"""A CPU matmul figure against cores x clock x FLOP/cycle (the limit its stage computed) times the share of that
+limit the same CPU model reached when rigcheck measured it (engine/measure/references.json, kind "cpu matmul").
+
+A CPU figure is never failed by it, only named (a WARN): a host's CPUs are shared with everything else it runs.
+Standard library only: the parent runs it.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from rigcheck.engine.events import Measurement, Status, Verdict
+from rigcheck.engine.facts.host import cpu_facts
+from rigcheck.engine.measure.references import Reference, model_of, references_of
+from rigcheck.engine.trust.expect_words import likely_cause
+
+
+@functools.cache
+def this_cpu() -> str:
+    """The host's CPU model name, as /proc/cpuinfo gives it."""
+    return str(cpu_facts().get("model") or "")
+
+
+def cpu_reference(m: Measurement, cpu_name: str) -> Reference | None:
+    """The table's entry for this figure on this CPU model; None for a GPU figure or a CPU the table lacks."""
+    if m.device != "cpu" or m.unit != "GFLOP/s":
+        return None
+    model = model_of(cpu_name, cpu=True)
+    if model is None:
+        return None
+    return next((r for r in references_of(model.key) if r.figure == m.name and r.peak), None)
+
+
+def cpu_verdict(m: Measurement, stage: str, cpu_name: str) -> Verdict | None:
+    """PASS or WARN for a CPU matmul figure with a limit and a reference; None otherwise."""
+    reference = cpu_reference(m, cpu_name)
+    limit = m.params.get("limit")
+    if reference is None or not limit or m.params.get("broken") or m.value <= 0:
+        return None
+    achievable = reference.value / float(reference.peak or 1.0)
+    expected = achievable * float(limit)
+    ratio = m.value / expected
+    basis = m.params.get("limit_basis") or "its limit"
+    head = (
+        f"cpu {m.name} {m.value:,.4g} GFLOP/s: {m.value / float(limit):.0%} of {basis}"
+        f" ({float(limit):,.4g}), against the {achievable:.0%} the {reference.model} reaches ({reference.short}): "
+        f"{ratio:.2f}x of the {expected:,.4g} expected"
+    )
+    numbers = {"device": "cpu", "value": m.value, "expected": round(expected, 2), "ratio": round(ratio, 4)}
+    numbers |= {"share_of_limit": round(m.value / float(limit), 4), "achievable": round(achievable, 4)}
+    numbers |= {"model": reference.model, "source": reference.source}
+    if ratio >= reference.warn_below:
+        return Verdict(stage, f"cpu {m.name}", Status.PASS, head, numbers, 1 - reference.warn_below, "cpu")
+    cause, step = likely_cause(m)
+    numbers |= {"cause": cause, "next": step}
+    threads = m.params.get("threads")
+    used = f" with {threads} thread(s)" if threads else ""
+    text = f"{head}{used}; likely cause: {cause}; next: {step}"
+    return Verdict(stage, f"cpu {m.name}", Status.WARN, text, numbers, 1 - reference.warn_below, "cpu")

@@ -1,0 +1,85 @@
+"""A figure against the same GPU's (by UUID) or the same host CPU's own earlier clean runs: a drift of more than
+10% from that median is a WARN naming the runs it was compared with.
+
+Standard library only. The store's reader (engine/store/history.py) supplies the earlier figures; this module
+only judges them, so it is tested with plain lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from statistics import median
+
+from rigcheck.engine.events import Measurement, Status, Verdict
+from rigcheck.engine.trust.expect_words import likely_cause
+
+DRIFT = 0.10  # more than 10% from its own clean median is named
+MIN_EARLIER = 3  # a median of fewer is no history: one lease's tf32 or small-batch figure moves 10-17% from another's
+MAD_SCALE, MAD_FLOOR = 1.4826, 3.0  # and a drift must also clear 3 scaled MADs of them: its own runs' scatter
+
+
+@dataclass(frozen=True)
+class Past:
+    """One earlier clean figure: the run it came from, its value and unit."""
+
+    run_id: int
+    value: float
+    unit: str
+
+
+History = Callable[[Measurement], list[Past]]  # the earlier clean figures of this one, newest first
+
+
+def identity(m: Measurement) -> str | None:
+    """What a figure's history follows: its GPU's UUID, or 'cpu' for the host's CPU; None where unknown."""
+    if m.device.startswith("cuda"):
+        uuid = m.params.get("gpu_uuid")
+        return str(uuid) if uuid else None
+    return "cpu" if m.device == "cpu" else None
+
+
+def clean(m: Measurement) -> bool:
+    """Trusted and whole: the figures a history is made of, and the ones judged against it. Pageable host copies
+    are left out: they measure the host's page cache and staging buffers (8-18 GB/s on one H200 host)."""
+    c, p = m.conditions or {}, m.params
+    pageable = p.get("bound") == "link" and not p.get("pinned")
+    return c.get("trust") == "TRUSTED" and not p.get("broken") and not p.get("launch_bound") and not pageable
+
+
+def history_verdict(m: Measurement, earlier: list[Past], stage: str) -> Verdict | None:
+    """WARN where the figure drifted more than DRIFT from its own clean median; None where it did not, or where
+    there is nothing (in its unit) to compare with."""
+    past = [p for p in earlier if p.unit == m.unit and p.value > 0]
+    if len(past) < MIN_EARLIER or not clean(m) or m.value <= 0:
+        return None
+    middle = median(p.value for p in past)
+    drift = m.value / middle - 1.0
+    mad = median(abs(p.value - middle) for p in past)
+    if abs(drift) <= DRIFT or abs(m.value - middle) <= MAD_FLOOR * MAD_SCALE * mad:
+        return None  # within 10%, or within what this figure's own clean runs scatter by
+    runs = sorted({p.run_id for p in past}, reverse=True)
+    named = ", ".join(str(r) for r in runs[:5]) + (f" and {len(runs) - 5} more" if len(runs) > 5 else "")
+    way = "below" if drift < 0 else "above"
+    text = (
+        f"{m.device} {m.name} {m.value:,.4g} {m.unit}: {abs(drift):.0%} {way} its own clean median {middle:,.4g} "
+        f"(compared with run {runs[0]}, the latest of {len(past)} earlier clean figure(s): run(s) {named})"
+    )
+    numbers = {"device": m.device, "value": m.value, "median": middle, "drift": round(drift, 4), "runs": runs[:20]}
+    if drift < 0:
+        cause, step = likely_cause(m)
+        text += f"; likely cause: {cause}; next: {step}"
+        numbers |= {"cause": cause, "next": step}
+    return Verdict(stage, f"history {m.name}", Status.WARN, text, numbers, DRIFT, m.device)
+
+
+def history_verdicts(figures: Iterable[Measurement], stage: str, history: History | None) -> Iterator[Verdict]:
+    """A WARN for each figure that drifted from its own history; nothing where there is no history."""
+    if history is None:
+        return
+    for m in figures:
+        if identity(m) is None:
+            continue
+        verdict = history_verdict(m, history(m), stage)
+        if verdict is not None:
+            yield verdict

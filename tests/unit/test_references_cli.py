@@ -1,0 +1,66 @@
+"""`rigcheck references`: the table for the GPUs present (a fake NVML with two H200s), or for every model with
+`--all`, each figure with its source; `--baseline FILE` overrides the figures it holds; a bad file is one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rigcheck.engine.exits import EXIT_USAGE
+from rigcheck.engine.facts import present_gpus as present
+from rigcheck.engine.measure.references import MODELS
+from rigcheck.tui.cli import main
+
+
+@pytest.fixture
+def two_h200s(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fakes import build_fake_nvml
+    from rigcheck.engine.hw import nvml
+
+    monkeypatch.setattr(nvml, "LIBRARY", str(build_fake_nvml(tmp_path)))
+    monkeypatch.setattr(present, "DRM_ROOT", tmp_path / "no-drm")
+
+
+def test_the_gpus_present_are_listed_with_their_figures_and_sources(two_h200s: None, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["references"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("H200 (this machine: NVIDIA H200) [nvidia]") == 2
+    assert "best-bf16" in out and "794.5 TFLOP/s    80% of bf16" in out and "published MAMF, ml-engineering" in out
+    assert "device copy (any size)" in out and "NVIDIA DCGM diag-skus.yaml" in out
+    assert "\nsources:\n" in out and "commit b9e29720eebd4aa946fa9678975385efbc90a777" in out
+    assert "A100" not in out  # only the models present
+
+
+def test_a_baseline_overrides_the_figures_it_holds(two_h200s: None, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    baseline = {
+        "format": "rigcheck-baseline",
+        "version": 1,
+        "source": "rack 7, 2026-12-01",
+        "figures": {"NVIDIA H200/best-bf16": {"value": 801.0, "unit": "TFLOP/s"}},
+    }
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps(baseline))
+    assert main(["references", "--baseline", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "801 TFLOP/s" in out and "<- --baseline (overrides the table)" in out
+    assert "794.5" not in out  # the table's figure it replaced
+
+
+def test_all_lists_every_model_and_a_bad_baseline_is_one_line(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["references", "--all"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"{m.key} [{m.vendor}]" in out for m in MODELS)
+    assert "Radeon PRO W7900 [amd]" in out and "no reference figures: judged against datasheet peaks" in out
+    assert main(["references", "--baseline", str(tmp_path / "missing.json")]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot read it" in err
+
+
+def test_no_gpu_says_where_to_look(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    from rigcheck.engine.hw import nvml
+
+    monkeypatch.setattr(nvml, "LIBRARY", str(tmp_path / "absent.so"))
+    monkeypatch.setattr(present, "DRM_ROOT", tmp_path / "no-drm")
+    assert main(["references"]) == 0
+    assert "no GPU found" in capsys.readouterr().out
