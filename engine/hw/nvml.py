@@ -293,15 +293,22 @@ class Nvml:
 
     def compute_processes(self, handle: Handle) -> list[GpuProcess] | NvmlFailure:
         """The compute processes on this GPU (asked for their number first, then read with room to spare)."""
+        return self._processes("nvmlDeviceGetComputeRunningProcesses_v3", handle)
+
+    def graphics_processes(self, handle: Handle) -> list[GpuProcess] | NvmlFailure:
+        """The graphics processes on this GPU: a display server or a renderer holds memory and works too."""
+        return self._processes("nvmlDeviceGetGraphicsRunningProcesses_v3", handle)
+
+    def _processes(self, name: str, handle: Handle) -> list[GpuProcess] | NvmlFailure:
         count = _uint(0)
-        failed = self._call("nvmlDeviceGetComputeRunningProcesses_v3", handle, ctypes.byref(count), None)
+        failed = self._call(name, handle, ctypes.byref(count), None)
         if failed is None:
             return []
         if failed.code != INSUFFICIENT_SIZE:
             return failed
         count.value = count.value * 2 + 5  # processes may start between the two calls
         found = (_ProcessInfo * count.value)()
-        failed = self._call("nvmlDeviceGetComputeRunningProcesses_v3", handle, ctypes.byref(count), found)
+        failed = self._call(name, handle, ctypes.byref(count), found)
         if failed is not None:
             return failed
         return [

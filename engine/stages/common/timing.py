@@ -9,8 +9,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
+from rigcheck.engine.hw.pci import torch_bus_id
 from rigcheck.engine.measure.repeats import enough
 from rigcheck.engine.measure.stats import LAUNCH_BOUND_S, TimingStats
+from rigcheck.engine.stages.common import span_clocks
 
 BENCHMARK_VERSION = "rigcheck-bench-2"
 CHECK_CLOCK = "CLOCK_REALTIME"
@@ -40,6 +42,13 @@ def on_device(device: torch.device) -> Iterator[None]:
             yield
     else:
         yield
+
+
+def span(device: torch.device) -> span_clocks.Span:
+    """Clocks, power and clock-event reasons read now and at the span's end: the figure's own, however short."""
+    if device.type != "cuda":
+        return span_clocks.Span(None)
+    return span_clocks.Span(span_clocks.reader_for(torch_bus_id(torch.cuda.get_device_properties(device))))
 
 
 def l2_flush_buffer(device: torch.device) -> torch.Tensor | None:
@@ -94,6 +103,7 @@ def time_calls(
         cache = l2_flush_buffer(device) if flush else None
         pairs: list[tuple[float, float]] = []
         timer = DeviceTimer(device) if device.type == "cuda" else None
+        clocks = span(device)
         started = time.perf_counter()
         while len(pairs) < max_reps and not _done(
             pairs, time.perf_counter() - started, min_reps, min_seconds, settle, max_seconds
@@ -107,8 +117,10 @@ def time_calls(
                 t0, r0 = time.perf_counter(), check_clock()
                 call()
                 pairs.append((time.perf_counter() - t0, check_clock() - r0))
+        clocks.finish()
     primary, check = ("events", "wall clock") if timer is not None else ("perf_counter", CHECK_CLOCK)
-    return TimingStats(tuple(p for p, _ in pairs), tuple(c for _, c in pairs), primary, check)
+    stats = TimingStats(tuple(p for p, _ in pairs), tuple(c for _, c in pairs), primary, check)
+    return span_clocks.record(stats, clocks)
 
 
 def _done(
@@ -154,6 +166,7 @@ def time_grouped(
         cache = l2_flush_buffer(device)
         pairs: list[tuple[float, float]] = []
         index = 0
+        clocks = span(device)
         for _ in range(groups):
             if cache is not None:
                 cache.zero_()
@@ -161,4 +174,6 @@ def time_grouped(
                 for _ in range(size):
                     calls[index % len(calls)]()
                     index += 1
-    return TimingStats(tuple(p / size for p, _ in pairs), tuple(c / size for _, c in pairs), calls_per_timing=size)
+        clocks.finish()
+    stats = TimingStats(tuple(p / size for p, _ in pairs), tuple(c / size for _, c in pairs), calls_per_timing=size)
+    return span_clocks.record(stats, clocks)
