@@ -81,6 +81,10 @@ def unseen_user(conditions: dict[str, Any]) -> dict[str, Any] | None:
         evidence.append(_before_words(conditions["gpu_idle_before"]))
     if evidence:
         return {"gpu_memory": memory, "worked": True, "evidence": "; ".join(evidence)}
+    listed_idle = [_sampled_idle(sm.get(p["pid"])) for p in unseen]
+    if unlisted < UNLISTED_MIN and listed_idle and all(listed_idle):
+        reads = sm[unseen[0]["pid"]]["reads"]
+        return {"gpu_memory": memory, "worked": False, "evidence": f"SM use 0% in {reads} per-process sample(s)"}
     if state == "idle":
         idle = conditions["gpu_idle_before"]
         words = f"GPU idle ({idle['utilization_max_pct']:.0f}%) while rigcheck had no work on it"
