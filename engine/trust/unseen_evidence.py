@@ -118,3 +118,36 @@ def gather(window: list[Sample], before: list[Sample], index: int | None, start:
     if idle is not None:
         out["gpu_idle_before"] = idle
     return out
+
+
+def _size(count: float) -> str:
+    return f"{count / 2**30:.1f} GiB" if count >= 2**30 else f"{count / 2**20:.0f} MiB"
+
+
+def gpu_users(samples: list[Sample], indexes: set[int], unlisted_min: int) -> list[str]:
+    """Every other user of these GPUs (by NVML index) in the samples, in words, busy or only holding memory:
+    named before a stage, since one that holds memory may start work at any moment."""
+    own = own_pids(samples)
+    words = []
+    for index in sorted(indexes):
+        gpus = [gpu for _, gpu in _gpus(samples, index)]
+        if not gpus:
+            continue
+        last = gpus[-1]
+        sm = dict(last.sm_by_pid) if last.sm_by_pid is not None else None
+        parts = []
+        for proc in last.processes:
+            if proc.pid in own:
+                continue
+            held = f" holds {_size(proc.gpu_memory)}" if proc.gpu_memory else ""
+            use = "" if sm is None else f", SM {sm.get(proc.pid, 0.0):.0f}% in the last second"
+            who = "a process in another PID namespace" if proc.pid in last.unseen_pids else proc.name
+            parts.append(f"{who} (pid {proc.pid}){held}{use}")
+        unlisted = [gpu.memory_unlisted for gpu in gpus if gpu.memory_unlisted is not None]
+        if unlisted and min(unlisted) >= unlisted_min:
+            parts.append(
+                f"a process that rigcheck cannot see (another container or PID namespace) holds {_size(min(unlisted))}"
+            )
+        if parts:
+            words.append(f"GPU {index} ({last.pci_bus_id or last.name}): " + "; ".join(parts))
+    return words
