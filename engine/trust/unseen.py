@@ -4,8 +4,8 @@ that only holds memory, and the clocks read at the figure's own span. Pure funct
 Condition keys this adds (gathered by engine/trust/unseen_evidence.py and engine/stages/common/span_clocks.py):
 - `gpu_unlisted_memory`: bytes of device memory in use that no listed process accounts for, the least over
   the figure's window (NVML's v2 `used` less every listed process's memory); absent where it cannot be told.
-- `gpu_unseen_processes`: [{pid, gpu_memory, sm_pct}] processes the driver lists or samples on the GPU under
-  a pid this PID namespace cannot resolve.
+- `gpu_unseen_processes`: [{pid, gpu_memory, sm_pct, listed}] processes the driver lists (`listed`) or only
+  samples at work on the GPU under a pid this PID namespace cannot resolve.
 - `gpu_others_sm`: [{pid, sm_pct, reads}] each listed other process's highest per-process SM use in the
   window, over `reads` samples in which the driver gave it; absent where the driver never gave it.
 - `gpu_idle_before`: {samples, age_s, utilization_pct, utilization_max_pct, power_w}: the GPU at the latest
@@ -58,8 +58,13 @@ def idle_before_state(conditions: dict[str, Any]) -> str:
 
 def unseen_user(conditions: dict[str, Any]) -> dict[str, Any] | None:
     """Another user of the GPU that rigcheck cannot see, with whether it worked and the evidence."""
-    unseen = conditions.get("gpu_unseen_processes") or []
     unlisted = conditions.get("gpu_unlisted_memory") or 0
+    # A pid sampled at work but in no list counts only beside memory no listed process holds: a process that
+    # works holds a context, and where every byte is accounted for it is likely a listed one, numbered as
+    # outside this namespace.
+    unseen = [
+        p for p in conditions.get("gpu_unseen_processes") or [] if p.get("listed", True) or unlisted >= UNLISTED_MIN
+    ]
     memory = max(unlisted, sum(p.get("gpu_memory") or 0 for p in unseen))
     state = idle_before_state(conditions)
     sm = {p["pid"]: p for p in conditions.get("gpu_others_sm") or []}

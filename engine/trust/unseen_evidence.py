@@ -72,12 +72,13 @@ def unseen_processes(gpus: list[GpuSample], own: set[int]) -> list[dict[str, Any
         for proc in gpu.processes:
             if proc.pid in gpu.unseen_pids and proc.pid not in own:
                 entry = found.setdefault(proc.pid, {"pid": proc.pid, "gpu_memory": None, "sm_pct": None})
+                entry["listed"] = True
                 if proc.gpu_memory is not None:
                     entry["gpu_memory"] = max(entry["gpu_memory"] or 0, proc.gpu_memory)
         for pid, sm in gpu.sm_by_pid or ():
             if pid in own or (pid in listed and pid not in found):
                 continue
-            entry = found.setdefault(pid, {"pid": pid, "gpu_memory": None, "sm_pct": None})
+            entry = found.setdefault(pid, {"pid": pid, "gpu_memory": None, "sm_pct": None, "listed": False})
             entry["sm_pct"] = max(entry["sm_pct"] or 0.0, sm)
     return sorted(found.values(), key=lambda p: p["pid"])
 

@@ -186,7 +186,9 @@ def test_a_holder_in_another_namespace_sampled_idle_is_a_note(scene) -> None:  #
     gpu = scene("holder", visible=lambda pid: pid != 5151)
     conditions = judged(during(gpu))
     assert conditions["trust"] == "TRUSTED", conditions["trust_reasons"]
-    assert conditions["gpu_unseen_processes"] == [{"pid": 5151, "gpu_memory": 120 * GIB, "sm_pct": None}]
+    assert conditions["gpu_unseen_processes"] == [
+        {"pid": 5151, "gpu_memory": 120 * GIB, "sm_pct": None, "listed": True}
+    ]
     assert "holds 120.0 GiB on cuda:0 but did no work (SM use 0% in 5 per-process sample(s))" in conditions["notes"][0]
 
 
