@@ -5,6 +5,7 @@ engine/trust/unseen.py judges them."""
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from collections.abc import Iterable
 from typing import Any
@@ -37,18 +38,21 @@ def rigcheck_working(gpu: GpuSample, own: set[int]) -> bool:
     return any(sm.get(pid, 0.0) > 0.0 for pid in mine)
 
 
+def _far(t: float, busy_at: list[float]) -> bool:
+    """At least SETTLE_S from every time in the sorted `busy_at`."""
+    at = bisect.bisect_left(busy_at, t)
+    return all(abs(t - busy_at[i]) >= SETTLE_S for i in (at - 1, at) if 0 <= i < len(busy_at))
+
+
 def idle_before(samples: list[Sample], index: int | None, own: set[int], until: float) -> dict[str, Any] | None:
     """The GPU's utilization and power at the latest samples before `until` when rigcheck had no work on
     it, at least SETTLE_S from any sample where it may have had: None where no such moment was sampled."""
-    readings = _gpus((s for s in samples if s.t <= until), index)
-    busy_at = [t for t, gpu in readings if rigcheck_working(gpu, own)]
+    readings = [(t, gpu, rigcheck_working(gpu, own)) for t, gpu in _gpus((s for s in samples if s.t <= until), index)]
+    busy_at = sorted(t for t, _, working in readings if working)
     idle = [
         (t, gpu)
-        for t, gpu in readings
-        if until - t >= SETTLE_S
-        and not rigcheck_working(gpu, own)
-        and all(abs(t - b) >= SETTLE_S for b in busy_at)
-        and gpu.utilization_pct is not None
+        for t, gpu, working in readings
+        if not working and until - t >= SETTLE_S and gpu.utilization_pct is not None and _far(t, busy_at)
     ][-KEEP:]
     if not idle:
         return None
