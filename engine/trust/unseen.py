@@ -172,6 +172,8 @@ def examine(conditions: dict[str, Any], params: dict[str, Any], device: str) -> 
         fields = span_clock_fields(span, conditions)
         found.stored.update(fields)
         found.view.update(fields, widened=False)
+        if params.get("launch_bound"):  # paced by the host, not the clock; the window's busy share is earlier work's
+            found.view["utilization_mean_pct"] = None
     user = unseen_user(conditions)
     holders = idle_holders(conditions)
     if user is not None:

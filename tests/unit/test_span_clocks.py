@@ -63,11 +63,11 @@ class Buffer:
         return [s for s in self.samples if t0 <= s.t <= t1]
 
 
-def short_figure(span: dict | None) -> dict:
+def short_figure(span: dict | None, **more: object) -> dict:
     """A short figure whose window is widened back over earlier work at the full clock and no cap."""
     gpu = tuple(NvmlSource(FakeNvml(sm_clock=1980, reasons=0)).read())
     samples = [Sample(END - 1.0 + i * 0.1, HOST, gpu) for i in range(11)]
-    params = {"bound": "compute", "threads": 1, "spread_rel": 0.01, "timer": "events", "span_clocks": span}
+    params = {"bound": "compute", "threads": 1, "spread_rel": 0.01, "timer": "events", "span_clocks": span, **more}
     figure = Measurement("matmul", "bf16 1024", 600.0, "TFLOP/s", 1.0, 20, "cuda:0", params, t_start=START, t=END)
     return ConditionsAnnotator(Buffer(samples))(figure).conditions
 
@@ -109,3 +109,9 @@ def test_a_short_figure_under_a_thermal_slowdown_is_suspect() -> None:
 def test_without_span_readings_a_short_figure_keeps_the_old_note() -> None:
     conditions = short_figure(None)
     assert conditions["notes"] == [NOT_JUDGED] and "clocks_from" not in conditions
+
+
+def test_a_launch_bound_figure_is_not_faulted_for_its_clock() -> None:
+    low = span([1000, 990], [], [150.0, 150.0])
+    conditions = short_figure(low, launch_bound=True, median_s=20e-6)
+    assert conditions["trust"] == "TRUSTED" and conditions["clocks_from"] == "span"
