@@ -12,6 +12,8 @@ Condition keys this adds (gathered by engine/trust/unseen_evidence.py and engine
   moment before the figure when rigcheck had no work on it (`age_s` before the figure's start).
 - `gpu_idle_holders`: [{pid, name, gpu_memory, evidence}] other processes that held GPU memory but did no
   work in the figure's window: noted, not a reason (they stay in `other_gpu_processes`).
+- `gpu_list_blind`: True where no process list showed rigcheck's own stage child on the GPU in the figure's
+  window (the driver hides this PID namespace): unlisted memory and busy moments are then not evidence.
 - `unseen_user`: {gpu_memory, worked, evidence}: another user rigcheck cannot see; `worked` is True, False or
   None (no evidence either way).
 - `clocks_from`: "span" where the figure was shorter than the telemetry's sampling and its clocks, power
@@ -58,7 +60,7 @@ def idle_before_state(conditions: dict[str, Any]) -> str:
 
 def unseen_user(conditions: dict[str, Any]) -> dict[str, Any] | None:
     """Another user of the GPU that rigcheck cannot see, with whether it worked and the evidence."""
-    unlisted = conditions.get("gpu_unlisted_memory") or 0
+    unlisted = 0 if conditions.get("gpu_list_blind") else conditions.get("gpu_unlisted_memory") or 0
     # A pid sampled at work but in no list counts only beside memory no listed process holds: a process that
     # works holds a context, and where every byte is accounted for it is likely a listed one, numbered as
     # outside this namespace.
@@ -176,6 +178,11 @@ def examine(conditions: dict[str, Any], params: dict[str, Any], device: str) -> 
             found.view["utilization_mean_pct"] = None
     user = unseen_user(conditions)
     holders = idle_holders(conditions)
+    if conditions.get("gpu_list_blind"):
+        found.notes.append(
+            f"NVML lists none of rigcheck's own processes on {device} (the driver hides this PID namespace, as in "
+            "many containers): another container's use of the GPU could not be told from rigcheck's own"
+        )
     if user is not None:
         found.stored["unseen_user"] = user
         memory = f"{_size(user['gpu_memory'])}, " if user["gpu_memory"] else ""

@@ -119,6 +119,11 @@ def gather(window: list[Sample], before: list[Sample], index: int | None, start:
     sm = others_sm(gpus, own)
     if sm is not None:
         out["gpu_others_sm"] = sm
+    if gpus and not any(p.pid in own for gpu in gpus for p in gpu.processes):
+        # rigcheck's own stage child worked on this GPU, yet no list shows it: the driver hides this PID
+        # namespace (as in many containers), so memory outside the lists and busy moments may be its own
+        out["gpu_list_blind"] = True
+        return out
     idle = idle_before(before, index, own, start)
     if idle is not None:
         out["gpu_idle_before"] = idle
@@ -149,7 +154,8 @@ def gpu_users(samples: list[Sample], indexes: set[int], unlisted_min: int) -> li
             who = "a process in another PID namespace" if proc.pid in last.unseen_pids else proc.name
             parts.append(f"{who} (pid {proc.pid}){held}{use}")
         unlisted = [gpu.memory_unlisted for gpu in gpus if gpu.memory_unlisted is not None]
-        if unlisted and min(unlisted) >= unlisted_min:
+        mine_listed = any(p.pid in own for p in last.processes)  # else the memory may be rigcheck's own
+        if mine_listed and unlisted and min(unlisted) >= unlisted_min:
             parts.append(
                 f"a process that rigcheck cannot see (another container or PID namespace) holds {_size(min(unlisted))}"
             )

@@ -65,7 +65,7 @@ class Buffer:
 
 def short_figure(span: dict | None, **more: object) -> dict:
     """A short figure whose window is widened back over earlier work at the full clock and no cap."""
-    gpu = tuple(NvmlSource(FakeNvml(sm_clock=1980, reasons=0)).read())
+    gpu = tuple(NvmlSource(FakeNvml(sm_clock=1980, reasons=0, pids=(1,))).read())  # rigcheck own child listed
     samples = [Sample(END - 1.0 + i * 0.1, HOST, gpu) for i in range(11)]
     params = {"bound": "compute", "threads": 1, "spread_rel": 0.01, "timer": "events", "span_clocks": span, **more}
     figure = Measurement("matmul", "bf16 1024", 600.0, "TFLOP/s", 1.0, 20, "cuda:0", params, t_start=START, t=END)

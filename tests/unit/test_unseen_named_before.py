@@ -43,6 +43,8 @@ def test_every_other_user_is_named_in_words() -> None:
         "GPU 0 (0000:18:00.0): a process in another PID namespace (pid 5151) holds 120.0 GiB, SM 0% in the last "
         "second; a process that rigcheck cannot see (another container or PID namespace) holds 874 MiB"
     ]
+    blind = gpu(unlisted=874 * 2**20)  # no list shows rigcheck's own either: the memory may be its own
+    assert gpu_users([Sample(1.0, host, (blind,))], {0}, UNLISTED_MIN) == []
     below = gpu(own, unlisted=UNLISTED_MIN - 1)
     assert gpu_users([Sample(1.0, host, (below,))], {0}, UNLISTED_MIN) == []
 

@@ -192,6 +192,14 @@ def test_a_holder_in_another_namespace_sampled_idle_is_a_note(scene) -> None:  #
     assert "holds 120.0 GiB on cuda:0 but did no work (SM use 0% in 5 per-process sample(s))" in conditions["notes"][0]
 
 
+def test_a_driver_that_lists_none_of_rigcheck_own_is_no_evidence(scene) -> None:  # type: ignore[no-untyped-def]
+    gpu = replace(scene("quiet"), processes=(), process_pids=(), sm_by_pid=None, memory_unlisted=GIB + 40 * MIB)
+    conditions = judged(before(gpu, 100.0) + during(gpu))  # its own 1 GiB and its own busy moments
+    assert conditions["trust"] == "TRUSTED", conditions["trust_reasons"]
+    assert conditions["gpu_list_blind"] is True and "gpu_idle_before" not in conditions
+    assert conditions["notes"][-1].startswith("NVML lists none of rigcheck's own processes on cuda:0")
+
+
 def test_a_label_with_findings_added() -> None:
     found = unseen.Findings(reasons=["another process ..."], notes=["a note"])
     assert unseen.amend("NOISY", ["timing spread 9% of the median"], [], found) == (
