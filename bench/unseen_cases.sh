@@ -10,6 +10,10 @@
 #     ... but did no work (GPU idle ...)", or SUSPECT "whether it worked could not be told" where no idle moment
 #   6 what the span clock readings cost against each figure's span (expect: under 1%)
 # About 4 minutes. Needs root for unshare (or user namespaces).
+# Read NVML's view at the top of each namespaced case: if it lists NONE of rigcheck's processes from inside
+# (the driver hides the namespace), the figures say LIST-BLIND and case 3 cannot be caught from the lists
+# (its SUSPECT then needs a child-side measure: say so in bench/RESULTS.md); if it lists them, case 3 must be
+# SUSPECT by memory outside the lists.
 set -u
 cd "$(dirname "$0")/.."
 source bench/devpath.sh

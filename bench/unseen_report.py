@@ -31,11 +31,12 @@ def main(path: str) -> None:
             f"  {m['name'][:26]:26} {m['value']:>9,.4g} {c.get('trust', '-'):8} clocks={c.get('clocks_from', 'window')}"
             f" unlisted={_mib(c.get('gpu_unlisted_memory'))} before={idle}"
             f" unseen={unseen and (unseen['worked'], _mib(unseen['gpu_memory']))} holders={holders or '-'}"
+            + (" LIST-BLIND" if c.get("gpu_list_blind") else "")
         )
         for reason in c.get("trust_reasons") or []:
             print(f"      reason: {reason[:240]}")
         for note in notes:
-            if "cannot see" in note or "did no work" in note:
+            if "cannot see" in note or "did no work" in note or "NVML lists none" in note:
                 print(f"      note: {note[:240]}")
     print(f"  == {len(figures)} GPU figures: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     print(f"  == figures with 'clocks not judged': {not_judged}")
