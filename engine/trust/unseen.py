@@ -8,8 +8,10 @@ Condition keys this adds (gathered by engine/trust/unseen_evidence.py and engine
   samples at work on the GPU under a pid this PID namespace cannot resolve.
 - `gpu_others_sm`: [{pid, sm_pct, reads}] each listed other process's highest per-process SM use in the
   window, over `reads` samples in which the driver gave it; absent where the driver never gave it.
-- `gpu_idle_before`: {samples, age_s, utilization_pct, utilization_max_pct, power_w}: the GPU at the latest
-  moment before the figure when rigcheck had no work on it (`age_s` before the figure's start).
+- `gpu_idle_before`: {samples, age_s, utilization_pct, utilization_max_pct, power_w[, source]}: the GPU at the
+  latest moment before the figure when rigcheck had no work on it (`age_s` before the figure): from the
+  sampler, or (`source` "stage child") from the child's idle probe (`span_clocks.idle_probe` in the figure's
+  params), whichever is fresher; the probe also works where the driver's lists hide this PID namespace.
 - `gpu_idle_holders`: [{pid, name, gpu_memory, evidence}] other processes that held GPU memory but did no
   work in the figure's window: noted, not a reason (they stay in `other_gpu_processes`).
 - `gpu_list_blind`: True where no process list showed rigcheck's own stage child on the GPU in the figure's
@@ -169,8 +171,13 @@ def examine(conditions: dict[str, Any], params: dict[str, Any], device: str) -> 
     """The judged view of `conditions` (idle holders and unseen pids out of the process reason; a short
     figure's clocks from its span), with this module's reasons and notes."""
     found = Findings(view=dict(conditions))
-    span = params.get("span_clocks")
-    if conditions.get("widened") and isinstance(span, dict) and span.get("sm_mhz"):
+    span = params.get("span_clocks") if isinstance(params.get("span_clocks"), dict) else {}
+    probe, sampled = span.get("idle_probe"), conditions.get("gpu_idle_before")
+    if probe and (sampled is None or probe["age_s"] < sampled["age_s"]):  # the fresher look at the idle GPU
+        before = {**probe, "source": "stage child"}
+        conditions = {**conditions, "gpu_idle_before": before}
+        found.stored["gpu_idle_before"] = found.view["gpu_idle_before"] = before
+    if conditions.get("widened") and span.get("sm_mhz"):
         fields = span_clock_fields(span, conditions)
         found.stored.update(fields)
         found.view.update(fields, widened=False)

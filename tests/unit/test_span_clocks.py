@@ -46,6 +46,30 @@ def test_a_span_reads_the_gpu_at_its_address_through_the_stand_in_driver(
     assert timing_params(stats)["span_clocks"] is found
 
 
+def test_the_idle_probe_reads_the_driver_samples_once_a_while(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh: None
+) -> None:
+    monkeypatch.setattr(hw_nvml, "LIBRARY", str(build_fake_nvml(tmp_path)))
+    slept: list[float] = []
+    monkeypatch.setattr(span_clocks, "_sleep", slept.append)
+    monkeypatch.setattr(span_clocks, "_probes", {})
+    monkeypatch.setenv("FAKE_NVML_SCENE", "unseen")  # another namespace keeps the first GPU busy
+    reader = span_clocks.reader_for("0000:18:00.0")
+    found = span_clocks.probe_if_due("0000:18:00.0", reader)
+    assert found is not None and slept == [span_clocks.PROBE_S]
+    assert (found["samples"], found["utilization_pct"], found["utilization_max_pct"], found["power_w"]) == (
+        3,
+        100.0,
+        100.0,
+        126.0,
+    )
+    assert span_clocks.probe_if_due("0000:18:00.0", reader) is found and len(slept) == 1  # not due again yet
+    quiet = span_clocks.probe_if_due("0000:3b:00.0", span_clocks.reader_for("0000:3b:00.0"))
+    assert quiet is not None and quiet["utilization_max_pct"] == 0.0
+    result = span_clocks.Span(reader, found).finish()
+    assert result is not None and result["idle_probe"]["utilization_pct"] == 100.0 and "at" not in result["idle_probe"]
+
+
 def test_without_nvml_a_span_reads_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh: None) -> None:
     monkeypatch.setattr(hw_nvml, "LIBRARY", str(tmp_path / "absent.so"))
     span = span_clocks.Span(span_clocks.reader_for("0000:18:00.0"))

@@ -200,6 +200,31 @@ def test_a_driver_that_lists_none_of_rigcheck_own_is_no_evidence(scene) -> None:
     assert conditions["notes"][-1].startswith("NVML lists none of rigcheck's own processes on cuda:0")
 
 
+def probe(utilization: float, age_s: float = 2.0) -> dict:
+    """A figure's span readings with the stage child's idle probe of the GPU."""
+    idle = {"samples": 3, "utilization_pct": utilization, "utilization_max_pct": utilization, "power_w": 650.0}
+    return {"sm_mhz": [1980, 1980], "max_sm_mhz": 1980, "reasons": [], "idle_probe": {**idle, "age_s": age_s}}
+
+
+def test_behind_blind_lists_the_child_idle_probe_still_sees_another_container_at_work(scene) -> None:  # type: ignore[no-untyped-def]
+    gpu = replace(scene("quiet"), processes=(), process_pids=(), sm_by_pid=None, memory_unlisted=GIB + 874 * MIB)
+    busy = judged(during(gpu), span_clocks=probe(100.0))
+    assert busy["trust"] == "SUSPECT"
+    assert busy["trust_reasons"][0].startswith(
+        "another process that rigcheck cannot see (another container or PID namespace) is using cuda:0: GPU busy "
+        "100%, 650 W while rigcheck had no work on it, 2 s before this figure; next: "
+    )
+    assert busy["gpu_idle_before"]["source"] == "stage child"
+    assert judged(during(gpu), span_clocks=probe(0.0))["trust"] == "TRUSTED"
+
+
+def test_the_fresher_look_at_the_idle_gpu_decides(scene) -> None:  # type: ignore[no-untyped-def]
+    gpu = scene("quiet")
+    stale_idle = before(gpu, 0.0)  # 3.5-5 s before the figure
+    assert judged(stale_idle + during(gpu), span_clocks=probe(100.0, age_s=1.0))["trust"] == "SUSPECT"
+    assert judged(stale_idle + during(gpu), span_clocks=probe(100.0, age_s=30.0))["trust"] == "TRUSTED"
+
+
 def test_a_label_with_findings_added() -> None:
     found = unseen.Findings(reasons=["another process ..."], notes=["a note"])
     assert unseen.amend("NOISY", ["timing spread 9% of the median"], [], found) == (

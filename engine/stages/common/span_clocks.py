@@ -1,5 +1,6 @@
 """SM and memory clocks, power and clock-event reasons read in the stage child at the start and the end of a
-figure's timed span, so a figure shorter than the telemetry's sampling is still judged on its own clocks.
+figure's timed span, so a figure shorter than the telemetry's sampling is still judged on its own clocks; and
+now and then the GPU's utilization while the child leaves it idle (`idle_probe`), to see others' work.
 
 Through hw.nvml (no CUDA context; about 3 us a call on an H200), opened once per process; where NVML is
 absent (ROCm, a host without the driver's library) a span reads nothing and the figure keeps its old
@@ -13,10 +14,25 @@ import time
 import weakref
 from typing import Any
 
-from rigcheck.engine.hw.nvml import CLOCK_MEM, CLOCK_SM, Nvml, NvmlFailure, decode_reasons, ok, open_nvml
+from rigcheck.engine.hw.nvml import (
+    CLOCK_MEM,
+    CLOCK_SM,
+    SAMPLES_GPU_UTILIZATION,
+    Nvml,
+    NvmlFailure,
+    decode_reasons,
+    ok,
+    open_nvml,
+)
 from rigcheck.engine.hw.pci import normalise_bus_id
 
 Reading = tuple[int | None, int | None, float | None, int | None]  # SM MHz, memory MHz, W, reasons mask
+# Before the first span of each GPU in a process, and again after PROBE_EVERY_S, the child leaves the GPU idle for
+# PROBE_S and reads the driver's own utilization samples of that time (after PROBE_LAG_S, so none covers its own
+# last work): a GPU busy then is someone else's, even where no process list can show who (another container).
+PROBE_S = 0.6
+PROBE_LAG_S = 0.2
+PROBE_EVERY_S = 60.0
 
 
 class SpanReader:
@@ -39,8 +55,10 @@ class SpanReader:
         )
 
 
+_sleep = time.sleep  # tests replace it
 _nvml: list[Nvml | None] = []  # opened at the first span of this process; [None] where NVML is not usable
 _readers: dict[str, SpanReader | None] = {}
+_probes: dict[str, tuple[float, dict[str, Any] | None]] = {}  # address -> (monotonic time, the last probe)
 
 
 def _open() -> Nvml | None:
@@ -69,11 +87,45 @@ def reader_for(address: str | None) -> SpanReader | None:
     return found
 
 
+def idle_probe(reader: SpanReader) -> dict[str, Any] | None:
+    """The GPU's utilization (the driver's samples) and power while this process leaves it idle for PROBE_S; the
+    caller has synchronised, so none of its own work is running. None where the driver keeps no such samples."""
+    began = time.time()
+    _sleep(PROBE_S)
+    answer = reader.nvml.samples(reader.handle, SAMPLES_GPU_UTILIZATION, int((began + PROBE_LAG_S) * 1e6))
+    values = [value for _, value in ok(answer) or []]
+    if not values:
+        return None
+    power = ok(reader.nvml.power_usage(reader.handle))
+    return {
+        "samples": len(values),
+        "utilization_pct": round(sum(values) / len(values), 1),
+        "utilization_max_pct": max(values),
+        "power_w": None if power is None else round(power * 1e-3, 1),
+        "at": began,
+    }
+
+
+def probe_if_due(address: str | None, reader: SpanReader | None) -> dict[str, Any] | None:
+    """The latest idle probe of this GPU, made now where none was made in the last PROBE_EVERY_S."""
+    if address is None or reader is None:
+        return None
+    last = _probes.get(address)
+    if last is None or time.monotonic() - last[0] >= PROBE_EVERY_S:
+        try:
+            found = idle_probe(reader)
+        except Exception:  # a sensor that fails is a gap, never a failed figure
+            found = None
+        last = _probes[address] = (time.monotonic(), found)
+    return last[1]
+
+
 class Span:
     """Readings at the start (made now) and at `finish()`; `record(stats)` ties them to a figure's timings."""
 
-    def __init__(self, reader: SpanReader | None) -> None:
+    def __init__(self, reader: SpanReader | None, probe: dict[str, Any] | None = None) -> None:
         self.reader = reader
+        self.probe = probe
         self.cost_s = 0.0
         self.start: Reading | None = self._read()
         self.started = time.perf_counter()
@@ -106,6 +158,9 @@ class Span:
             "cost_s": round(self.cost_s, 7),
             "span_s": round(span_s, 6),
         }
+        if self.probe is not None:
+            probe = {k: v for k, v in self.probe.items() if k != "at"}
+            self.result["idle_probe"] = {**probe, "age_s": round(time.time() - self.probe["at"], 1)}
         return self.result
 
 

@@ -44,11 +44,14 @@ def on_device(device: torch.device) -> Iterator[None]:
         yield
 
 
-def span(device: torch.device) -> span_clocks.Span:
-    """Clocks, power and clock-event reasons read now and at the span's end: the figure's own, however short."""
+def span_reader(device: torch.device) -> tuple[span_clocks.SpanReader | None, dict[str, Any] | None]:
+    """The reader of this GPU's clocks for its figures' spans, and the latest idle probe of it: made now where
+    one is due, so call it with nothing of ours running on the device (after a synchronize), before warm-up."""
     if device.type != "cuda":
-        return span_clocks.Span(None)
-    return span_clocks.Span(span_clocks.reader_for(torch_bus_id(torch.cuda.get_device_properties(device))))
+        return None, None
+    address = torch_bus_id(torch.cuda.get_device_properties(device))
+    reader = span_clocks.reader_for(address)
+    return reader, span_clocks.probe_if_due(address, reader)
 
 
 def l2_flush_buffer(device: torch.device) -> torch.Tensor | None:
@@ -92,6 +95,8 @@ def time_calls(
     perf_counter on the CPU (checked by CLOCK_REALTIME). `settle`: past `min_reps` and `min_seconds`, stop
     once the last `min_reps` calls agree (engine/measure/repeats.py), else go on to `max_seconds`."""
     with on_device(device):
+        synchronize(device)
+        reader, probe = span_reader(device)
         warm_start = time.perf_counter()
         done = 0
         while done < warmup or time.perf_counter() - warm_start < 0.05:  # thread pools and clocks spin up
@@ -103,7 +108,7 @@ def time_calls(
         cache = l2_flush_buffer(device) if flush else None
         pairs: list[tuple[float, float]] = []
         timer = DeviceTimer(device) if device.type == "cuda" else None
-        clocks = span(device)
+        clocks = span_clocks.Span(reader, probe)
         started = time.perf_counter()
         while len(pairs) < max_reps and not _done(
             pairs, time.perf_counter() - started, min_reps, min_seconds, settle, max_seconds
@@ -155,6 +160,8 @@ def time_grouped(
     between calls, which per-call events do for kernels of a fraction of a millisecond.
     """
     with on_device(device):
+        synchronize(device)
+        reader, probe = span_reader(device)
         for call in calls * 3:
             call()
         synchronize(device)
@@ -166,7 +173,7 @@ def time_grouped(
         cache = l2_flush_buffer(device)
         pairs: list[tuple[float, float]] = []
         index = 0
-        clocks = span(device)
+        clocks = span_clocks.Span(reader, probe)
         for _ in range(groups):
             if cache is not None:
                 cache.zero_()
