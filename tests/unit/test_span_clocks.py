@@ -3,6 +3,7 @@ reasons read at its own timed span's start and end, not left "clocks not judged"
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -51,18 +52,15 @@ def test_the_idle_probe_reads_the_driver_samples_once_a_while(
 ) -> None:
     monkeypatch.setattr(hw_nvml, "LIBRARY", str(build_fake_nvml(tmp_path)))
     slept: list[float] = []
-    monkeypatch.setattr(span_clocks, "_sleep", slept.append)
+    monkeypatch.setattr(span_clocks, "PROBE_S", 0.35)  # the stand-in samples every 100 ms
+    monkeypatch.setattr(span_clocks, "_sleep", lambda s: (slept.append(s), time.sleep(s)))
     monkeypatch.setattr(span_clocks, "_probes", {})
     monkeypatch.setenv("FAKE_NVML_SCENE", "unseen")  # another namespace keeps the first GPU busy
     reader = span_clocks.reader_for("0000:18:00.0")
     found = span_clocks.probe_if_due("0000:18:00.0", reader)
     assert found is not None and slept == [span_clocks.PROBE_S]
-    assert (found["samples"], found["utilization_pct"], found["utilization_max_pct"], found["power_w"]) == (
-        3,
-        100.0,
-        100.0,
-        126.0,
-    )
+    assert found["samples"] >= 2  # those whose whole 100 ms fell in the idle 350 ms
+    assert (found["utilization_pct"], found["utilization_max_pct"], found["power_w"]) == (100.0, 100.0, 126.0)
     assert span_clocks.probe_if_due("0000:18:00.0", reader) is found and len(slept) == 1  # not due again yet
     quiet = span_clocks.probe_if_due("0000:3b:00.0", span_clocks.reader_for("0000:3b:00.0"))
     assert quiet is not None and quiet["utilization_max_pct"] == 0.0
@@ -139,3 +137,27 @@ def test_a_launch_bound_figure_is_not_faulted_for_its_clock() -> None:
     low = span([1000, 990], [], [150.0, 150.0])
     conditions = short_figure(low, launch_bound=True, median_s=20e-6)
     assert conditions["trust"] == "TRUSTED" and conditions["clocks_from"] == "span"
+
+
+class Driver:
+    """Utilization samples every `period_s` around now, busy throughout (its own last work included)."""
+
+    def __init__(self, period_s: float) -> None:
+        self.period_us = int(period_s * 1e6)
+
+    def samples(self, handle: object, kind: int, since_us: int) -> list[tuple[int, float]]:
+        now = int(time.time() * 1e6)
+        return [(t, 100.0) for t in range(since_us + self.period_us, now + 1, self.period_us)]
+
+    def power_usage(self, handle: object) -> int:
+        return 300_000
+
+
+def test_a_sample_whose_period_reaches_back_before_the_idle_time_is_not_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(span_clocks, "PROBE_S", 0.3)
+    reader = span_clocks.SpanReader.__new__(span_clocks.SpanReader)
+    reader.nvml, reader.handle = Driver(1.0), None  # a product that samples once a second: none fits in 0.3 s
+    assert span_clocks.idle_probe(reader) is None
+    reader.nvml = Driver(0.05)
+    found = span_clocks.idle_probe(reader)
+    assert found is not None and found["samples"] >= 3 and found["power_w"] == 300.0

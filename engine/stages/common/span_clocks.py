@@ -10,6 +10,7 @@ judgement. Each span records what its readings cost against its own length (`cos
 from __future__ import annotations
 
 import contextlib
+import itertools
 import time
 import weakref
 from typing import Any
@@ -28,10 +29,9 @@ from rigcheck.engine.hw.pci import normalise_bus_id
 
 Reading = tuple[int | None, int | None, float | None, int | None]  # SM MHz, memory MHz, W, reasons mask
 # Before the first span of each GPU in a process, and again after PROBE_EVERY_S, the child leaves the GPU idle for
-# PROBE_S and reads the driver's own utilization samples of that time (after PROBE_LAG_S, so none covers its own
-# last work): a GPU busy then is someone else's, even where no process list can show who (another container).
+# PROBE_S and reads the driver's own utilization samples whose whole period fell in that time (none covers its
+# own last work): a GPU busy then is someone else's, even where no process list can show who (another container).
 PROBE_S = 0.6
-PROBE_LAG_S = 0.2
 PROBE_EVERY_S = 60.0
 
 
@@ -87,13 +87,20 @@ def reader_for(address: str | None) -> SpanReader | None:
     return found
 
 
+def _period_us(found: list[tuple[int, float]]) -> float:
+    """The driver's sampling period (1/6 s to 1 s by product), from its samples' spacing; a sample covers the
+    period before its time stamp. Unknown (too few samples): as long as the longest, so none is taken."""
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(found) if b[0] > a[0]]
+    return float(min(gaps)) if gaps else 1e6
+
+
 def idle_probe(reader: SpanReader) -> dict[str, Any] | None:
     """The GPU's utilization (the driver's samples) and power while this process leaves it idle for PROBE_S; the
     caller has synchronised, so none of its own work is running. None where the driver keeps no such samples."""
     began = time.time()
     _sleep(PROBE_S)
-    answer = reader.nvml.samples(reader.handle, SAMPLES_GPU_UTILIZATION, int((began + PROBE_LAG_S) * 1e6))
-    values = [value for _, value in ok(answer) or []]
+    found = sorted(ok(reader.nvml.samples(reader.handle, SAMPLES_GPU_UTILIZATION, int((began - 1.0) * 1e6))) or [])
+    values = [value for stamp, value in found if stamp - _period_us(found) >= began * 1e6]
     if not values:
         return None
     power = ok(reader.nvml.power_usage(reader.handle))
