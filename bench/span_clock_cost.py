@@ -24,6 +24,10 @@ def main() -> int:
     if reader is None:
         print("no NVML reader for cuda:0: span clocks are off here")
         return 1
+    probed = time.perf_counter()
+    probe = span_clocks.probe_if_due(torch_bus_id(torch.cuda.get_device_properties(device)), reader)
+    print(f"idle probe ({span_clocks.PROBE_S} s once a minute per stage child): {probe} in "
+          f"{time.perf_counter() - probed:.2f} s")  # fmt: skip
     costs = []
     for _ in range(2000):
         begun = time.perf_counter()

@@ -8,12 +8,13 @@
 #   4 an idle 120 GiB holder beside it (visible)                 expect: TRUSTED with a note naming the holder
 #   5 the same holder outside its PID namespace (unseen)         expect: TRUSTED with a note "... holds 120.0 GiB
 #     ... but did no work (GPU idle ...)", or SUSPECT "whether it worked could not be told" where no idle moment
-#   6 what the span clock readings cost against each figure's span (expect: under 1%)
+#   6 what the span clock readings cost against each figure's span (expect: under 1%), and the idle probe on a quiet GPU
+#     (expect: utilization 0, a few samples; it costs 0.6 s once a minute per stage child)
 # About 4 minutes. Needs root for unshare (or user namespaces).
 # Read NVML's view at the top of each namespaced case: if it lists NONE of rigcheck's processes from inside
-# (the driver hides the namespace), the figures say LIST-BLIND and case 3 cannot be caught from the lists
-# (its SUSPECT then needs a child-side measure: say so in bench/RESULTS.md); if it lists them, case 3 must be
-# SUSPECT by memory outside the lists.
+# (the driver hides the namespace), the figures say LIST-BLIND, and case 3 must still be SUSPECT by the stage
+# child's idle probe ("GPU busy ...% while rigcheck had no work on it"); if it lists them, by memory outside
+# the lists as well. Case 5 behind blind lists is TRUSTED with the LIST-BLIND note (the holder cannot be named).
 set -u
 cd "$(dirname "$0")/.."
 source bench/devpath.sh
