@@ -109,6 +109,8 @@ def gather(window: list[Sample], before: list[Sample], index: int | None, start:
         return {}
     own = own_pids(window) | own_pids(before)
     gpus = [gpu for _, gpu in _gpus(window, index)]
+    if not gpus or any(gpu.source != "nvml" for gpu in gpus):
+        return {}  # only NVML lists a GPU's processes: elsewhere rigcheck's own work cannot be told from others'
     out: dict[str, Any] = {}
     unlisted = [gpu.memory_unlisted for gpu in gpus if gpu.memory_unlisted is not None]
     if unlisted:
@@ -119,7 +121,7 @@ def gather(window: list[Sample], before: list[Sample], index: int | None, start:
     sm = others_sm(gpus, own)
     if sm is not None:
         out["gpu_others_sm"] = sm
-    if gpus and not any(p.pid in own for gpu in gpus for p in gpu.processes):
+    if not any(p.pid in own for gpu in gpus for p in gpu.processes):
         # rigcheck's own stage child worked on this GPU, yet no list shows it: the driver hides this PID
         # namespace (as in many containers), so memory outside the lists and busy moments may be its own
         out["gpu_list_blind"] = True

@@ -225,6 +225,13 @@ def test_the_fresher_look_at_the_idle_gpu_decides(scene) -> None:  # type: ignor
     assert judged(stale_idle + during(gpu), span_clocks=probe(100.0, age_s=30.0))["trust"] == "TRUSTED"
 
 
+def test_a_gpu_whose_reader_lists_no_processes_is_not_judged_by_them(scene) -> None:  # type: ignore[no-untyped-def]
+    gpu = replace(scene("quiet"), source="amdgpu", processes=(), process_pids=(), sm_by_pid=None, memory_unlisted=None)
+    conditions = judged(before(gpu, 100.0) + during(gpu))  # rigcheck's own work: nothing says whose it is
+    assert conditions["trust"] == "TRUSTED" and "gpu_idle_before" not in conditions
+    assert "gpu_list_blind" not in conditions
+
+
 def test_a_label_with_findings_added() -> None:
     found = unseen.Findings(reasons=["another process ..."], notes=["a note"])
     assert unseen.amend("NOISY", ["timing spread 9% of the median"], [], found) == (
