@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 LIBRARY = "libnvidia-ml.so.1"  # looked up at each open, so tests can point it at a stand-in
 SUCCESS, NOT_SUPPORTED, NO_PERMISSION, INSUFFICIENT_SIZE, FUNCTION_NOT_FOUND = 0, 3, 4, 7, 13
 CLOCK_SM, CLOCK_MEM, TEMPERATURE_GPU = 1, 2, 0
+SAMPLES_GPU_UTILIZATION = 1  # nvmlSamplingType_t NVML_GPU_UTILIZATION_SAMPLES
 VALUE_NOT_AVAILABLE = 2**64 - 1  # an unsigned long long NVML could not fill (e.g. a process's memory under MIG)
 MEMORY_V2 = 0x02000028  # nvmlMemory_v2: sizeof(nvmlMemory_v2_t) | 2 << 24
 NAME_BUFFER = 96
@@ -146,6 +147,20 @@ class _ProcessSample(ctypes.Structure):
         ("encUtil", _uint),
         ("decUtil", _uint),
     ]
+
+
+class _Value(ctypes.Union):
+    _fields_ = [
+        ("d", ctypes.c_double),
+        ("ui", _uint),
+        ("ul", ctypes.c_ulong),
+        ("ull", _ull),
+        ("sll", ctypes.c_longlong),
+    ]
+
+
+class _Sample(ctypes.Structure):
+    _fields_ = [("timeStamp", _ull), ("value", _Value)]
 
 
 class _Fabric(ctypes.Structure):
@@ -296,15 +311,22 @@ class Nvml:
 
     def compute_processes(self, handle: Handle) -> list[GpuProcess] | NvmlFailure:
         """The compute processes on this GPU (asked for their number first, then read with room to spare)."""
+        return self._processes("nvmlDeviceGetComputeRunningProcesses_v3", handle)
+
+    def graphics_processes(self, handle: Handle) -> list[GpuProcess] | NvmlFailure:
+        """The graphics processes on this GPU: a display server or a renderer holds memory and works too."""
+        return self._processes("nvmlDeviceGetGraphicsRunningProcesses_v3", handle)
+
+    def _processes(self, name: str, handle: Handle) -> list[GpuProcess] | NvmlFailure:
         count = _uint(0)
-        failed = self._call("nvmlDeviceGetComputeRunningProcesses_v3", handle, ctypes.byref(count), None)
+        failed = self._call(name, handle, ctypes.byref(count), None)
         if failed is None:
             return []
         if failed.code != INSUFFICIENT_SIZE:
             return failed
         count.value = count.value * 2 + 5  # processes may start between the two calls
         found = (_ProcessInfo * count.value)()
-        failed = self._call("nvmlDeviceGetComputeRunningProcesses_v3", handle, ctypes.byref(count), found)
+        failed = self._call(name, handle, ctypes.byref(count), found)
         if failed is not None:
             return failed
         return [
@@ -325,6 +347,24 @@ class Nvml:
         if failed is not None:
             return failed
         return [ProcessSample(int(s.pid), int(s.timeStamp), int(s.smUtil)) for s in found[: count.value]]
+
+    def samples(self, handle: Handle, kind: int, since_us: int) -> list[tuple[int, float]] | NvmlFailure:
+        """The driver's own samples of `kind` (SAMPLES_GPU_UTILIZATION: % over each sampling period) taken
+        after `since_us` (epoch microseconds), as (time stamp, value); NOT_FOUND where it holds none that new."""
+        kind_of, count, since = _uint(0), _uint(0), _ull(since_us)
+        failed = self._call(
+            "nvmlDeviceGetSamples", handle, _int(kind), since, ctypes.byref(kind_of), ctypes.byref(count), None
+        )
+        if failed is not None:
+            return failed
+        found = (_Sample * max(1, count.value))()
+        failed = self._call(
+            "nvmlDeviceGetSamples", handle, _int(kind), since, ctypes.byref(kind_of), ctypes.byref(count), found
+        )
+        if failed is not None:
+            return failed
+        field = ("d", "ui", "ul", "ull", "sll", "ui")[kind_of.value] if kind_of.value < 6 else "ui"
+        return [(int(s.timeStamp), float(getattr(s.value, field))) for s in found[: count.value]]
 
     # --- health ------------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from rigcheck.engine.events import Event, Facts, LogLine, Measurement, RunFinished, StageStarted, Status, Verdict
 from rigcheck.engine.gate.full_run import health_history
+from rigcheck.engine.hw.devices import nvml_index  # [unseen hook]
 from rigcheck.engine.registry import StageInfo
 from rigcheck.engine.run.runner import Listener, Run, RunPlan
 from rigcheck.engine.store import Store
@@ -21,6 +22,8 @@ from rigcheck.engine.telemetry.sample import Sample
 from rigcheck.engine.telemetry.sampler import Sampler
 from rigcheck.engine.trust.conditions import DEFAULT_POLICY, ConditionsAnnotator, TrustPolicy
 from rigcheck.engine.trust.quiet import WAIT, HostBusy, others_busy, wait_quiet
+from rigcheck.engine.trust.unseen import UNLISTED_MIN  # [unseen hook]
+from rigcheck.engine.trust.unseen_evidence import gpu_users  # [unseen hook]
 
 SAMPLE_STORE_INTERVAL_S = 1.0
 LOCK_PATIENCE_S = 1800.0  # how long a finished run waits for a locked store to take what it holds
@@ -140,6 +143,7 @@ class RunSession:
     def _before_stage(self, info: StageInfo) -> Iterator[Event]:
         if not info.throughput or self.sampler is None:
             return
+        yield from self._gpu_users(info)  # [unseen hook, issue 31 item 6]
         waited = (yield from self._wait_quiet(info)) if self.wait_quiet_s else None
         busy_now = others_busy(self.sampler, 1.0)
         contended = busy_now is not None and busy_now.contended(self.policy)
@@ -167,6 +171,25 @@ class RunSession:
             )
         else:
             yield Verdict(info.name, "quiet-check", Status.PASS, f"{words}: the host was quiet", numbers)
+
+    def _gpu_users(self, info: StageInfo) -> Iterator[Event]:
+        """[unseen hook, issue 31 item 6: engine/trust/unseen_evidence.py] Every other user of the run's GPUs,
+        named before the stage even when it only holds memory: it may start work at any moment."""
+        assert self.sampler is not None
+        indexes = {i for i in (nvml_index(d) for d in self.devices) if i is not None}
+        now = time.time()
+        users = gpu_users(self.sampler.window(now - 1.0, now), indexes, UNLISTED_MIN)
+        if users:
+            words = "; ".join(users)
+            yield Verdict(
+                info.name,
+                "gpu-users",
+                Status.WARN,
+                f"other users of the GPU before the stage: {words}; a figure measured while one works is SUSPECT, "
+                "one that only holds memory leaves it TRUSTED with a note; next: `nvidia-smi` (on the host, "
+                "outside any container) names them",
+                {"gpu_users": users},
+            )
 
     def _wait_quiet(self, info: StageInfo) -> Generator[Event, None, tuple[bool, float, HostBusy | None]]:
         """Wait for a quiet host, saying what it waits for (level `wait`: the CLI and `follow` print it on stderr)."""

@@ -44,6 +44,13 @@ class GpuSample:
     max_mem_clock_mhz: float | None = None
     power_default_limit_w: float | None = None  # the board's default power limit, to tell a lowered one
     power_max_limit_w: float | None = None  # the most the limit may be raised to
+    # Device memory in use that no listed process accounts for: a process in another container or PID
+    # namespace. None where it cannot be told (no v2 memory reading, or a listed process's memory unknown).
+    memory_unlisted: int | None = None
+    # SM use per pid over the last second, every pid the driver sampled (also pids in no process list);
+    # None where the driver did not answer. Empty: it answered that no process worked.
+    sm_by_pid: tuple[tuple[int, float], ...] | None = None
+    unseen_pids: tuple[int, ...] = ()  # pids of `processes` that this PID namespace cannot resolve
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from rigcheck.engine.hw.devices import nvml_index
 from rigcheck.engine.measure.plausibility import over_limit
 from rigcheck.engine.telemetry.power_limit import power_limit_state as limit_state
 from rigcheck.engine.telemetry.sample import GpuSample, HostSample, ProcessUse, Sample, find_gpu
+from rigcheck.engine.trust import unseen, unseen_evidence  # [unseen hook]
 
 SLOWDOWN_REASONS = {
     "hardware slowdown",
@@ -483,6 +484,15 @@ class ConditionsAnnotator:
         references = None
         if self.reference_clocks is not None and measurement.params.get("gpu_uuid"):
             references = self.reference_clocks(measurement)
-        judgement = judge(conditions, measurement, self.policy, references)
+        # [unseen hook, issue 31: engine/trust/unseen.py] unseen users, idle holders, a short figure's span clocks
+        before = self.sampler.window(start - unseen_evidence.LOOKBACK_S, start)
+        conditions.update(unseen_evidence.gather(samples, before, conditions.get("gpu_index"), start))
+        found = unseen.examine(conditions, measurement.params, measurement.device)
+        conditions.update(found.stored)
+        judgement = judge(found.view, measurement, self.policy, references)
+        judgement.trust, judgement.reasons, judgement.notes = unseen.amend(
+            judgement.trust, judgement.reasons, judgement.notes, found
+        )
+        # [end unseen hook]
         conditions.update(trust=judgement.trust, trust_reasons=judgement.reasons, notes=judgement.notes)
         return replace(measurement, conditions=conditions)

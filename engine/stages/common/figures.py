@@ -27,6 +27,7 @@ from rigcheck.engine.measure.plausibility import (
     timer_cause,
 )
 from rigcheck.engine.measure.stats import LAUNCH_BOUND_S, TimingStats
+from rigcheck.engine.stages.common import span_clocks
 from rigcheck.engine.stages.common.limits import bus_id, gpu_matmul_limit
 
 # What an fp32 matrix multiply can run as without being asked, in the order tried: TF32, then bf16.
@@ -51,6 +52,7 @@ def timing_params(stats: TimingStats) -> dict[str, object]:
         "check_stepped": stats.check_stepped(),
         "noisy": stats.noisy,
         "launch_bound": stats.primary == "events" and stats.median < LAUNCH_BOUND_S,
+        "span_clocks": span_clocks.of(stats),
     }
 
 

@@ -9,8 +9,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
+from rigcheck.engine.hw.pci import torch_bus_id
 from rigcheck.engine.measure.repeats import enough
 from rigcheck.engine.measure.stats import LAUNCH_BOUND_S, TimingStats
+from rigcheck.engine.stages.common import span_clocks
 
 BENCHMARK_VERSION = "rigcheck-bench-2"
 CHECK_CLOCK = "CLOCK_REALTIME"
@@ -40,6 +42,16 @@ def on_device(device: torch.device) -> Iterator[None]:
             yield
     else:
         yield
+
+
+def span_reader(device: torch.device) -> tuple[span_clocks.SpanReader | None, dict[str, Any] | None]:
+    """The reader of this GPU's clocks for its figures' spans, and the latest idle probe of it: made now where
+    one is due, so call it with nothing of ours running on the device (after a synchronize), before warm-up."""
+    if device.type != "cuda":
+        return None, None
+    address = torch_bus_id(torch.cuda.get_device_properties(device))
+    reader = span_clocks.reader_for(address)
+    return reader, span_clocks.probe_if_due(address, reader)
 
 
 def l2_flush_buffer(device: torch.device) -> torch.Tensor | None:
@@ -83,6 +95,8 @@ def time_calls(
     perf_counter on the CPU (checked by CLOCK_REALTIME). `settle`: past `min_reps` and `min_seconds`, stop
     once the last `min_reps` calls agree (engine/measure/repeats.py), else go on to `max_seconds`."""
     with on_device(device):
+        synchronize(device)
+        reader, probe = span_reader(device)
         warm_start = time.perf_counter()
         done = 0
         while done < warmup or time.perf_counter() - warm_start < 0.05:  # thread pools and clocks spin up
@@ -94,6 +108,7 @@ def time_calls(
         cache = l2_flush_buffer(device) if flush else None
         pairs: list[tuple[float, float]] = []
         timer = DeviceTimer(device) if device.type == "cuda" else None
+        clocks = span_clocks.Span(reader, probe)
         started = time.perf_counter()
         while len(pairs) < max_reps and not _done(
             pairs, time.perf_counter() - started, min_reps, min_seconds, settle, max_seconds
@@ -107,8 +122,10 @@ def time_calls(
                 t0, r0 = time.perf_counter(), check_clock()
                 call()
                 pairs.append((time.perf_counter() - t0, check_clock() - r0))
+        clocks.finish()
     primary, check = ("events", "wall clock") if timer is not None else ("perf_counter", CHECK_CLOCK)
-    return TimingStats(tuple(p for p, _ in pairs), tuple(c for _, c in pairs), primary, check)
+    stats = TimingStats(tuple(p for p, _ in pairs), tuple(c for _, c in pairs), primary, check)
+    return span_clocks.record(stats, clocks)
 
 
 def _done(
@@ -143,6 +160,8 @@ def time_grouped(
     between calls, which per-call events do for kernels of a fraction of a millisecond.
     """
     with on_device(device):
+        synchronize(device)
+        reader, probe = span_reader(device)
         for call in calls * 3:
             call()
         synchronize(device)
@@ -154,6 +173,7 @@ def time_grouped(
         cache = l2_flush_buffer(device)
         pairs: list[tuple[float, float]] = []
         index = 0
+        clocks = span_clocks.Span(reader, probe)
         for _ in range(groups):
             if cache is not None:
                 cache.zero_()
@@ -161,4 +181,6 @@ def time_grouped(
                 for _ in range(size):
                     calls[index % len(calls)]()
                     index += 1
-    return TimingStats(tuple(p / size for p, _ in pairs), tuple(c / size for _, c in pairs), calls_per_timing=size)
+        clocks.finish()
+    stats = TimingStats(tuple(p / size for p, _ in pairs), tuple(c / size for _, c in pairs), calls_per_timing=size)
+    return span_clocks.record(stats, clocks)
