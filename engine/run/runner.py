@@ -31,7 +31,7 @@ from rigcheck.engine.events import (
     Verdict,
     worst,
 )
-from rigcheck.engine.exits import EXIT_CRASH, EXIT_FAIL, EXIT_OK
+from rigcheck.engine.exits import EXIT_CRASH, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK
 from rigcheck.engine.measure.speedup import gpu_over_cpu
 from rigcheck.engine.registry import StageInfo
 from rigcheck.engine.run.childpath import absolute_program
@@ -84,12 +84,15 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
 
 
 def exit_code_for(statuses: Iterable[Status]) -> int:
-    """0 when all is PASS/WARN/SKIP, 1 on any FAIL, 3 on any CRASH or TIMEOUT."""
+    """0 when all is PASS/NOT JUDGED/WARN/SKIP, 1 on any FAIL, 3 on any CRASH or TIMEOUT, else 7 on any
+    INCONCLUSIVE (a figure that could not be judged is neither a PASS nor a FAIL)."""
     found = set(statuses)
     if found & {Status.CRASH, Status.TIMEOUT}:
         return EXIT_CRASH
     if Status.FAIL in found:
         return EXIT_FAIL
+    if Status.INCONCLUSIVE in found:
+        return EXIT_INCONCLUSIVE
     return EXIT_OK
 
 
