@@ -13,12 +13,14 @@ Conditions that are normal for the load (a GPU at its power limit) are notes, no
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rigcheck.engine.events import Measurement
+from rigcheck.engine.facts.settings import InForce, affecting, in_force, read_host
 from rigcheck.engine.hw.devices import nvml_index
 from rigcheck.engine.measure.plausibility import over_limit
 from rigcheck.engine.telemetry.sample import Sample
@@ -122,6 +124,9 @@ class Judgement:
     trust: str
     reasons: list[str]
     notes: list[str]
+    # The reasons that lie outside the hardware measured (someone else's load, a quota): a figure SUSPECT for
+    # one of these can never fail the hardware. A reason added by a rule that does not say is counted outside.
+    outside: list[str] = field(default_factory=list)
 
 
 def judge(
@@ -163,13 +168,17 @@ def judge(
         )
     throttle = conditions.get("throttle", [])
     slowdowns = [r for r in throttle if r in SLOWDOWN_REASONS]
+    held: list[str] = []  # the board's own state: heat, power, clocks
     if slowdowns:
-        reasons.append(f"clocks held back by {', '.join(slowdowns)}; next: {_slowdown_next(conditions, slowdowns)}")
+        held.append(f"clocks held back by {', '.join(slowdowns)}; next: {_slowdown_next(conditions, slowdowns)}")
     if conditions.get("widened"):
         notes.append("shorter than the telemetry's sampling: clocks not judged (its window held earlier work)")
     else:
         device_timed = params.get("timer") == "events" and not params.get("launch_bound")
-        _judge_clocks(conditions, bound, policy, reference_clocks, reasons, notes, device_timed)
+        _judge_clocks(conditions, bound, policy, reference_clocks, held, notes, device_timed)
+    reasons.extend(held)
+    for setting in conditions.get("settings") or []:
+        notes.append(f"{setting['name']}={setting['value']} is set: {setting['effect']}")
 
     spread = params.get("spread_rel")
     if spread is None and measurement.spread is not None and measurement.value:
@@ -181,7 +190,7 @@ def judge(
     if reasons:
         if noisy:
             notes.append(f"timing spread {spread:.0%} of the median")
-        return Judgement("SUSPECT", reasons, notes)
+        return Judgement("SUSPECT", reasons, notes, [r for r in reasons if r not in held])
     if conditions.get("samples", 0) < policy.min_samples:
         count, window = conditions.get("samples", 0), conditions.get("window_s", 0.0)
         return Judgement("UNJUDGED", [f"too short to judge: {count} telemetry samples in {window} s"], notes)
@@ -197,12 +206,18 @@ class ConditionsAnnotator:
     """Fills a measurement's conditions and trust verdict from the sampler's ring buffer."""
 
     def __init__(
-        self, sampler: Any, policy: TrustPolicy = DEFAULT_POLICY, reference_clocks: ReferenceClocks | None = None
+        self,
+        sampler: Any,
+        policy: TrustPolicy = DEFAULT_POLICY,
+        reference_clocks: ReferenceClocks | None = None,
+        settings: list[InForce] | None = None,
     ) -> None:
         self.sampler = sampler
         self.policy = policy
         self.reference_clocks = reference_clocks
         self.settle_s = sampler.interval * 1.2
+        # the stage children inherit this process's environment: its settings are theirs
+        self.settings = in_force(os.environ, read_host()) if settings is None else settings
 
     def window(self, start: float, end: float) -> tuple[list[Sample], bool]:
         """The samples inside [start, end], and whether the window was too short to hold enough and was
@@ -222,9 +237,17 @@ class ConditionsAnnotator:
         if not conditions:
             conditions = {"samples": 0, "window_s": 0.0}
         conditions["widened"] = widened
+        subject = affecting(self.settings, measurement.stage, measurement.device, measurement.params)
+        if subject:
+            conditions["settings"] = [setting.as_dict() for setting in subject]
         references = None
         if self.reference_clocks is not None and measurement.params.get("gpu_uuid"):
             references = self.reference_clocks(measurement)
         judgement = judge(conditions, measurement, self.policy, references)
-        conditions.update(trust=judgement.trust, trust_reasons=judgement.reasons, notes=judgement.notes)
+        conditions.update(
+            trust=judgement.trust,
+            trust_reasons=judgement.reasons,
+            trust_outside=judgement.outside,
+            notes=judgement.notes,
+        )
         return replace(measurement, conditions=conditions)

@@ -12,12 +12,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TypeVar
 
 from rigcheck.engine.events import Measurement, Status, Verdict
+from rigcheck.engine.trust.cause import NOTHING, NOTHING_NEXT, Cause, Expectation, likely_cause
 
 U = TypeVar("U")  # the unit a figure comes from: a device on one host, (host, device) across a fleet
 
 PEER_TOLERANCE = 0.10  # a GPU more than 10% below the best of its peers is named
 GPU_BOUND_UTILIZATION = 80.0  # below this, the figure measured the host more than the GPU
-NO_CAUSE = "no cause in its conditions"
+# the one cause function's words where nothing in a figure's conditions explains it
+NO_CAUSE = Cause(NOTHING, NOTHING_NEXT, "nothing").words()
 
 
 def sound(m: Measurement) -> bool:
@@ -47,17 +49,9 @@ def gpu_model(m: Measurement) -> str:
     return str((m.conditions or {}).get("gpu_name") or m.params.get("gpu_name") or "GPU")
 
 
-def cause_of(m: Measurement) -> str:
-    """The likely cause of a slow figure, from its own conditions."""
-    c = m.conditions or {}
-    reasons = list(c.get("trust_reasons") or [])
-    if reasons:
-        return "; ".join(reasons)
-    clock, top = c.get("sm_clock_mean_mhz"), c.get("sm_clock_max_mhz")
-    if clock and top:
-        throttle = ", ".join(r for r in c.get("throttle", []) if r != "idle") or "no throttle reason reported"
-        return f"its SM clock averaged {clock:,.0f} MHz against {top:,.0f}: {throttle}"
-    return NO_CAUSE
+def cause_of(m: Measurement, expectation: Expectation | None = None) -> str:
+    """The likely cause of a slow figure and its next step, in the one cause function's words."""
+    return likely_cause(m, expectation).words()
 
 
 def peer_groups(figures: Iterable[tuple[U, Measurement]]) -> dict[tuple[str, str], dict[U, Measurement]]:
@@ -85,8 +79,9 @@ def peer_span(peers: list[float]) -> str:
 
 
 def peer_verdicts(figures: Iterable[Measurement], stage: str, tolerance: float = PEER_TOLERANCE) -> Iterator[Verdict]:
-    """A WARN for each GPU figure more than `tolerance` below the best of its peers; one PASS per stage
-    saying what was compared. Nothing at all with fewer than two GPUs of a model."""
+    """A WARN for each GPU figure more than `tolerance` below the best of its peers (INCONCLUSIVE where its
+    cause lies outside the GPU); one PASS per stage saying what was compared. Nothing at all with fewer than
+    two GPUs of a model."""
     compared = 0
     slow: list[Verdict] = []
     for (model, name), per_device in peer_groups((m.device, m) for m in figures).items():
@@ -95,14 +90,18 @@ def peer_verdicts(figures: Iterable[Measurement], stage: str, tolerance: float =
         compared += 1
         for device, peers, below in below_best({d: m.value for d, m in per_device.items()}, tolerance):
             m = per_device[device]
+            found = likely_cause(m, Expectation(max(peers), f"the best of its peers ({peer_span(peers)})", "peers"))
+            # someone else's load or a setting made it slow: that says nothing of this GPU against its peers
+            status, words = (Status.WARN, found.words()) if found.judges_hardware else (Status.INCONCLUSIVE, "")
             slow.append(
                 Verdict(
                     stage,
                     f"peers {name}",
-                    Status.WARN,
+                    status,
                     f"{device} {name} {m.value:,.4g} {m.unit}, {below:.0%} below its peers ({peer_span(peers)}); "
-                    f"{cause_of(m)}",
-                    {"device": device, "value": m.value, "peers": peers, "below": below, "model": model},
+                    + (words or found.unjudged_words()),
+                    {"device": device, "value": m.value, "peers": peers, "below": below, "model": model}
+                    | {"cause": found.text, "next": found.next_step, "cause_kind": found.kind},
                     tolerance=tolerance,
                     device=device,
                 )
