@@ -51,6 +51,7 @@ from rigcheck.engine.stage import SHARED_DIR_ENV, StageSpec
 from rigcheck.engine.stages.common.partials import remove_partials
 from rigcheck.engine.trust.peers import PEER_TOLERANCE, peer_verdicts
 from rigcheck.engine.trust.reference import reference_verdicts
+from rigcheck.engine.trust.settle import settle
 
 Listener = Callable[[Event], None]
 Annotator = Callable[[Measurement], Measurement]
@@ -179,6 +180,8 @@ class Run:
         self.status = "pending"
         self.fingerprint: Fingerprint | None = None  # the run's: the first stage's
         self._stage_figures: list[Measurement] = []
+        self._stage_verdicts: list[Status] = []  # as settled in the parent
+        self._restated = False  # a child's verdict was restated here: the stage's status comes from the settled ones
         self._cancel_stage = threading.Event()
         self._cancel_run = threading.Event()
         self.stop_reason = "cancelled by the user"
@@ -220,6 +223,11 @@ class Run:
             event = self.annotate(event)
         if isinstance(event, Measurement):
             self._stage_figures.append(event)
+        if isinstance(event, Verdict):  # a child's verdict on a figure quotes the figure's one cause (trust.settle)
+            settled = settle(event, self._stage_figures)
+            self._restated = self._restated or settled.status != event.status
+            event = settled
+            self._stage_verdicts.append(event.status)
         if isinstance(event, StageFinished):
             self.stage_status[event.stage] = event.status
         for listener in self.listeners:
@@ -378,7 +386,7 @@ class Run:
 
     def _run_one(self, info: StageInfo) -> None:
         plan = self.plan
-        self._stage_figures = []
+        self._stage_figures, self._stage_verdicts, self._restated = [], [], False
         plan.log_dir.mkdir(parents=True, exist_ok=True)
         settled: list[_Settled] = []
         for batch in stage_batches(info, plan):
@@ -391,6 +399,8 @@ class Run:
             settled += self._run_batch(info, batch)
         remove_partials(plan.log_dir / "shared")  # half-written by a child that was killed: they only take room
         statuses = [s.status for s in settled]
+        if self._restated:  # a child's FAIL restated INCONCLUSIVE must not fail the stage
+            statuses = [s for s in statuses if s in (Status.CRASH, Status.TIMEOUT)] + self._stage_verdicts
         if len({s.child.device for s in settled}) > 1:
             analyses = [*peer_verdicts(self._stage_figures, info.name, plan.peer_tolerance)]
             if any(s.child.device == "cpu" for s in settled):
