@@ -91,7 +91,7 @@ def run_sweep(monkeypatch: pytest.MonkeyPatch, first: float, second: float) -> t
     monkeypatch.setattr(matmul, "GPU_SIZES", {"quick": [4096]})
     monkeypatch.setattr(matmul.torch.cuda, "get_device_name", lambda d: "NVIDIA H200")
     monkeypatch.setattr(matmul, "model_hints", lambda d: (132, None))
-    monkeypatch.setattr(matmul, "wait_for_idle", lambda bus: Waited(4.2, True, 100))
+    monkeypatch.setattr(matmul, "wait_for_idle", lambda bus, limit: Waited(4.2, True, 100))
     events = list(matmul.sweep(StageContext(StageSpec("matmul", "cuda:0", "quick")), torch.device("cuda:0")))
     return events, measured
 

@@ -17,7 +17,7 @@ from rigcheck.engine.stages.common.peaks import matmul_peak
 from rigcheck.engine.stages.common.timing import BENCHMARK_VERSION, on_device, time_calls, time_grouped
 from rigcheck.engine.stages.matmul.calls import fp8_dtype, matmul_call, rotating_calls
 from rigcheck.engine.stages.matmul.cpu_dtypes import cpu_dtype_skips, native_cpu_dtypes, no_native_unit
-from rigcheck.engine.stages.matmul.remeasure import wait_for_idle, waited_words
+from rigcheck.engine.stages.matmul.remeasure import WAIT_S, wait_for_idle, waited_words
 from rigcheck.engine.stages.matmul.search import max_find
 from rigcheck.engine.stages.matmul.verdicts import BEYOND_USE_SPREAD, bests, failing_bests, summary_verdicts, too_noisy
 
@@ -135,12 +135,12 @@ def warm_up_cpu(seconds: float = 1.0) -> None:
 
 
 def measure_again(
-    first: Measurement, device: torch.device, device_name: str, results: list[Measurement]
+    first: Measurement, device: torch.device, device_name: str, results: list[Measurement], limit_s: float
 ) -> Iterator[Event]:
     """A best figure that would FAIL, measured once more after a bounded wait for the GPU to go idle (the
     wait and the first figure in its params): someone else's load must not fail the GPU. Cheapest here, in the
     child that holds the inputs' shapes and a warm CUDA context; the parent judges whether it was disturbed too."""
-    waited = wait_for_idle(first.params.get("pci_bus_id"))
+    waited = wait_for_idle(first.params.get("pci_bus_id"), limit_s)
     again = {"words": waited_words(waited), "waited_s": round(waited.seconds, 1), "first": first.value}
     p = first.params
     for event in measure_point(p["dtype"], p["m"], p["n"], p["k"], device, device_name, p["library"], again):
@@ -183,11 +183,14 @@ def sweep(context: StageContext, device: torch.device) -> Iterator[Event]:
     if device.type == "cuda":
         sms, arch = model_hints(device)
         baseline = context.spec.option("baseline")
+        waits_left = WAIT_S  # one bounded wait for all the figures measured again, not one each
         for first in failing_bests(results, device_name, baseline, sms, arch):
             if context.cancelled:
                 return
             yield Progress(STAGE, len(points), len(points) + 1, f"{first.name} again, after the GPU goes idle")
-            yield from measure_again(first, device, device_name, results)
+            started = time.monotonic()
+            yield from measure_again(first, device, device_name, results, max(0.0, waits_left))
+            waits_left -= time.monotonic() - started
         set_tf32(False)
         yield from summary_verdicts(results, label, device_name, baseline, sms, arch)
     else:
