@@ -288,6 +288,8 @@ def in_force(env: Mapping[str, str], host: HostSettings) -> list[InForce]:
             value = shown = env.get(rule.name)
         if value is None or not rule.applies(value, host):
             continue
+        if rule.name == "torch threads" and any(f.name == "OMP_NUM_THREADS" for f in found):
+            continue  # the same narrowing, already named by its cause
         found.append(InForce(rule.name, shown or value, rule.affects, rule.effect, rule.next_step, rule.slows))
     return found
 

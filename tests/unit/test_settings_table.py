@@ -86,6 +86,8 @@ def test_host_settings_torch_threads_governor_numa_and_persistence() -> None:
     assert names({}, HostSettings(numa_balancing="1")) == ["kernel.numa_balancing=1"]
     assert names({}, HostSettings(numa_balancing="0")) == []
     assert names({}, HostSettings(persistence_off=("cuda:0",))) == ["persistence mode=off on cuda:0"]
+    narrowed = HostSettings(usable_cpus=16, physical_cpus=8, torch_threads=1)
+    assert names({"OMP_NUM_THREADS": "1"}, narrowed) == ["OMP_NUM_THREADS=1"]  # one narrowing, named once
 
 
 def test_read_host_reads_numa_and_the_governor(tmp_path: Path) -> None:
