@@ -61,3 +61,27 @@ def test_new_statuses_travel_through_the_wire() -> None:
     for status in (Status.INCONCLUSIVE, Status.NOT_JUDGED):
         back = event_from_dict(event_to_dict(Verdict("matmul", "best-fp32", status, "why")))
         assert isinstance(back, Verdict) and back.status == status
+
+
+def test_the_stages_panel_shows_both_in_its_seven_columns() -> None:
+    import asyncio
+
+    from rigcheck.tui.widgets.stages_panel import StagesPanel
+    from textual.app import App, ComposeResult
+    from textual.widgets import DataTable
+
+    class Panel(App):
+        def compose(self) -> ComposeResult:
+            yield StagesPanel(["matmul", "training"])
+
+    async def cells() -> tuple[str, str]:
+        app = Panel()
+        async with app.run_test(size=(80, 24)) as pilot:
+            panel = app.query_one(StagesPanel)
+            panel.set_verdict("matmul", Status.INCONCLUSIVE)
+            panel.set_verdict("training", Status.NOT_JUDGED)
+            await pilot.pause()
+            table = app.query_one(DataTable)
+            return str(table.get_cell("matmul", "verdict")), str(table.get_cell("training", "verdict"))
+
+    assert asyncio.run(cells()) == ("INCONCL", "NOT JDG")
