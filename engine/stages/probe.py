@@ -107,7 +107,7 @@ def run(context: StageContext) -> Iterator[Event]:
     yield Facts(STAGE, facts)
     yield Progress(STAGE, 5, 5, "verdicts")
     yield build_verdict(build, driver)
-    host = host_settings(build, cpu, read_host().numa_balancing)
+    host = host_settings(build, cpu, read_host().numa_balancing, (driver.get("nvml") or {}).get("devices"))
     yield from verdicts(spec.device, build, devices, no_gpu, cpu, env, host)
 
 
@@ -222,14 +222,21 @@ def verdicts(
     yield from setting_verdicts(env, host or host_settings(build, cpu))
 
 
-def host_settings(build: dict[str, Any], cpu: dict[str, Any], numa_balancing: str | None = None) -> HostSettings:
-    """The host's side of the settings table, from probe's own facts."""
+def host_settings(
+    build: dict[str, Any],
+    cpu: dict[str, Any],
+    numa_balancing: str | None = None,
+    driver_devices: list[dict[str, Any]] | None = None,
+) -> HostSettings:
+    """The host's side of the settings table, from probe's own facts (the driver's GPUs for persistence mode)."""
+    off = tuple(f"GPU {d.get('index')}" for d in driver_devices or [] if d.get("persistence") == 0)
     return HostSettings(
         usable_cpus=cpu.get("usable_cpus"),
         physical_cpus=cpu.get("physical_cores"),
         torch_threads=build.get("num_threads"),
         governor=cpu.get("governor"),
         numa_balancing=numa_balancing,
+        persistence_off=off,
     )
 
 

@@ -152,3 +152,16 @@ def test_probe_warns_of_each_setting_in_force_naming_the_figures_it_changes() ->
     assert "LD_PRELOAD" in out["environment"].explanation  # not in the table: the older warning says it
     quiet = {v.check for v in verdicts("cpu", build, [], None, cpu, {}, host_settings(build, cpu))}
     assert quiet == {"cpu"}
+
+
+def test_probe_reads_persistence_mode_off_from_the_driver_facts() -> None:
+    build = {"torch": "2.13.0", "num_threads": 16, "build": "CUDA"}
+    cpu = {"model": "x", "usable_cpus": 16, "logical_cpus": 16, "governor": "performance", "physical_cores": 16}
+    devices = [{"index": 0, "persistence": 0}, {"index": 1, "persistence": 1}, {"index": 2, "persistence": None}]
+    out = {v.check: v for v in verdicts("cpu", build, [], None, cpu, {}, host_settings(build, cpu, "0", devices))}
+    persistence = out["setting persistence mode"]
+    assert (
+        persistence.status == Status.WARN and "off on GPU 0 will change first-call latency" in persistence.explanation
+    )
+    on = host_settings(build, cpu, "0", devices[1:])
+    assert "setting persistence mode" not in {v.check for v in verdicts("cpu", build, [], None, cpu, {}, on)}
