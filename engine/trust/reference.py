@@ -14,6 +14,8 @@ from rigcheck.engine.measure.references import FAIL_BELOW, WARN_BELOW, Reference
 from rigcheck.engine.trust.cause import Expectation, likely_cause
 from rigcheck.engine.trust.cause import vendor_of as cause_vendor
 
+AGAIN = " again"  # the name's end of a figure the matmul child measured a second time
+
 
 def vendor_of(name: str) -> str:
     """Which vendor's tools the next step names (kept for callers; the cause module decides)."""
@@ -87,11 +89,13 @@ def reference_verdicts(
     """A WARN or FAIL for each GPU figure too far below its model's reference (or the baseline's), then one PASS
     saying what was compared where none was. Nothing at all where no figure has a reference."""
     judged: list[Verdict] = []
+    figures = list(figures)
+    again = {(m.device, m.name.removesuffix(AGAIN)) for m in figures if m.name.endswith(AGAIN)}
     for m in figures:
         name = device_model(m)
-        if name is None:
-            continue
-        verdict = reference_verdict(m, reference_for(name, m.name, baseline), stage)
+        if name is None or (m.device, m.name) in again:
+            continue  # a figure measured again is judged by its second measurement, taken once the GPU was idle
+        verdict = reference_verdict(m, reference_for(name, m.name.removesuffix(AGAIN), baseline), stage)
         if verdict is not None:
             judged.append(verdict)
     if not judged:

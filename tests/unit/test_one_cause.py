@@ -215,3 +215,11 @@ def test_a_verdict_naming_no_figure_or_an_unknown_one_is_left_alone() -> None:
 def test_the_reference_table_knows_the_h200_figures_these_tests_use() -> None:
     for key in ("best-fp32", "best-fp8", "best-bf16", "matmul fp8 4096", "matmul bf16 4096"):
         assert reference_for(H200, key) is not None, key
+
+
+def test_a_figure_measured_again_is_judged_by_its_second_measurement_only() -> None:
+    first = figure(25.0, "matmul bf16 4096", **DISTURBED)
+    again = figure(780.0, "matmul bf16 4096 again")
+    assert [v.status for v in reference_verdicts([first, again], "matmul")] == [Status.PASS]
+    (alone,) = reference_verdicts([first], "matmul")
+    assert alone.status == Status.INCONCLUSIVE
