@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from rigcheck.engine.events import Measurement
+from rigcheck.engine.events import Measurement, Status
 from rigcheck.engine.facts.settings import InForce
 from rigcheck.engine.measure.references import MODELS, model_of
 from rigcheck.engine.trust.view import Conditions
@@ -74,6 +74,14 @@ class Cause:
     def judges_hardware(self) -> bool:
         """False where the cause lies outside the hardware measured: the figure cannot judge that hardware."""
         return self.kind not in NOT_HARDWARE
+
+    def unjudgeable(self, graded: Status) -> bool:
+        """Whether a verdict graded `graded` on this figure must be INCONCLUSIVE: always where someone else's load
+        shaped it (never a PASS, never a FAIL), and where a setting could explain a figure below expectation; a
+        figure that passes with a setting in force passes (the setting is named)."""
+        if self.kind == "setting":
+            return graded != Status.PASS
+        return not self.judges_hardware
 
     def words(self) -> str:
         return f"likely cause: {self.text}; next: {self.next_step}"

@@ -92,7 +92,9 @@ def peer_verdicts(figures: Iterable[Measurement], stage: str, tolerance: float =
             m = per_device[device]
             found = likely_cause(m, Expectation(max(peers), f"the best of its peers ({peer_span(peers)})", "peers"))
             # someone else's load or a setting made it slow: that says nothing of this GPU against its peers
-            status, words = (Status.WARN, found.words()) if found.judges_hardware else (Status.INCONCLUSIVE, "")
+            status, words = (
+                (Status.INCONCLUSIVE, "") if found.unjudgeable(Status.WARN) else (Status.WARN, found.words())
+            )
             slow.append(
                 Verdict(
                     stage,

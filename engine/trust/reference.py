@@ -58,8 +58,8 @@ def reference_verdict(m: Measurement, reference: Reference | None, stage: str | 
     }
     found = likely_cause(m, Expectation(reference.value, reference.cite(), reference.kind))
     numbers |= {"cause": found.text, "next": found.next_step, "cause_kind": found.kind}
-    if not found.judges_hardware:
-        # someone else's load, or a setting, shaped the figure: it says nothing of the GPU, good or bad
+    if found.unjudgeable(status):
+        # someone else's load, or a setting, shaped the figure: it says nothing of the GPU
         return Verdict(
             stage or m.stage,
             f"reference {m.name}",
@@ -70,7 +70,8 @@ def reference_verdict(m: Measurement, reference: Reference | None, stage: str | 
             where,
         )
     if status == Status.PASS:
-        return Verdict(stage or m.stage, f"reference {m.name}", status, head, numbers, 1 - WARN_BELOW, where)
+        named = "" if found.judges_hardware else f"; {found.text}"  # a setting in force, though it passed
+        return Verdict(stage or m.stage, f"reference {m.name}", status, head + named, numbers, 1 - WARN_BELOW, where)
     rule = "below half of it" if status == Status.FAIL else f"more than {1 - WARN_BELOW:.0%} below it"
     return Verdict(
         stage or m.stage,

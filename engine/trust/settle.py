@@ -40,7 +40,7 @@ def settle(verdict: Verdict, figures: Sequence[Measurement]) -> Verdict:
         expectation = Expectation(float(reference), str(numbers.get("reference_cited") or "its reference"))
     found = likely_cause(figure, expectation)
     said = numbers | {"cause": found.text, "next": found.next_step, "cause_kind": found.kind}
-    if verdict.status in JUDGED and not found.judges_hardware:
+    if verdict.status in JUDGED and found.unjudgeable(verdict.status):
         return replace(
             verdict,
             status=Status.INCONCLUSIVE,
@@ -49,6 +49,6 @@ def settle(verdict: Verdict, figures: Sequence[Measurement]) -> Verdict:
         )
     if verdict.status in (Status.WARN, Status.FAIL):
         return replace(verdict, explanation=f"{verdict.explanation}: {found.words()}", numbers=said)
-    if verdict.status == Status.NOT_JUDGED and not found.judges_hardware:
+    if verdict.status in (Status.NOT_JUDGED, Status.PASS) and not found.judges_hardware:
         return replace(verdict, explanation=f"{verdict.explanation}; its figure: {found.text}", numbers=said)
     return verdict

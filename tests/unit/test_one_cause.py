@@ -14,7 +14,7 @@ from rigcheck.engine.measure.references import reference_for
 from rigcheck.engine.stages.matmul.verdicts import summary_verdicts
 from rigcheck.engine.trust.cause import NOTHING, Expectation, likely_cause
 from rigcheck.engine.trust.peers import peer_verdicts
-from rigcheck.engine.trust.reference import reference_verdicts
+from rigcheck.engine.trust.reference import reference_verdict, reference_verdicts
 from rigcheck.engine.trust.settle import settle
 from rigcheck.engine.trust.view import Conditions
 
@@ -223,3 +223,16 @@ def test_a_figure_measured_again_is_judged_by_its_second_measurement_only() -> N
     assert [v.status for v in reference_verdicts([first, again], "matmul")] == [Status.PASS]
     (alone,) = reference_verdicts([first], "matmul")
     assert alone.status == Status.INCONCLUSIVE
+
+
+def test_a_figure_that_passes_with_a_setting_in_force_passes_naming_it() -> None:
+    blocking = settings(CUDA_LAUNCH_BLOCKING="1")
+    close = figure(760.0, "matmul bf16 4096", settings=blocking)  # within 15% of the reference, below it
+    verdict = reference_verdict(close, reference_for(H200, close.name))
+    assert verdict is not None and verdict.status == Status.PASS
+    assert "CUDA_LAUNCH_BLOCKING=1 is set" in verdict.explanation
+    m, best = best_fp32(50.0, settings=blocking)
+    settled = settle(best, [m])
+    assert settled.status == Status.PASS and "its figure: CUDA_LAUNCH_BLOCKING=1 is set" in settled.explanation
+    low, best = best_fp32(40.0, settings=blocking)  # more than 15% below: the setting may be why
+    assert settle(best, [low]).status == Status.INCONCLUSIVE
