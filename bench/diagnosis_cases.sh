@@ -71,8 +71,10 @@ while True:
 " "$1" "$2" &
 }
 echo "== rigcheck in its own PID namespace, a bf16 rival outside it (expect: no FAIL, exit 0 or 7; the rival named)"
+unshare_pid="unshare --pid --fork --mount-proc"  # as root; else in a user namespace of its own
+$unshare_pid true 2> /dev/null || unshare_pid="unshare --user --map-root-user --pid --fork --mount-proc"
 rival_loop 0 0; rival=$!; sleep 8
-unshare --pid --fork --mount-proc python3 -m rigcheck.tui.cli run matmul --profile quick --device cuda:0 \
+$unshare_pid python3 -m rigcheck.tui.cli run matmul --profile quick --device cuda:0 \
   --json $OUT/unseen.json > $OUT/unseen.log 2>&1
 echo "rc=$? (7 or 0 expected, never 1)"; kill $rival; wait $rival 2> /dev/null; counts $OUT/unseen.json
 echo "== a bursty rival (0.5 s on, 0.5 s off) beside matmul (expect: no FAIL, exit 0 or 7)"
