@@ -236,3 +236,10 @@ def test_a_figure_that_passes_with_a_setting_in_force_passes_naming_it() -> None
     assert settled.status == Status.PASS and "its figure: CUDA_LAUNCH_BLOCKING=1 is set" in settled.explanation
     low, best = best_fp32(40.0, settings=blocking)  # more than 15% below: the setting may be why
     assert settle(best, [low]).status == Status.INCONCLUSIVE
+
+
+def test_a_memory_holder_is_not_named_where_cpu_load_disturbed_the_figure() -> None:
+    busy = "other processes kept 15.0 of 16 CPUs busy while this figure needed 16: stress (pid 4242); next: stop them"
+    m = figure(500.0, trust="SUSPECT", trust_reasons=[busy], trust_outside=[busy], other_gpu_processes=RIVAL)
+    found = likely_cause(m)
+    assert found.kind == "outside" and found.text.startswith("other processes kept 15.0") and "825" not in found.text
