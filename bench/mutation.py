@@ -35,6 +35,13 @@ MODULES: dict[str, tuple[str, str]] = {
     "conditions": ("engine/trust/conditions.py", "tests/unit/test_conditions.py tests/unit/test_truth_guards.py "
                    "tests/unit/test_power_limit_trust.py tests/unit/test_figure_causes.py tests/unit/test_cpu_set.py"),
     "limits": ("engine/measure/plausibility.py", "tests/unit/test_truth_guards.py tests/unit/test_figure_causes.py"),
+    "clocks": ("engine/trust/clocks.py", "tests/unit/test_conditions.py tests/unit/test_power_limit_trust.py "
+               "tests/unit/test_truth_guards.py"),
+    "policy": ("engine/trust/policy.py", "tests/unit/test_conditions.py tests/unit/test_cpu_set.py"),
+    "summary": ("engine/trust/summary.py", "tests/unit/test_conditions.py tests/unit/test_truth_guards.py "
+                "tests/unit/test_others_one_window.py tests/unit/test_cpu_set.py"),
+    "cause": ("engine/trust/cause.py", "tests/unit/test_one_cause.py tests/unit/test_references.py"),
+    "settings": ("engine/facts/settings.py", "tests/unit/test_settings_table.py"),
     "peers": ("engine/trust/peers.py", "tests/unit/test_fleet_compare.py tests/unit/test_figure_causes.py"),
     "health": ("engine/stages/health/checks.py", "tests/functional/test_health.py -k 'not cli and not ctypes'"),
     "burn": ("engine/stages/burn/verdicts.py",
@@ -64,13 +71,13 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         'stage_figures = [(host, m) for host, m in figures if m.stage != "fleet-links"]',
     ): "a fleet-links figure let through is bound 'link', which the host-against-host rule never groups",
     (
-        "engine/trust/conditions.py",
+        "engine/trust/policy.py",
         "core/ReplaceFalseWithTrue",
         "def interferes(self, others: float, threads: float, cpus: float, steady: bool = False, quota: bool = False)"
         " -> bool:",
     ): "a default no caller uses: both callers (contended, cpu_contention) pass `steady` themselves",
     (
-        "engine/trust/conditions.py",
+        "engine/trust/clocks.py",
         "core/ReplaceComparisonOperator_Eq_LtE",
         'elif capped and busy and state == "default":',
     ): "power_limit_state gives 'default', 'lowered' or 'unknown': none sorts before 'default', so <= is ==",

@@ -18,11 +18,18 @@ T = TypeVar("T")
 
 class Status(str, Enum):
     """A verdict's outcome, ordered by `severity`; SKIP ranks lowest so a stage that passed its
-    checks and skipped one is still PASS, while a stage that only skipped is SKIP."""
+    checks and skipped one is still PASS, while a stage that only skipped is SKIP.
+
+    "Could not judge" is never PASS and never FAIL. NOT JUDGED: measured, but there is nothing to judge the
+    figure against (no reference for this model): it says so, and does not fail the run. INCONCLUSIVE: there
+    was something to judge against, but the figure could not be judged (disturbed by someone else's load, a
+    setting that changes it, too noisy): it has its own exit code. FAIL is for a figure measured clean."""
 
     PASS = "PASS"
     SKIP = "SKIP"
+    NOT_JUDGED = "NOT JUDGED"
     WARN = "WARN"
+    INCONCLUSIVE = "INCONCLUSIVE"
     FAIL = "FAIL"
     TIMEOUT = "TIMEOUT"
     CRASH = "CRASH"
@@ -35,10 +42,12 @@ class Status(str, Enum):
 _SEVERITY = {
     Status.SKIP: 0,
     Status.PASS: 1,
-    Status.WARN: 2,
-    Status.FAIL: 3,
-    Status.TIMEOUT: 4,
-    Status.CRASH: 5,
+    Status.NOT_JUDGED: 2,
+    Status.WARN: 3,
+    Status.INCONCLUSIVE: 4,
+    Status.FAIL: 5,
+    Status.TIMEOUT: 6,
+    Status.CRASH: 7,
 }
 
 

@@ -370,7 +370,7 @@ class RigcheckApp(App[int]):
             if current is not None:
                 stages.set_interim(event.stage, current)
             self.panel(ResultsPanel).add(verdict_row(event))
-            if event.status in (Status.FAIL, Status.CRASH, Status.TIMEOUT, Status.WARN):
+            if event.status in (Status.FAIL, Status.CRASH, Status.TIMEOUT, Status.INCONCLUSIVE, Status.WARN):
                 log.line(f"{event.status.value} {event.stage}/{event.check}: {event.explanation}", "bold")
             if event.stage == "probe" and event.status != Status.PASS:
                 self.probe_warnings.append(event.explanation)

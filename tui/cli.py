@@ -1,7 +1,7 @@
 """The `rigcheck` command: parses arguments, runs stages headless or opens the app, and picks the exit code.
 
-Exit codes: 0 all PASS/WARN/SKIP, 1 any FAIL (or WARN with --strict), 3 any CRASH/TIMEOUT, 2 bad usage,
-130 interrupted.
+Exit codes: 0 all PASS/NOT JUDGED/WARN/SKIP, 1 any FAIL (or WARN with --strict), 3 any CRASH/TIMEOUT, 2 bad
+usage, 7 any INCONCLUSIVE (could not be judged) with none of those, 130 interrupted.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ CLASS_STYLE = {
     "warn": "yellow",
     "skip": "dim",
     "fail": "bold red",
+    "inconclusive": "bold blue",  # could not be judged: neither a pass's green nor a fail's red
     "crash": "bold magenta",
     "running": "cyan",
 }

@@ -12,7 +12,7 @@ import sqlite3
 from typing import Any
 
 from rich.console import Console
-from rigcheck.engine.exits import EXIT_FAIL, EXIT_USAGE
+from rigcheck.engine.exits import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE
 from rigcheck.engine.report.judged import judged_line
 from rigcheck.engine.run.options import request_from_args, write_reports
 from rigcheck.engine.run.preflight import STDOUT, UsageError
@@ -52,7 +52,7 @@ def summarise(report: dict[str, Any], code: int, strict: bool, err: Console, to_
     turning WARN into a failure."""
     _print_summary(report, to_stderr)
     warned = sum(v["status"] == "WARN" for v in report["verdicts"])
-    if strict and warned and code == 0:
+    if strict and warned and code in (EXIT_OK, EXIT_INCONCLUSIVE):  # a WARN under --strict fails, as a FAIL does
         err.print(f"--strict: {warned} WARN verdict(s) fail the run", style="yellow")
         code = EXIT_FAIL
     return code

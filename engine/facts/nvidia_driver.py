@@ -36,6 +36,7 @@ def nvidia_driver(library: str | None = None) -> dict[str, Any]:
                     "uuid": ok(nvml.uuid(handle)),
                     "memory_total": memory.total if memory else None,
                     "memory_used": memory.used if memory else None,
+                    "persistence": ok(nvml.persistence_mode(handle)),  # 0 off, 1 on (the settings table's)
                 }
             )
         facts["devices"] = devices

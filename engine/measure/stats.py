@@ -14,6 +14,10 @@ LAUNCH_BOUND_S = 50e-6  # a GPU call shorter than this can be paced by the host'
 # this many times longer than the primary clock's (and at least STEP_MIN_S longer), saw a step.
 STEP_RATIO = 10.0
 STEP_MIN_S = 0.05
+# Over the whole timed span, two host clocks agree within this share plus this floor: reading the two clocks
+# costs the same at both ends of each timing, so only a thread preempted between two reads skews a sum.
+SPAN_SHARE = 0.03
+SPAN_FLOOR_S = 0.2e-3
 
 
 @dataclass(frozen=True)
@@ -77,9 +81,23 @@ class TimingStats:
         # The pair whose two readings differ by the median amount: a thread preempted between reading
         # one clock and the other (common on a busy host) skews a few pairs, never the median one.
         pairs = self._unstepped_pairs()
+        span = self._span_disagreement(pairs)
         pairs.sort(key=lambda pair: pair[1] - pair[0])
         primary, check = pairs[len(pairs) // 2]
-        return clocks_disagree(primary * self.calls_per_timing, check * self.calls_per_timing, self.primary, self.check)
+        one = clocks_disagree(primary * self.calls_per_timing, check * self.calls_per_timing, self.primary, self.check)
+        return one or span
+
+    def _span_disagreement(self, pairs: list[tuple[float, float]]) -> str | None:
+        """Two host clocks over the whole timed span: a call of microseconds is too short for one pair to show
+        a clock running at half speed (under the 50 us allowance), the sum of them all is not."""
+        if self.primary == "events" or not pairs:
+            return None
+        primary = sum(p for p, _ in pairs) * self.calls_per_timing
+        check = sum(c for _, c in pairs) * self.calls_per_timing
+        if abs(primary - check) > SPAN_SHARE * max(primary, check) + SPAN_FLOOR_S:
+            text = f"{self.primary} {_ms(primary)}, {self.check} {_ms(check)}"
+            return f"two host clocks disagree over the whole timed span ({text})"
+        return None
 
     def _stepped(self) -> list[int]:
         """Indexes of the timings in which a host check clock stepped: read backwards, or jumped far past

@@ -23,7 +23,7 @@ class Against:
     value: float
     unit: str
     share: float
-    status: str  # PASS, WARN or FAIL, by the reference rule
+    status: str  # PASS, WARN or FAIL by the reference rule; INCONCLUSIVE where its cause lies outside the GPU
     cited: str  # "the H200's rigcheck-measured 756"
     source: str
 

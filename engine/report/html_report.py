@@ -27,6 +27,7 @@ table.figures td:nth-child(5), .num { font-variant-numeric: tabular-nums; white-
 .st { font-weight: 600; padding: 0 4px; border-radius: 3px; white-space: nowrap; }
 .st-pass { color: #1e7d32; } .st-warn { color: #9a6700; background: #fff5d6; }
 .st-fail { color: #fff; background: #c0392b; } .st-crash { color: #fff; background: #6c1d8f; }
+.st-inconclusive { color: #fff; background: #1f5fa8; }
 .st-skip, .st-other { color: #666; } .st-running { color: #1f5fa8; }
 .pre { white-space: pre-wrap; } .small, .note { font-size: 12px; color: #555; }
 svg.plot { display: block; max-width: 100%; height: auto; margin: 0.4em 0; }

@@ -49,7 +49,8 @@ def _case(suite: ET.Element, verdict: dict[str, Any], strict: bool, host: str | 
     case = ET.SubElement(suite, "testcase", classname=f"rigcheck.{stage}", name=_clean(name))
     explanation = _clean(verdict["explanation"])
     message = explanation.splitlines()[0] if explanation else status
-    kind = {"CRASH": "error", "TIMEOUT": "error", "SKIP": "skipped"}.get(status)
+    # INCONCLUSIVE could not be judged: an error of measurement, never a pass and never the hardware's failure
+    kind = {"CRASH": "error", "TIMEOUT": "error", "INCONCLUSIVE": "error", "SKIP": "skipped"}.get(status)
     if fails_the_run(status, strict):
         kind = "failure"
     if kind is not None:

@@ -166,7 +166,8 @@ def _run_families(report: dict[str, Any]) -> list[Metric]:
     exit_code = Gauge(
         "rigcheck_run_exit_code",
         "The exit code the run returned: 0 every verdict PASS, WARN or SKIP; 1 a FAIL, or a WARN under --strict; "
-        "3 a CRASH or TIMEOUT; 4 the store could not be written; 130 stopped.",
+        "3 a CRASH or TIMEOUT; 4 the store could not be written; 7 an INCONCLUSIVE (a figure that could not be "
+        "judged) with none of those; 130 stopped.",
     )
     exit_code.add({}, run.get("exit_code"))
     strict = Gauge("rigcheck_run_strict", "1 where the run was made with --strict (a WARN fails it), else 0.")
@@ -195,7 +196,8 @@ def _figure_families(report: dict[str, Any]) -> list[Metric]:
     )
     verdict = Gauge(
         "rigcheck_verdict",
-        "The run's verdicts: 1 for each, its status (PASS, WARN, FAIL, CRASH, TIMEOUT, SKIP) in a label; "
+        "The run's verdicts: 1 for each, its status (PASS, NOT JUDGED, WARN, INCONCLUSIVE, FAIL, CRASH, TIMEOUT, "
+        "SKIP) in a label; "
         "where one check gave the same status on the same device more than once, how many times.",
     )
     seen: Counter[tuple[tuple[str, str], ...]] = Counter()

@@ -18,6 +18,8 @@ STATUS_CLASS = {
     "PASS": "pass",
     "TRUSTED": "pass",
     "WARN": "warn",
+    "INCONCLUSIVE": "inconclusive",  # could not be judged: never read as a pass, never as a fail
+    "NOT JUDGED": "skip",  # measured, with nothing to judge it against
     "SUSPECT": "warn",
     "NOISY": "warn",
     "FAIL": "fail",

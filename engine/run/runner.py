@@ -31,7 +31,7 @@ from rigcheck.engine.events import (
     Verdict,
     worst,
 )
-from rigcheck.engine.exits import EXIT_CRASH, EXIT_FAIL, EXIT_OK
+from rigcheck.engine.exits import EXIT_CRASH, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK
 from rigcheck.engine.measure.speedup import gpu_over_cpu
 from rigcheck.engine.registry import StageInfo
 from rigcheck.engine.run.childpath import absolute_program
@@ -53,6 +53,7 @@ from rigcheck.engine.trust.expectations import expectation_verdicts
 from rigcheck.engine.trust.history import History
 from rigcheck.engine.trust.peers import PEER_TOLERANCE, peer_verdicts
 from rigcheck.engine.trust.reference import reference_verdicts
+from rigcheck.engine.trust.settle import settle
 
 Listener = Callable[[Event], None]
 Annotator = Callable[[Measurement], Measurement]
@@ -86,12 +87,15 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
 
 
 def exit_code_for(statuses: Iterable[Status]) -> int:
-    """0 when all is PASS/WARN/SKIP, 1 on any FAIL, 3 on any CRASH or TIMEOUT."""
+    """0 when all is PASS/NOT JUDGED/WARN/SKIP, 1 on any FAIL, 3 on any CRASH or TIMEOUT, else 7 on any
+    INCONCLUSIVE (a figure that could not be judged is neither a PASS nor a FAIL)."""
     found = set(statuses)
     if found & {Status.CRASH, Status.TIMEOUT}:
         return EXIT_CRASH
     if Status.FAIL in found:
         return EXIT_FAIL
+    if Status.INCONCLUSIVE in found:
+        return EXIT_INCONCLUSIVE
     return EXIT_OK
 
 
@@ -181,6 +185,8 @@ class Run:
         self._run_figures: list[Measurement] = []  # every stage's, for expectations that need another stage's figure
         # each figure's earlier clean values: set by the session, which has the store
         self.history: History | None = None
+        self._stage_verdicts: list[Status] = []  # as settled in the parent
+        self._restated = False  # a child's verdict was restated here: the stage's status comes from the settled ones
         self._cancel_stage = threading.Event()
         self._cancel_run = threading.Event()
         self.stop_reason = "cancelled by the user"
@@ -223,6 +229,11 @@ class Run:
         if isinstance(event, Measurement):
             self._stage_figures.append(event)
             self._run_figures.append(event)
+        if isinstance(event, Verdict):  # a child's verdict on a figure quotes the figure's one cause (trust.settle)
+            settled = settle(event, self._stage_figures)
+            self._restated = self._restated or settled.status != event.status
+            event = settled
+            self._stage_verdicts.append(event.status)
         if isinstance(event, StageFinished):
             self.stage_status[event.stage] = event.status
         for listener in self.listeners:
@@ -381,7 +392,7 @@ class Run:
 
     def _run_one(self, info: StageInfo) -> None:
         plan = self.plan
-        self._stage_figures = []
+        self._stage_figures, self._stage_verdicts, self._restated = [], [], False
         plan.log_dir.mkdir(parents=True, exist_ok=True)
         settled: list[_Settled] = []
         for batch in stage_batches(info, plan):
@@ -394,6 +405,8 @@ class Run:
             settled += self._run_batch(info, batch)
         remove_partials(plan.log_dir / "shared")  # half-written by a child that was killed: they only take room
         statuses = [s.status for s in settled]
+        if self._restated:  # a child's FAIL restated INCONCLUSIVE must not fail the stage
+            statuses = [s for s in statuses if s in (Status.CRASH, Status.TIMEOUT)] + self._stage_verdicts
         if len({s.child.device for s in settled}) > 1:
             analyses = [*peer_verdicts(self._stage_figures, info.name, plan.peer_tolerance)]
             if any(s.child.device == "cpu" for s in settled):

@@ -14,6 +14,7 @@ from rigcheck.engine.facts.driver import driver_facts
 from rigcheck.engine.facts.dtypes import cpu_matrix_dtypes
 from rigcheck.engine.facts.gpu_devices import join_amd, join_nvidia, torch_device, why_no_gpu
 from rigcheck.engine.facts.host import RISKY_VARS, cpu_facts, result_changing_env
+from rigcheck.engine.facts.settings import SETTINGS, HostSettings, in_force, read_host
 from rigcheck.engine.facts.torch_build import build_facts, loaded_blas
 from rigcheck.engine.stage import StageContext
 from rigcheck.engine.stages.common.fp8 import find_fp8
@@ -87,7 +88,7 @@ def run(context: StageContext) -> Iterator[Event]:
     yield Progress(STAGE, 4, 5, "BLAS")
     import numpy  # loaded so threadpoolctl sees numpy's BLAS beside torch's
 
-    env = result_changing_env()
+    env = result_changing_env() | {k: v for k, v in os.environ.items() if k in {r.name for r in SETTINGS}}
     facts = {
         "interpreter": {
             "executable": sys.executable,
@@ -106,7 +107,8 @@ def run(context: StageContext) -> Iterator[Event]:
     yield Facts(STAGE, facts)
     yield Progress(STAGE, 5, 5, "verdicts")
     yield build_verdict(build, driver)
-    yield from verdicts(spec.device, build, devices, no_gpu, cpu, env)
+    host = host_settings(build, cpu, read_host().numa_balancing, (driver.get("nvml") or {}).get("devices"))
+    yield from verdicts(spec.device, build, devices, no_gpu, cpu, env, host)
 
 
 def build_fit_verdicts(build: dict[str, Any], devices: list[dict[str, Any]], env: dict[str, str]) -> Iterator[Verdict]:
@@ -158,8 +160,10 @@ def verdicts(
     no_gpu: str | None,
     cpu: dict[str, Any],
     env: dict[str, str],
+    host: HostSettings | None = None,
 ) -> Iterator[Verdict]:
-    """Turn the facts into verdicts: the CPU, each GPU, the asked-for device, risky settings."""
+    """Turn the facts into verdicts: the CPU, each GPU, the asked-for device, risky settings and the settings
+    in force that change figures (`host`: the host's side of them, by default from the facts)."""
     yield Verdict(
         STAGE,
         "cpu",
@@ -205,7 +209,8 @@ def verdicts(
             {"visible": len(devices)},
             device=asked,
         )
-    risky = {k: RISKY_VARS[k] for k in env if k in RISKY_VARS}
+    table = {rule.name for rule in SETTINGS}
+    risky = {k: RISKY_VARS[k] for k in env if k in RISKY_VARS and k not in table}  # the table's say more, below
     if risky:
         yield Verdict(
             STAGE,
@@ -214,12 +219,37 @@ def verdicts(
             "; ".join(f"{k}={env[k]!r} {why}" for k, why in risky.items()),
             {"variables": list(risky)},
         )
-    if cpu["governor"] not in ("performance", "not exposed"):
+    yield from setting_verdicts(env, host or host_settings(build, cpu))
+
+
+def host_settings(
+    build: dict[str, Any],
+    cpu: dict[str, Any],
+    numa_balancing: str | None = None,
+    driver_devices: list[dict[str, Any]] | None = None,
+) -> HostSettings:
+    """The host's side of the settings table, from probe's own facts (the driver's GPUs for persistence mode)."""
+    off = tuple(f"GPU {d.get('index')}" for d in driver_devices or [] if d.get("persistence") == 0)
+    return HostSettings(
+        usable_cpus=cpu.get("usable_cpus"),
+        physical_cpus=cpu.get("physical_cores"),
+        torch_threads=build.get("num_threads"),
+        governor=cpu.get("governor"),
+        numa_balancing=numa_balancing,
+        persistence_off=off,
+    )
+
+
+def setting_verdicts(env: dict[str, str], host: HostSettings) -> Iterator[Verdict]:
+    """A WARN for each setting in force that changes figures, naming which (engine/facts/settings.py)."""
+    for setting in in_force(env, host):
+        check = "cpu-governor" if setting.name == "CPU frequency governor" else f"setting {setting.name}"
         yield Verdict(
             STAGE,
-            "cpu-governor",
+            check,
             Status.WARN,
-            f"CPU frequency governor is {cpu['governor']!r}; CPU figures may vary with load",
-            {"governor": cpu["governor"]},
-            device="cpu",
+            f"{setting.name}={setting.value} will change {', '.join(setting.affects)}: {setting.effect}; "
+            f"next: {setting.next_step}",
+            {"setting": setting.as_dict()},
+            device="cpu" if setting.affects == ("CPU figures",) else "",
         )

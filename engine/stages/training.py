@@ -204,6 +204,37 @@ def run(context: StageContext) -> Iterator[Event]:
             yield from one(128, 4096, "bf16", gpus[0], compiled=True)
     yield from gpu_over_cpu(figures, STAGE)
     if not gpus:
-        best = max((m for m in figures if not m.params.get("broken")), key=lambda m: m.value, default=None)
-        if best is not None:
-            yield Verdict(STAGE, "throughput", Status.PASS, f"best {best.value:,.0f} samples/s ({best.name}) on cpu")
+        yield from throughput_verdict(figures)
+
+
+UNSTABLE_SPREAD = 0.25  # chunks of one figure spread more than this share of their median: it is no best
+
+
+def throughput_verdict(figures: list[Measurement]) -> Iterator[Verdict]:
+    """The best CPU training figure: NOT JUDGED (rigcheck keeps no reference for a CPU's training rate), or
+    INCONCLUSIVE where every figure's chunks spread too much to mean anything; never a PASS."""
+    sound = [m for m in figures if not m.params.get("broken")]
+    steady = [m for m in sound if (m.params.get("chunk_spread") or 0.0) <= UNSTABLE_SPREAD]
+    best = max(steady, key=lambda m: m.value, default=None)
+    if best is not None:
+        yield Verdict(
+            STAGE,
+            "throughput",
+            Status.NOT_JUDGED,
+            f"best {best.value:,.0f} samples/s ({best.name}) on cpu; not judged: rigcheck keeps no reference "
+            "figure for a CPU's training rate (compared only against history)",
+            {"value": best.value, "figure": best.name},
+            device="cpu",
+        )
+    elif sound:
+        spreads = ", ".join(f"{m.name} {m.params['chunk_spread']:.0%}" for m in sound)
+        yield Verdict(
+            STAGE,
+            "throughput",
+            Status.INCONCLUSIVE,
+            f"no best training rate on cpu: could not be judged: every figure's chunks spread more than "
+            f"{UNSTABLE_SPREAD:.0%} of their median ({spreads}); next: run it again on a quiet host "
+            "(`--wait-quiet 120`)",
+            {"unstable": [m.name for m in sound]},
+            device="cpu",
+        )

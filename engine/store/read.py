@@ -201,12 +201,13 @@ class StoreReader(StoreBase):
     def stage_durations(self, device: str, profile: str, last: int = DURATION_RUNS) -> dict[str, float]:
         """Each stage's median wall time over its last few finished runs on this device and profile.
 
-        Only stages that ran to their end count (PASS, WARN or FAIL): a crash, a timeout or a cancel
-        says nothing about how long the stage takes.
+        Only stages that ran to their end count (PASS, NOT JUDGED, WARN, INCONCLUSIVE or FAIL): a crash, a
+        timeout or a cancel says nothing about how long the stage takes.
         """
         rows = self._read(
             "SELECT s.name, s.finished - s.started AS seconds FROM stages s JOIN runs r ON r.id = s.run_id"
-            " WHERE r.device = ? AND r.profile = ? AND s.status IN ('PASS', 'WARN', 'FAIL')"
+            " WHERE r.device = ? AND r.profile = ?"
+            " AND s.status IN ('PASS', 'NOT JUDGED', 'WARN', 'INCONCLUSIVE', 'FAIL')"
             " AND s.started IS NOT NULL AND s.finished > s.started ORDER BY s.id DESC LIMIT 1000",
             (device, profile),
         )

@@ -13,6 +13,7 @@ from statistics import median
 from typing import TypeVar
 
 from rigcheck.engine.events import Measurement, Status, Verdict
+from rigcheck.engine.trust.cause import NOTHING, NOTHING_NEXT, Cause, Expectation, likely_cause
 
 U = TypeVar("U")  # the unit a figure comes from: a device on one host, (host, device) across a fleet
 
@@ -20,7 +21,8 @@ PEER_TOLERANCE = 0.10  # a GPU more than 10% off the median of its peers is name
 MAD_SCALE = 1.4826  # a median absolute deviation times this estimates a normal spread's standard deviation
 MAD_FLOOR = 3.0  # and a figure must also lie this many scaled MADs from the median: peers that scatter widely name none
 GPU_BOUND_UTILIZATION = 80.0  # below this, the figure measured the host more than the GPU
-NO_CAUSE = "no cause in its conditions"
+# the one cause function's words where nothing in a figure's conditions explains it
+NO_CAUSE = Cause(NOTHING, NOTHING_NEXT, "nothing").words()
 
 
 def sound(m: Measurement) -> bool:
@@ -50,17 +52,9 @@ def gpu_model(m: Measurement) -> str:
     return str((m.conditions or {}).get("gpu_name") or m.params.get("gpu_name") or "GPU")
 
 
-def cause_of(m: Measurement) -> str:
-    """The likely cause of a slow figure, from its own conditions."""
-    c = m.conditions or {}
-    reasons = list(c.get("trust_reasons") or [])
-    if reasons:
-        return "; ".join(reasons)
-    clock, top = c.get("sm_clock_mean_mhz"), c.get("sm_clock_max_mhz")
-    if clock and top:
-        throttle = ", ".join(r for r in c.get("throttle", []) if r != "idle") or "no throttle reason reported"
-        return f"its SM clock averaged {clock:,.0f} MHz against {top:,.0f}: {throttle}"
-    return NO_CAUSE
+def cause_of(m: Measurement, expectation: Expectation | None = None) -> str:
+    """The likely cause of a slow figure and its next step, in the one cause function's words."""
+    return likely_cause(m, expectation).words()
 
 
 def peer_groups(figures: Iterable[tuple[U, Measurement]]) -> dict[tuple[str, str], dict[U, Measurement]]:
@@ -113,8 +107,9 @@ def _link_share(m: Measurement) -> str:
 
 
 def peer_verdicts(figures: Iterable[Measurement], stage: str, tolerance: float = PEER_TOLERANCE) -> Iterator[Verdict]:
-    """A WARN for each GPU figure more than `tolerance` off the median of its peers, either way, with both numbers;
-    one PASS per stage saying what was compared. Nothing at all with fewer than two GPUs of a model."""
+    """A WARN for each GPU figure more than `tolerance` off the median of its peers, either way, with both numbers
+    (INCONCLUSIVE where a slow figure's cause lies outside the GPU); one PASS per stage saying what was compared.
+    Nothing at all with fewer than two GPUs of a model."""
     compared = 0
     off: list[Verdict] = []
     for (model, name), per_device in peer_groups((m.device, m) for m in figures).items():
@@ -125,12 +120,20 @@ def peer_verdicts(figures: Iterable[Measurement], stage: str, tolerance: float =
             m = per_device[device]
             ratio = m.value / middle
             way = f"{1 - ratio:.0%} below" if ratio < 1 else f"{ratio - 1:.0%} above"
-            why = cause_of(m) if ratio < 1 else "faster than its peers: check the peers, or this figure's timer"
+            status, why = Status.WARN, "faster than its peers: check the peers, or this figure's timer"
+            numbers: dict[str, object] = {}
+            if ratio < 1:
+                found = likely_cause(m, Expectation(middle, f"the median of its peers ({peer_span(peers)})", "peers"))
+                # someone else's load or a setting made it slow: that says nothing of this GPU against its peers
+                unjudged = found.unjudgeable(Status.WARN)
+                status = Status.INCONCLUSIVE if unjudged else Status.WARN
+                why = found.unjudged_words() if unjudged else found.words()
+                numbers = {"cause": found.text, "next": found.next_step, "cause_kind": found.kind}
             off.append(
                 Verdict(
                     stage,
                     f"peers {name}",
-                    Status.WARN,
+                    status,
                     f"{device} {name} {m.value:,.4g} {m.unit}{_link_share(m)}: {ratio:.2f}x its {len(peers)} "
                     f"peers' median ({middle:,.4g}, MAD {mad:,.2g}; {way}, peers {peer_span(peers)}); {why}",
                     {
@@ -142,7 +145,8 @@ def peer_verdicts(figures: Iterable[Measurement], stage: str, tolerance: float =
                         "ratio": round(ratio, 4),
                         "below": round(1 - ratio, 4),
                         "model": model,
-                    },
+                    }
+                    | numbers,
                     tolerance=tolerance,
                     device=device,
                 )

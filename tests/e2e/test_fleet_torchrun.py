@@ -38,7 +38,7 @@ def test_three_hosts_in_one_run_and_the_slow_one_named(tmp_path: Path) -> None:
     stages = {(s["host"], s["name"]): s["status"] for s in report["stages"]}
     for host in HOSTS:
         assert stages[(host, "probe")] == "PASS", stages
-        assert stages[(host, "training")] in ("PASS", "WARN"), stages
+        assert stages[(host, "training")] in ("NOT JUDGED", "WARN", "INCONCLUSIVE"), stages  # no CPU reference
         assert any(m["host"] == host and m["stage"] == "training" for m in report["measurements"])
     fleet_rows = [v for v in report["verdicts"] if v["stage"] == "fleet"]
     seen = [(v["host"], v["check_name"], v["status"], v["explanation"]) for v in fleet_rows]

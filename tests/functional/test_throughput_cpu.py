@@ -31,8 +31,11 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict:
         timeout=600,
         check=False,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(out.read_text())
+    found = json.loads(out.read_text())
+    # 7 only where a best could not be judged (every figure too noisy on a busy machine): never 1 for that
+    unjudged = any(v["status"] == "INCONCLUSIVE" for v in found["verdicts"])
+    assert done.returncode == (7 if unjudged else 0), done.stderr[-3000:]
+    return found
 
 
 def figures(report: dict, stage: str) -> dict[str, dict]:
@@ -77,10 +80,10 @@ def test_the_cpu_matmul_sweep_gives_each_point_and_the_best_of_each_dtype(report
     ):
         steady = [n for n in names if (found[n]["params"].get("spread_rel") or 0) <= BEYOND_USE_SPREAD]
         if not steady:  # every figure spread too far to be a best (a busy machine): the verdict says so
-            assert best[f"best-{key}"]["status"] == "WARN" and "no best" in best[f"best-{key}"]["explanation"]
+            assert best[f"best-{key}"]["status"] == "INCONCLUSIVE" and "no best" in best[f"best-{key}"]["explanation"]
             continue
         top = max(steady, key=lambda n: found[n]["value"])  # a figure spread beyond use is never the best
-        assert best[f"best-{key}"]["status"] == "PASS"
+        assert best[f"best-{key}"]["status"] == "NOT JUDGED"  # no reference for a CPU: never a PASS
         assert best[f"best-{key}"]["numbers"]["shape"] == top
         assert best[f"best-{key}"]["explanation"].startswith(f"best {key} on cpu: {found[top]['value']:.4g} GFLOP/s")
     noisy = sorted(n for n, m in found.items() if m["params"]["noisy"] and not m["params"]["launch_bound"])
@@ -88,7 +91,7 @@ def test_the_cpu_matmul_sweep_gives_each_point_and_the_best_of_each_dtype(report
         assert best["noise"]["status"] == "WARN" and sorted(best["noise"]["numbers"]["noisy"]) == noisy
     else:
         assert "noise" not in best
-    assert {s["name"]: s["status"] for s in report["stages"]}["matmul"] in ("PASS", "WARN")
+    assert {s["name"]: s["status"] for s in report["stages"]}["matmul"] in ("NOT JUDGED", "WARN", "INCONCLUSIVE")
 
 
 def test_a_host_copy_whose_clocks_disagree_is_broken_and_not_passed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -87,7 +87,7 @@ def test_peer_rule_names_fifteen_percent_not_five_and_needs_two_gpus() -> None:
     assert warn.device == "cuda:3" and warn.status == Status.WARN
     assert warn.explanation == (
         "cuda:3 matmul bf16 8192 682 TFLOP/s: 0.87x its 3 peers' median (785, MAD 4; 13% below, peers 781-790); "
-        "its SM clock averaged 1,650 MHz against 1,980: hardware thermal slowdown"
+        "likely cause: thermal slowdown; next: `nvidia-smi -q -d PERFORMANCE,TEMPERATURE`; check the fans and airflow"
     )
     close = list(peer_verdicts([*peers, figure("cuda:3", 750.0)], "matmul"))
     assert [v.status for v in close] == [Status.PASS]

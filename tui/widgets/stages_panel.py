@@ -8,7 +8,7 @@ from rigcheck.tui.glyphs import UNICODE, Glyphs, bar
 from rigcheck.tui.widgets.live_text import LiveText
 from rigcheck.tui.widgets.steady_table import SteadyTable
 from rigcheck.tui.widgets.styling import status_text
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable
 
@@ -35,6 +35,14 @@ def expected_text(stages: list[str], durations: dict[str, float]) -> str:
     unknown = len(stages) - len(known)
     rest = f" + {unknown} stage{'s' if unknown > 1 else ''} not run before" if unknown else " for all stages"
     return f"expected: {duration_text(sum(known))}{rest}"
+
+
+# The verdict column is 7 wide: the two longer words, shortened where they cannot be cut off.
+SHORT = {Status.INCONCLUSIVE: "INCONCL", Status.NOT_JUDGED: "NOT JDG"}
+
+
+def verdict_cell(app: App, status: Status) -> Text:
+    return status_text(app, status.value, SHORT.get(status))
 
 
 class StagesPanel(Vertical):
@@ -143,14 +151,14 @@ class StagesPanel(Vertical):
     def set_interim(self, stage: str, status: Status) -> None:
         """A verdict while the stage still runs: only a bad one is sure to stand, so PASS waits for the end."""
         if status.severity > Status.PASS.severity:
-            self.query_one(DataTable).update_cell(stage, "verdict", status_text(self.app, status.value))
+            self.query_one(DataTable).update_cell(stage, "verdict", verdict_cell(self.app, status))
 
     def set_verdict(self, stage: str, status: Status, cancelled: bool = False) -> None:
         """The stage's final verdict; a cancelled stage keeps the bar where it stopped."""
         if stage in self._bars:  # where it stopped, before the verdict
             self.query_one(DataTable).update_cell(stage, "progress", self._bars.pop(stage))
         table = self.query_one(DataTable)
-        table.update_cell(stage, "verdict", status_text(self.app, status.value))
+        table.update_cell(stage, "verdict", verdict_cell(self.app, status))
         self.states[stage] = "cancelled" if cancelled else "done"
         table.update_cell(stage, "state", status_text(self.app, "cancelled") if cancelled else "done")
         if not cancelled and status not in (Status.CRASH, Status.TIMEOUT):

@@ -12,6 +12,7 @@ CLASS_VARIABLE = {
     "fail": "verdict-fail",
     "skip": "verdict-skip",
     "crash": "verdict-crash",
+    "inconclusive": "accent",  # could not be judged: neither a pass's colour nor a fail's
     "running": "primary",
 }
 STATUS_VARIABLE = {status: CLASS_VARIABLE[kind] for status, kind in STATUS_CLASS.items()}

@@ -1,0 +1,97 @@
+"""A figure's conditions as one typed, read-only record, read from the dict the store, the wire, the reports and the
+app keep (that form stays a dict: `Conditions.from_dict` is how trust and the cause function read it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rigcheck.engine.facts.settings import InForce
+
+# Words in a trust reason that say who disturbed the figure, for conditions stored before `trust_outside` was kept.
+OUTSIDE_WORDS = ("other process", "CPUs busy", "cgroup", "CPU quota", "cannot see")
+
+
+def _float(data: Mapping[str, Any], *keys: str) -> float | None:
+    for key in keys:
+        value = data.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
+def _clock_ratio(data: Mapping[str, Any]) -> float | None:
+    """The SM clock against its maximum: as stored, else from the mean and the maximum."""
+    ratio = _float(data, "clock_ratio")
+    mean, top = _float(data, "sm_clock_mean_mhz"), _float(data, "sm_clock_max_mhz")
+    if ratio is None and mean and top:
+        return round(mean / top, 3)
+    return ratio
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """What was around a figure while it was measured, and its trust label with the reasons."""
+
+    trust: str | None = None
+    trust_reasons: tuple[str, ...] = ()
+    outside: tuple[str, ...] = ()  # the trust reasons that lie outside the hardware measured (others' load, ...)
+    notes: tuple[str, ...] = ()
+    samples: int = 0
+    gpu_name: str | None = None
+    gpu_vendor: str | None = None
+    gpu_pci_bus_id: str | None = None
+    throttle: tuple[str, ...] = ()
+    clock_ratio: float | None = None
+    mem_clock_ratio: float | None = None
+    sm_clock_mean_mhz: float | None = None
+    sm_clock_max_mhz: float | None = None
+    temperature_max_c: float | None = None
+    power_mean_w: float | None = None
+    power_limit_w: float | None = None
+    power_default_limit_w: float | None = None
+    other_gpu_processes: tuple[Mapping[str, Any], ...] = ()
+    settings: tuple[InForce, ...] = ()
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any] | None) -> Conditions:
+        """The typed view of a stored conditions dict; missing keys are None or empty, unknown ones kept in `raw`."""
+        data = data or {}
+        reasons = tuple(str(r) for r in data.get("trust_reasons") or ())
+        if "trust_outside" in data:
+            outside = tuple(str(r) for r in data.get("trust_outside") or ())
+        else:
+            outside = tuple(r for r in reasons if any(w in r for w in OUTSIDE_WORDS))
+        return Conditions(
+            trust=data.get("trust"),
+            trust_reasons=reasons,
+            outside=outside,
+            notes=tuple(str(n) for n in data.get("notes") or ()),
+            samples=int(data.get("samples") or 0),
+            gpu_name=data.get("gpu_name"),
+            gpu_vendor=data.get("gpu_vendor"),
+            gpu_pci_bus_id=data.get("gpu_pci_bus_id"),
+            throttle=tuple(str(r) for r in data.get("throttle") or ()),
+            clock_ratio=_clock_ratio(data),
+            mem_clock_ratio=_float(data, "mem_clock_ratio"),
+            sm_clock_mean_mhz=_float(data, "sm_clock_mean_mhz"),
+            sm_clock_max_mhz=_float(data, "sm_clock_max_mhz"),
+            temperature_max_c=_float(data, "temperature_max_c"),
+            power_mean_w=_float(data, "power_mean_w"),
+            power_limit_w=_float(data, "power_limit_w"),
+            power_default_limit_w=_float(data, "power_default_limit_w", "power_limit_default_w"),
+            other_gpu_processes=tuple(p for p in data.get("other_gpu_processes") or () if isinstance(p, Mapping)),
+            settings=tuple(InForce.from_dict(s) for s in data.get("settings") or () if isinstance(s, Mapping)),
+            raw=data,
+        )
+
+    @property
+    def disturbed(self) -> bool:
+        """SUSPECT because of something outside the hardware measured: someone else's load on it or its CPUs."""
+        return self.trust == "SUSPECT" and bool(self.outside)
+
+    @property
+    def active_throttle(self) -> tuple[str, ...]:
+        return tuple(r for r in self.throttle if r != "idle")
