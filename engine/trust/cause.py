@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from rigcheck.engine.events import Measurement, Status
 from rigcheck.engine.facts.settings import InForce
@@ -155,18 +156,28 @@ def _setting(settings: Iterable[InForce], figure: Measurement, expectation: Expe
     return Cause(text, chosen[0].next_step, "setting")
 
 
-def _link(figure: Measurement, c: Conditions) -> Cause:
-    """A host-link figure: the link below its top generation or width, else where to look at it."""
-    merged = {**figure.params, **c.raw}
-    nested = merged.get("pcie") if isinstance(merged.get("pcie"), dict) else {}
-    both = {**merged, **nested}
+def pcie_link(figure: Measurement) -> dict[str, Any]:
+    """The link's current and top generation and width, where the figure's conditions or params hold them
+    (flat, or as the health stage's {gen, max_gen, width, max_width}); None for each one unknown."""
+    c, p = figure.conditions or {}, figure.params
+    nested = [d["pcie"] for d in (p, c) if isinstance(d.get("pcie"), dict)]
+    both = {**p, **c, **(nested[-1] if nested else {})}
 
-    def first(*keys: str) -> object:
+    def first(*keys: str) -> Any:
         return next((both[k] for k in keys if both.get(k) is not None), None)
 
-    gen, top_gen = first("gen", "pcie_gen", "pcie_link_gen"), first("max_gen", "pcie_max_gen", "pcie_link_max_gen")
-    width = first("width", "pcie_width", "pcie_link_width")
-    top_width = first("max_width", "pcie_max_width", "pcie_link_max_width")
+    return {
+        "gen": first("gen", "pcie_gen", "pcie_link_gen"),
+        "max_gen": first("max_gen", "pcie_max_gen", "pcie_link_max_gen"),
+        "width": first("width", "pcie_width", "pcie_link_width"),
+        "max_width": first("max_width", "pcie_max_width", "pcie_link_max_width"),
+    }
+
+
+def _link(figure: Measurement, c: Conditions) -> Cause:
+    """A host-link figure: the link below its top generation or width, else where to look at it."""
+    link = pcie_link(figure)
+    gen, top_gen, width, top_width = link["gen"], link["max_gen"], link["width"], link["max_width"]
     if all((gen, top_gen, width, top_width)) and (gen, width) != (top_gen, top_width):
         now, top = f"Gen{gen} x{width}", f"Gen{top_gen} x{top_width}"
         return Cause(f"PCIe at {now} of {top}", f"reseat or check the riser: PCIe at {now} of {top}", "link")

@@ -13,8 +13,8 @@ from rigcheck.engine.events import Measurement, Status, Verdict
 from rigcheck.engine.measure.plausibility import pcie_limit
 from rigcheck.engine.measure.references import FAIL_BELOW, WARN_BELOW
 from rigcheck.engine.stages.health.checks import share_in_words  # a link's share reads as in the health stage
+from rigcheck.engine.trust.cause import pcie_link
 from rigcheck.engine.trust.expect_words import likely_cause
-from rigcheck.engine.trust.reference import pcie_link
 
 # Pinned copies reach 80-88% of a link's one-way rate after encoding: nvbandwidth's 55.4 / 55.1 GB/s on a Gen5 x16
 # H200 (63.0), about 26 on a Gen4 x16 A100 (31.5); engine/measure/references.json holds both with their sources.
