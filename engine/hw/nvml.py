@@ -12,162 +12,50 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from rigcheck.engine.hw.nvml_health import Handle, NvmlHealthCalls
+from rigcheck.engine.hw.nvml_types import (  # noqa: F401  (the answers' names, importable from here)
+    CLOCK_EVENT_REASONS,
+    CLOCK_MEM,
+    CLOCK_SM,
+    FUNCTION_NOT_FOUND,
+    INSUFFICIENT_SIZE,
+    MEMORY_V2,
+    NAME_BUFFER,
+    NO_PERMISSION,
+    NOT_SUPPORTED,
+    SAMPLES_GPU_UTILIZATION,
+    SUCCESS,
+    TEMPERATURE_GPU,
+    VALUE_NOT_AVAILABLE,
+    FabricInfo,
+    GpuProcess,
+    Memory,
+    NvmlFailure,
+    NvmlUnavailable,
+    PciInfo,
+    ProcessSample,
+    Utilization,
+    _Fabric,
+    _int,
+    _Memory,
+    _MemoryV2,
+    _Pci,
+    _pci,
+    _ProcessInfo,
+    _ProcessSample,
+    _Sample,
+    _uint,
+    _ull,
+    _Utilization,
+    _Value,
+    decode_reasons,
+    ok,
+)
+
 LIBRARY = "libnvidia-ml.so.1"  # looked up at each open, so tests can point it at a stand-in
-SUCCESS, NOT_SUPPORTED, NO_PERMISSION, INSUFFICIENT_SIZE, FUNCTION_NOT_FOUND = 0, 3, 4, 7, 13
-CLOCK_SM, CLOCK_MEM, TEMPERATURE_GPU = 1, 2, 0
-SAMPLES_GPU_UTILIZATION = 1  # nvmlSamplingType_t NVML_GPU_UTILIZATION_SAMPLES
-VALUE_NOT_AVAILABLE = 2**64 - 1  # an unsigned long long NVML could not fill (e.g. a process's memory under MIG)
-MEMORY_V2 = 0x02000028  # nvmlMemory_v2: sizeof(nvmlMemory_v2_t) | 2 << 24
-NAME_BUFFER = 96
-
-# nvmlDeviceGetCurrentClocksEventReasons bits, in words.
-CLOCK_EVENT_REASONS = {
-    0x1: "idle",
-    0x2: "application clock setting",
-    0x4: "power cap",
-    0x8: "hardware slowdown",
-    0x10: "sync boost",
-    0x20: "software thermal slowdown",
-    0x40: "hardware thermal slowdown",
-    0x80: "power brake",
-    0x100: "display clock setting",
-}
-
 T = TypeVar("T")
-_uint, _ull, _int = ctypes.c_uint, ctypes.c_ulonglong, ctypes.c_int
-
-
-def decode_reasons(mask: int | None) -> tuple[str, ...]:
-    if not mask:
-        return ()
-    return tuple(word for bit, word in CLOCK_EVENT_REASONS.items() if mask & bit)
-
-
-@dataclass(frozen=True)
-class NvmlFailure:
-    """A call that did not answer: NVML's return code and its message (FUNCTION_NOT_FOUND: this driver lacks it)."""
-
-    code: int
-    text: str
-
-    def __str__(self) -> str:
-        return self.text
-
-
-@dataclass(frozen=True)
-class NvmlUnavailable:
-    """Why NVML cannot be used: `loaded` says the library is there but failed to start."""
-
-    text: str
-    loaded: bool
-
-
-def ok(answer: T | NvmlFailure) -> T | None:
-    """The value, or None where the call failed: for readers to whom a missing sensor is only a gap."""
-    return None if isinstance(answer, NvmlFailure) else answer
-
-
-@dataclass(frozen=True)
-class PciInfo:
-    bus_id: str  # as NVML writes it, "00000000:18:00.0"
-    domain: int
-    bus: int
-    device: int
-
-
-@dataclass(frozen=True)
-class Memory:
-    total: int
-    free: int
-    used: int
-
-
-@dataclass(frozen=True)
-class Utilization:
-    gpu: int
-    memory: int
-
-
-@dataclass(frozen=True)
-class GpuProcess:
-    pid: int
-    used_gpu_memory: int | None  # bytes; None where the driver cannot say
-
-
-@dataclass(frozen=True)
-class ProcessSample:
-    pid: int
-    time_stamp: int  # microseconds
-    sm_util: int  # %
-
-
-@dataclass(frozen=True)
-class FabricInfo:
-    state: int
-    status: int
-
-
-class _Pci(ctypes.Structure):
-    _fields_ = [
-        ("busIdLegacy", ctypes.c_char * 16),
-        ("domain", _uint),
-        ("bus", _uint),
-        ("device", _uint),
-        ("pciDeviceId", _uint),
-        ("pciSubSystemId", _uint),
-        ("busId", ctypes.c_char * 32),
-    ]
-
-
-class _Memory(ctypes.Structure):
-    _fields_ = [("total", _ull), ("free", _ull), ("used", _ull)]
-
-
-class _MemoryV2(ctypes.Structure):
-    _fields_ = [("version", _uint), ("total", _ull), ("reserved", _ull), ("free", _ull), ("used", _ull)]
-
-
-class _Utilization(ctypes.Structure):
-    _fields_ = [("gpu", _uint), ("memory", _uint)]
-
-
-class _ProcessInfo(ctypes.Structure):
-    _fields_ = [("pid", _uint), ("usedGpuMemory", _ull), ("gpuInstanceId", _uint), ("computeInstanceId", _uint)]
-
-
-class _ProcessSample(ctypes.Structure):
-    _fields_ = [
-        ("pid", _uint),
-        ("timeStamp", _ull),
-        ("smUtil", _uint),
-        ("memUtil", _uint),
-        ("encUtil", _uint),
-        ("decUtil", _uint),
-    ]
-
-
-class _Value(ctypes.Union):
-    _fields_ = [
-        ("d", ctypes.c_double),
-        ("ui", _uint),
-        ("ul", ctypes.c_ulong),
-        ("ull", _ull),
-        ("sll", ctypes.c_longlong),
-    ]
-
-
-class _Sample(ctypes.Structure):
-    _fields_ = [("timeStamp", _ull), ("value", _Value)]
-
-
-class _Fabric(ctypes.Structure):
-    _fields_ = [("clusterUuid", ctypes.c_uint8 * 16), ("status", _int), ("cliqueId", _uint), ("state", _uint)]
-
-
-Handle = ctypes.c_void_p
 
 
 def open_nvml(library: str | None = None) -> Nvml | NvmlUnavailable:
@@ -186,7 +74,7 @@ def open_nvml(library: str | None = None) -> Nvml | NvmlUnavailable:
     return nvml
 
 
-class Nvml:
+class Nvml(NvmlHealthCalls):
     """A started NVML. Device calls take a handle from `handle(index)`; each answers a value or NvmlFailure."""
 
     def __init__(self, lib: Any) -> None:
@@ -365,93 +253,3 @@ class Nvml:
             return failed
         field = ("d", "ui", "ul", "ull", "sll", "ui")[kind_of.value] if kind_of.value < 6 else "ui"
         return [(int(s.timeStamp), float(getattr(s.value, field))) for s in found[: count.value]]
-
-    # --- health ------------------------------------------------------------------------------------
-
-    def ecc_mode(self, handle: Handle) -> tuple[int, int] | NvmlFailure:
-        """(current, pending)."""
-        return self._pair("nvmlDeviceGetEccMode", handle, _int)
-
-    def total_ecc_errors(self, handle: Handle, error_type: int, counter_type: int) -> int | NvmlFailure:
-        return self._value("nvmlDeviceGetTotalEccErrors", _ull, handle, _int(error_type), _int(counter_type))
-
-    def retired_page_count(self, handle: Handle, cause: int) -> int | NvmlFailure:
-        """How many pages are retired for `cause`; asks only for the count, not the addresses."""
-        count = _uint(0)
-        failed = self._call("nvmlDeviceGetRetiredPages", handle, _int(cause), ctypes.byref(count), None)
-        if failed is not None and failed.code != INSUFFICIENT_SIZE:
-            return failed
-        return int(count.value)
-
-    def retired_pages_pending(self, handle: Handle) -> int | NvmlFailure:
-        return self._value("nvmlDeviceGetRetiredPagesPendingStatus", _int, handle)
-
-    def remapped_rows(self, handle: Handle) -> tuple[int, int, int, int] | NvmlFailure:
-        """(correctable, uncorrectable, pending, failure)."""
-        values = [_uint() for _ in range(4)]
-        failed = self._call("nvmlDeviceGetRemappedRows", handle, *(ctypes.byref(v) for v in values))
-        return failed or (values[0].value, values[1].value, values[2].value, values[3].value)
-
-    def pcie_generation(self, handle: Handle) -> int | NvmlFailure:
-        return self._value("nvmlDeviceGetCurrPcieLinkGeneration", _uint, handle)
-
-    def pcie_max_generation(self, handle: Handle) -> int | NvmlFailure:
-        """The most the link allows (the GPU and the slot together)."""
-        return self._value("nvmlDeviceGetMaxPcieLinkGeneration", _uint, handle)
-
-    def pcie_gpu_max_generation(self, handle: Handle) -> int | NvmlFailure:
-        """The most the GPU itself supports."""
-        return self._value("nvmlDeviceGetGpuMaxPcieLinkGeneration", _uint, handle)
-
-    def pcie_width(self, handle: Handle) -> int | NvmlFailure:
-        return self._value("nvmlDeviceGetCurrPcieLinkWidth", _uint, handle)
-
-    def pcie_max_width(self, handle: Handle) -> int | NvmlFailure:
-        return self._value("nvmlDeviceGetMaxPcieLinkWidth", _uint, handle)
-
-    def persistence_mode(self, handle: Handle) -> int | NvmlFailure:
-        return self._value("nvmlDeviceGetPersistenceMode", _uint, handle)
-
-    def power_limit(self, handle: Handle) -> int | NvmlFailure:
-        """mW, as set."""
-        return self._value("nvmlDeviceGetPowerManagementLimit", _uint, handle)
-
-    def default_power_limit(self, handle: Handle) -> int | NvmlFailure:
-        return self._value("nvmlDeviceGetPowerManagementDefaultLimit", _uint, handle)
-
-    def power_limit_range(self, handle: Handle) -> tuple[int, int] | NvmlFailure:
-        """(min, max) mW."""
-        return self._pair("nvmlDeviceGetPowerManagementLimitConstraints", handle)
-
-    def enforced_power_limit(self, handle: Handle) -> int | NvmlFailure:
-        """mW: the lowest of every limit in force."""
-        return self._value("nvmlDeviceGetEnforcedPowerLimit", _uint, handle)
-
-    def mig_mode(self, handle: Handle) -> tuple[int, int] | NvmlFailure:
-        """(current, pending)."""
-        return self._pair("nvmlDeviceGetMigMode", handle)
-
-    def fabric(self, handle: Handle) -> FabricInfo | NvmlFailure:
-        info = _Fabric()
-        return self._struct("nvmlDeviceGetGpuFabricInfo", info, handle) or FabricInfo(int(info.state), info.status)
-
-    # --- topology ----------------------------------------------------------------------------------
-
-    def common_ancestor(self, first: Handle, second: Handle) -> int | NvmlFailure:
-        """NVML's topology level: 0 same board, 10 one switch, 20 several, 30 host bridge, 40 node, 50 system."""
-        return self._value("nvmlDeviceGetTopologyCommonAncestor", _int, first, second)
-
-    def nvlink_active(self, handle: Handle, link: int) -> int | NvmlFailure:
-        return self._value("nvmlDeviceGetNvLinkState", _int, handle, _uint(link))
-
-    def nvlink_remote_pci(self, handle: Handle, link: int) -> PciInfo | NvmlFailure:
-        info = _Pci()
-        return self._struct("nvmlDeviceGetNvLinkRemotePciInfo_v2", info, handle, _uint(link)) or _pci(info)
-
-    def nvlink_remote_type(self, handle: Handle, link: int) -> int | NvmlFailure:
-        """0 a GPU, 1 an IBMNPU, 2 an NVSwitch."""
-        return self._value("nvmlDeviceGetNvLinkRemoteDeviceType", _int, handle, _uint(link))
-
-
-def _pci(info: _Pci) -> PciInfo:
-    return PciInfo(info.busId.decode(errors="replace"), info.domain, info.bus, info.device)
