@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 
 from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_USAGE
 from rigcheck.engine.registry import STAGES
@@ -63,6 +64,7 @@ def command_export(args: argparse.Namespace) -> int:
 
 def command_show(args: argparse.Namespace) -> int:
     from rigcheck.engine.report.fleet_view import fleet_label
+    from rigcheck.engine.report.run_time import started_at, took
     from rigcheck.tui.cli_display import (
         contention_table,
         fitted_console,
@@ -77,9 +79,13 @@ def command_show(args: argparse.Namespace) -> int:
     assert report is not None
     console = fitted_console()
     run = report["run"]
+    so_far = time.time() if store.is_live(run) else None
     console.print(
-        f"run {run['id']}: {run['status']}, device {fleet_label(run)}, profile {run['profile']}, "
-        f"python {run['python']}, fingerprint {run['fingerprint'] or ('one per host' if report['fleet'] else 'none')}"
+        f"run {run['id']}: {run['status']}, started {started_at(run)}, took {took(run, so_far)}, "
+        f"device {fleet_label(run)}, profile {run['profile']}, python {run['python']}, "
+        f"fingerprint {run['fingerprint'] or ('one per host' if report['fleet'] else 'none')}",
+        markup=False,
+        highlight=False,
     )
     if run.get("error"):  # why the run stopped (a full disk, a store it could not write)
         console.print(f"error: {run['error']}", markup=False, highlight=False)

@@ -17,6 +17,22 @@ def _live_or_named(store, text: str | None) -> int:  # type: ignore[no-untyped-d
     return int(live[0]["id"])
 
 
+def _clock(store, run_id: int):  # type: ignore[no-untyped-def]
+    """(the run's stages and their expected times, as `run` showed them; whether it was made with --strict)."""
+    import json
+
+    from rigcheck.tui.cli_clock import RunClock
+    from rigcheck.tui.cli_run import _expected
+
+    run = store.run(run_id) or {}
+    try:
+        stages = [str(name) for name in json.loads(run.get("stages") or "[]")]
+    except (TypeError, ValueError):
+        stages = []
+    clock = RunClock.of(stages, _expected(store, run.get("device") or "", run.get("profile") or ""))
+    return clock, bool(run.get("strict"))
+
+
 def command_follow(args: argparse.Namespace) -> int:
     """The live progress display of `run`, fed by the run's engine as it happens (from the store when the
     engine is gone), then the summary and the run's exit code. Ctrl-C stops following, never the run.
@@ -32,8 +48,9 @@ def command_follow(args: argparse.Namespace) -> int:
     sweep_stale(store)
     err = fitted_console(stderr=True)
     follower = RunFollower(store, run_id)
+    clock, strict = _clock(store, run_id)
     try:
-        with LiveDisplay(err) as display:
+        with LiveDisplay(err, clock, strict=strict) as display:
             for event in follower.follow():
                 if isinstance(event, EngineQuiet):
                     style = "green" if event.answering else "yellow"

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import re
 from importlib.metadata import PackageNotFoundError, version
 
+from rigcheck.engine import exits
 from rigcheck.engine.run.numbers import bounded_float, bounded_int
 from rigcheck.engine.run.options import UsageParser, add_run_options
 from rigcheck.engine.stage import PROFILES
@@ -21,8 +23,28 @@ def _version() -> str:
         return "rigcheck (not installed: version unknown)"
 
 
+EXIT_LINE = re.compile(r"^EXIT_\w+ = (\d+)\s*#\s*(.+)$", re.MULTILINE)
+
+
+def exit_codes_help() -> str:
+    """The exit codes with their meanings, read from engine/exits.py's own table, so a code added there shows here."""
+    try:
+        with open(exits.__file__, encoding="utf-8") as handle:
+            found = EXIT_LINE.findall(handle.read())
+    except OSError:
+        found = []
+    lines = [f"  {code:>3}  {words.strip()}" for code, words in found]
+    return "exit codes:\n" + "\n".join(lines) if lines else ""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = UsageParser(prog="rigcheck", description="Probe, verify and measure a GPU machine.")
+    epilog = exit_codes_help()
+    parser = UsageParser(
+        prog="rigcheck",
+        description="Probe, verify and measure a GPU machine.",
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     store_help = "results database (default: $RIGCHECK_STORE, else a per-user data folder)"
     parser.add_argument("--store", help=store_help)
     parser.add_argument("--version", action="version", version=_version())
@@ -30,7 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--store", default=argparse.SUPPRESS, help=store_help)
     commands = parser.add_subparsers(dest="command", parser_class=UsageParser)
 
-    run = commands.add_parser("run", help="run stages headless", parents=[common])
+    run = commands.add_parser(
+        "run",
+        help="run stages headless",
+        parents=[common],
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_run_options(run)
 
     monitor = commands.add_parser("monitor", help="live telemetry for every GPU and the host")

@@ -46,6 +46,14 @@ def _detach(store: Any, request: Any) -> int:
     return 0
 
 
+def _expected(store: Any, device: str, profile: str) -> dict[str, float]:
+    """Each stage's expected time from earlier runs here; none (said as "no estimate") where the store cannot say."""
+    try:
+        return store.stage_durations(device, profile)
+    except (StoreError, sqlite3.Error):
+        return {}
+
+
 def summarise(report: dict[str, Any], code: int, strict: bool, err: Console, to_stderr: bool = False) -> int:
     """Print the summary on stdout (on stderr when stdout takes a report); the exit code, with --strict
     turning WARN into a failure."""
@@ -71,6 +79,7 @@ def keep_strict(store: Any, run_id: int, code: int, err: Console) -> dict[str, A
 def command_run(args: argparse.Namespace) -> int:
     from rigcheck.engine.run.owner import DeviceBusy, OwnedRun
     from rigcheck.engine.run.warm_pool import park_early
+    from rigcheck.tui.cli_clock import RunClock
     from rigcheck.tui.cli_display import LiveDisplay, fitted_console
 
     early = None if args.detach or args.cold else park_early  # the first stage child starts beside the preflight
@@ -84,7 +93,8 @@ def command_run(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     run_id, log_dir = owned.run_id, owned.log_dir
     err = fitted_console(stderr=True)
-    with LiveDisplay(err) as display:
+    clock = RunClock.of([info.name for info in request.stages], _expected(store, request.device, request.profile))
+    with LiveDisplay(err, clock, strict=args.strict) as display:
         owned.listen(display)
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, raise_interrupt)

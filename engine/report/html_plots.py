@@ -33,6 +33,10 @@ SLOW, STEADY = "#c0392b", "#2e86c1"
 GPU_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22")
 HOST_COLOURS = ("#222222", "#17becf", "#7f7f7f")
 WIDTH_IN = 9.0
+CHAR_IN = 0.065  # a 7-point character's width, generously, in inches
+AXES_SHARE = 0.88  # of the figure's width taken by the axes
+LABEL_ROW = 0.09  # a row of stage names, in axes heights (the plot is 2.6 in tall)
+LABEL_PT = 10  # the same row in points, to lift the title above them
 
 
 @contextmanager
@@ -61,18 +65,38 @@ def _minutes(panels: list[Panel], spans: list[Span]) -> bool:
     return bool(ends) and max(ends) > 600
 
 
+def label_rows(spans: list[Span], width_in: float = WIDTH_IN) -> list[int]:
+    """The row each stage's name goes in above the plot (0 the lowest): a name goes in the lowest row where it
+    overlaps no other, so short stages side by side never print over each other."""
+    total = max((s.end for s in spans), default=0.0) - min((s.start for s in spans), default=0.0)
+    if total <= 0:
+        return [0] * len(spans)
+    per_char = CHAR_IN / (width_in * AXES_SHARE) * total  # seconds of axis one character of a label covers
+    ends: list[float] = []  # per row, where its last label ends
+    rows = []
+    for span in spans:
+        middle, half = (span.start + span.end) / 2, (len(span.name) + 1) * per_char / 2
+        row = next((r for r, end in enumerate(ends) if end <= middle - half), len(ends))
+        if row == len(ends):
+            ends.append(0.0)
+        ends[row] = middle + half
+        rows.append(row)
+    return rows
+
+
 def timeline_svg(panel: Panel, spans: list[Span], minutes: bool = False) -> str:
     """One panel of the run's timelines, its stages shaded and named along the top."""
     scale, unit = (60.0, "min") if minutes else (1.0, "s")
     with _style(panel.key):
         fig = Figure(figsize=(WIDTH_IN, 2.6), layout="constrained")
         ax = fig.add_subplot()
-        for i, span in enumerate(spans):
+        rows = label_rows(spans)
+        for i, (span, row) in enumerate(zip(spans, rows, strict=True)):
             if i % 2 == 0:
                 ax.axvspan(span.start / scale, span.end / scale, color="#888888", alpha=0.12, lw=0)
             ax.text(
                 (span.start + span.end) / 2 / scale,
-                1.0,
+                1.0 + LABEL_ROW * row,
                 span.name,
                 transform=ax.get_xaxis_transform(),
                 ha="center",
@@ -97,7 +121,8 @@ def timeline_svg(panel: Panel, spans: list[Span], minutes: bool = False) -> str:
             )
         ax.set_xlabel(f"time since the run started ({unit})")
         ax.set_ylabel(panel.unit)
-        ax.set_title(panel.title, loc="left", pad=14, fontsize=10, fontweight="bold")
+        pad = 14 + LABEL_PT * max(rows, default=0)  # the title above the last row of stage names
+        ax.set_title(panel.title, loc="left", pad=pad, fontsize=10, fontweight="bold")
         ax.set_ylim(bottom=0)
         # below the axes, so every timeline's axes are the same width and line up on the page
         fig.legend(loc="outside lower center", ncols=min(4, len(panel.series)), fontsize=7, frameon=False)

@@ -69,8 +69,11 @@ SIGNAL_HINTS = {
 }
 
 
-# faulthandler's lines that say nothing about the stage: the child's own frames, the module list, blanks
-_BOILERPLATE = re.compile(r'^\s*File "(<frozen runpy>|.*/rigcheck/engine/run/child\.py)"|^Extension modules: |^\s*$')
+# Lines that say nothing about the stage: faulthandler's frames of the child itself, its module list, blanks, and
+# the warm child's own housekeeping (`rigcheck child 7 (warm, stage 2 here): ...`, what it put back after a stage)
+_BOILERPLATE = re.compile(
+    r'^\s*File "(<frozen runpy>|.*/rigcheck/engine/run/child\.py)"|^Extension modules: |^\s*$|^rigcheck child[ :]'
+)
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:

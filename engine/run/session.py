@@ -18,7 +18,7 @@ from rigcheck.engine.store.run_end import run_end
 from rigcheck.engine.telemetry.sample import Sample
 from rigcheck.engine.telemetry.sampler import Sampler
 from rigcheck.engine.trust.conditions import DEFAULT_POLICY, ConditionsAnnotator, TrustPolicy
-from rigcheck.engine.trust.quiet import WAIT, HostBusy, others_busy, wait_quiet
+from rigcheck.engine.trust.quiet import WAIT, HostBusy, busy_next_step, others_busy, wait_quiet
 
 SAMPLE_STORE_INTERVAL_S = 1.0
 LOCK_PATIENCE_S = 1800.0  # how long a finished run waits for a locked store to take what it holds
@@ -153,7 +153,7 @@ class RunSession:
                 "quiet-check",
                 Status.WARN,
                 f"{words}host busy before the stage: {said}; figures that need those CPUs "
-                "will be marked SUSPECT; next: stop what keeps them busy, or run with --wait-quiet SECONDS",
+                f"will be marked SUSPECT; {busy_next_step(waited[1] if gave_up and waited else None)}",
                 numbers,
             )
         else:
