@@ -81,7 +81,8 @@ def command_show(args: argparse.Namespace) -> int:
     run = report["run"]
     so_far = time.time() if store.is_live(run) else None
     console.print(
-        f"run {run['id']}: {run['status']}, started {started_at(run)}, took {took(run, so_far)}, "
+        f"run {run['id']}: {run['status']} (exit code {run['exit_code']}), started {started_at(run)}, "
+        f"took {took(run, so_far)}, "
         f"device {fleet_label(run)}, profile {run['profile']}, python {run['python']}, "
         f"fingerprint {run['fingerprint'] or ('one per host' if report['fleet'] else 'none')}",
         markup=False,

@@ -162,8 +162,8 @@ def contention_table(report: dict[str, Any]) -> Table | None:
 
 
 def history_table(runs: list[dict[str, Any]], worst: dict[int, str] | None = None, width: int = 120) -> Table:
-    """Past runs, each with its worst verdict. The date never wraps; below 100 columns the fingerprint
-    (in `rigcheck show N`) makes room for it."""
+    """Past runs, each with its worst verdict and how long it took. The date never wraps; below 100 columns the
+    exit code and the fingerprint (both in `rigcheck show N`) make room for it."""
     import datetime as dt
 
     from rich import box
@@ -172,7 +172,7 @@ def history_table(runs: list[dict[str, Any]], worst: dict[int, str] | None = Non
     wide = width >= 100
     now = time.time()
     table = Table(title="rigcheck runs", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for column in ("run", "started", "took", "status", "worst", "exit"):
+    for column in ("run", "started", "took", "status", "worst", *(("exit",) if wide else ())):
         table.add_column(column, no_wrap=True)
     table.add_column("device", overflow="fold")  # a fleet's "fleet (16 hosts, 1 lost)" wraps rather than crowd
     table.add_column("profile", no_wrap=True)
@@ -188,7 +188,7 @@ def history_table(runs: list[dict[str, Any]], worst: dict[int, str] | None = Non
             took(run, now if run["status"] == "LIVE" else None),
             styled(run["status"].upper() if run["status"] == "interrupted" else run["status"]),
             styled(worst[run["id"]]) if run["id"] in worst else "-",
-            exit_code,
+            *((exit_code,) if wide else ()),
             fleet_label(run),
             run["profile"] or "",
             ", ".join(json.loads(run["stages"] or "[]")),

@@ -76,7 +76,7 @@ def test_facts_name_the_host_versions_and_devices(gpu_page: tuple[str, Page]) ->
 def test_every_figure_with_its_trust_reasons_and_reference(gpu_page: tuple[str, Page]) -> None:
     _, page = gpu_page
     slow = page.row_of("figures", "matmul", "matmul bf16 8192", "cuda:1")
-    assert slow[3:8] == ["612.3 TFLOP/s", "0.4%", "20", "SUSPECT", slow[7]]
+    assert slow[3:8] == ["612.3 TFLOP/s", "±0.4%", "20", "SUSPECT", slow[7]]
     assert slow[7] == "SM clock at 73% of max: sw power cap note: power-limited at 700 W"
     assert slow[8] == "WARN 81% of the H200's rigcheck-measured 756 TFLOP/s [1]"
     fast = page.row_of("figures", "matmul", "matmul bf16 8192", "cuda:0")
