@@ -86,7 +86,7 @@ def interval_measurement(
         "wrong_elements": sum(n for _, n in item.wrong),
         **(identity or {}),  # the parent pairs it with its GPU's telemetry and earlier clean runs by these
     }
-    name = f"burn {dtype} {settings.n} {at_label(item.t_end - began, settings.interval)}"
+    name = f"burn {dtype} {settings.n} {at_label(item.t_end - began, settings.interval_s)}"
     value = item.tflops * scale
     return Measurement(
         STAGE, name, value, unit, None, item.iterations, item.device, params, {}, item.t_start, item.t_end
