@@ -12,6 +12,7 @@ import sys
 import time
 
 from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_USAGE
+from rigcheck.engine.hw.gpu_nodes import surely_no_gpu
 from rigcheck.engine.registry import STAGES
 from rigcheck.engine.report.atomic_write import RefusedTarget, write_atomic
 from rigcheck.engine.report.export import FORMATS, render
@@ -19,6 +20,7 @@ from rigcheck.engine.run.preflight import (
     UsageError,
     check_output_file,
     inspect_python,
+    no_gpu_device,
     open_store,
     resolve_run_id,
     run_devices,
@@ -158,6 +160,8 @@ def command_app(args: argparse.Namespace) -> int:
         raise UsageError(f"bad profile {args.profile!r}: use one of {', '.join(PROFILES)}")
     python = args.python or sys.executable
     gpus: tuple[str, ...] | None = None
+    if not args.python and device != "cpu" and surely_no_gpu():
+        device = no_gpu_device(device)  # no torch could see a GPU here: told without importing one
     if args.python or device != "cpu":
         device, gpus = run_devices(device, inspect_python(python))
     store = open_store(args.store)

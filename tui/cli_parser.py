@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import re
-from importlib.metadata import PackageNotFoundError, version
 
 from rigcheck.engine import exits
 from rigcheck.engine.run.numbers import bounded_float, bounded_int
@@ -17,10 +16,23 @@ MIN_INTERVAL_S = 0.1  # the app's own sampling period; finer only measures the s
 
 
 def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # about 0.1 s: only for --version
+
     try:
         return f"rigcheck {version('rigcheck')}"
     except PackageNotFoundError:
         return "rigcheck (not installed: version unknown)"
+
+
+class VersionAction(argparse.Action):
+    """`--version`, its words found only when asked for."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        print(_version())
+        parser.exit()
 
 
 EXIT_LINE = re.compile(r"^EXIT_\w+ = (\d+)\s*#\s*(.+)$", re.MULTILINE)
@@ -47,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     store_help = "results database (default: $RIGCHECK_STORE, else a per-user data folder)"
     parser.add_argument("--store", help=store_help)
-    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument("--version", action=VersionAction)
     common = UsageParser(add_help=False)
     common.add_argument("--store", default=argparse.SUPPRESS, help=store_help)
     commands = parser.add_subparsers(dest="command", parser_class=UsageParser)

@@ -9,13 +9,15 @@ from __future__ import annotations
 import argparse
 import signal
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
 from rigcheck.engine.exits import EXIT_FAIL, EXIT_USAGE
 from rigcheck.engine.run.options import request_from_args, write_reports
 from rigcheck.engine.run.preflight import STDOUT, UsageError
 from rigcheck.engine.store import StoreError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def raise_interrupt(signum: int, frame: object) -> None:
@@ -77,15 +79,16 @@ def keep_strict(store: Any, run_id: int, code: int, err: Console) -> dict[str, A
 
 
 def command_run(args: argparse.Namespace) -> int:
-    from rigcheck.engine.run.owner import DeviceBusy, OwnedRun
     from rigcheck.engine.run.warm_pool import park_early
-    from rigcheck.tui.cli_clock import RunClock
-    from rigcheck.tui.cli_display import LiveDisplay, fitted_console
 
     early = None if args.detach or args.cold else park_early  # the first stage child starts beside the preflight
     request, store = request_from_args(args, early)
     if args.detach:
         return _detach(store, request)
+    # Only now: a refused option or a detached run answers without loading the run's machinery or rich.
+    from rigcheck.engine.run.owner import DeviceBusy, OwnedRun
+    from rigcheck.tui.cli_clock import RunClock
+    from rigcheck.tui.cli_display import LiveDisplay, fitted_console
 
     try:
         owned = OwnedRun(store, request)

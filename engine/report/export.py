@@ -10,7 +10,6 @@ from typing import Any
 
 from rigcheck.engine.report.baseline import to_baseline
 from rigcheck.engine.report.failures import failures
-from rigcheck.engine.report.markdown import to_markdown
 from rigcheck.engine.report.rows import has_hosts, report_rows, status_of
 
 FORMATS = ("json", "csv", "md", "junit", "prom", "baseline", "html")  # html: html_report.export_html
@@ -57,6 +56,7 @@ def to_csv(report: dict[str, Any]) -> str:
 
 def render(report: dict[str, Any], fmt: str) -> str:
     from rigcheck.engine.report.junit import to_junit
+    from rigcheck.engine.report.markdown import to_markdown  # its references' table loads only here
     from rigcheck.engine.report.prom import report_to_prom
 
     renderers = {

@@ -203,7 +203,7 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
     assert_one_line_error(rigcheck("export", "9", "--format", "html", store=tmp_path / "s.db"), "no run 9")
 
 
-def test_the_export_loads_neither_torch_nor_the_terminal_libraries(tmp_path: Path) -> None:
+def test_the_export_loads_neither_torch_nor_the_terminal_libraries_nor_matplotlib(tmp_path: Path) -> None:
     gpu_run(Store(tmp_path / "s.db"))
     code = (
         "import sys, json\n"
@@ -214,4 +214,4 @@ def test_the_export_loads_neither_torch_nor_the_terminal_libraries(tmp_path: Pat
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     modules = set(json.loads(done.stdout.splitlines()[-1]))
-    assert "matplotlib" in modules and not {"torch", "textual", "rich", "matplotlib.pyplot"} & modules
+    assert not {"torch", "textual", "rich", "matplotlib"} & modules  # the plots are drawn by hand
