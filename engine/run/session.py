@@ -211,7 +211,14 @@ class RunSession:
         self.run.cancel()
 
 
-def start_sampler(interval: float = 0.1) -> Sampler:
+def settle_s(interval: float) -> float:
+    """How long a new sampler runs before the first stage asks for samples: a few of them."""
+    return min(0.3, 3 * interval)
+
+
+def start_sampler(interval: float = 0.1, settle: bool = True) -> Sampler:
+    """A started sampler; `settle`: after its first few samples (OwnedRun waits for them later, in start)."""
     sampler = Sampler(interval=interval).start()
-    time.sleep(min(0.3, 3 * interval))  # a few samples before the first stage asks for them
+    if settle:
+        time.sleep(settle_s(interval))
     return sampler
