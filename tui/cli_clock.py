@@ -67,4 +67,6 @@ class RunClock:
         if total is not None:
             return f"{count}, expected to take about {duration(total)} (from earlier runs on this device and profile)"
         missing = [stage for stage in self.stages if stage not in self.expected]
-        return f"{count}; {NO_ESTIMATE} for the run (no finished earlier run of {', '.join(missing)} here)"
+        if len(missing) == len(self.stages):
+            return f"{count}; {NO_ESTIMATE} for the run (no earlier finished run on this device and profile)"
+        return f"{count}; {NO_ESTIMATE} for the run (no earlier finished run of {', '.join(missing)} here)"

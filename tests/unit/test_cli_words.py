@@ -88,9 +88,16 @@ def test_without_earlier_runs_it_says_no_estimate() -> None:
         shown(StageStarted("verify", "cpu", 7, "python", t=0.0))
         shown(StageFinished("verify", Status.PASS, t=30.0))
     text = out.getvalue()
-    assert "no estimate for the run (no finished earlier run of verify here)" in text
+    assert "no estimate for the run (no earlier finished run of verify here)" in text
     assert "> verify on cpu (pid 7), no estimate" in text
     assert "in 30 s (no estimate); run 30 s (no estimate)" in text
+
+
+def test_with_no_earlier_run_at_all_it_says_so_briefly() -> None:
+    shown, out = display(RunClock.of(["probe", "verify", "matmul"], {}))
+    with shown:
+        pass
+    assert "3 stages; no estimate for the run (no earlier finished run on this device and profile)" in out.getvalue()
 
 
 def test_a_stage_stuck_at_88_percent_shows_time_passing_on_a_pipe() -> None:
