@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 from rigcheck.engine.report.html_figures import peers
-from rigcheck.engine.report.svg_plots import Band, Line, line_plot, nice_ticks
 from rigcheck.engine.report.html_timeline import BUCKETS, stage_spans, thinned, timelines
+from rigcheck.engine.report.svg_plots import Band, Line, line_plot, nice_ticks
 
 
 def sample(t: float, gpus: list[dict], **host: object) -> dict:  # type: ignore[type-arg]
