@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 from rigcheck.engine.events import Progress, StageFinished, StageStarted, Status, Verdict
-from rigcheck.engine.run.runner import log_tail
+from rigcheck.engine.run.log_tail import log_tail
 from rigcheck.engine.store import Store
 from rigcheck.engine.trust.quiet import busy_next_step
 from rigcheck.tui.cli import main
