@@ -149,6 +149,8 @@ def test_limit_zero_says_the_range_in_plain_words(tmp_path: Path, capsys: pytest
     assert main(["--store", str(tmp_path / "s.db"), "history", "--limit", "0"]) == 2
     said = capsys.readouterr().err
     assert "'0': give a whole number of 1 or more" in said and "9223372036854775807" not in said
+    assert main(["--store", str(tmp_path / "s.db"), "history", "--limit", "9" * 20]) == 2
+    assert "too large: give a whole number from 1 to 9223372036854775807" in capsys.readouterr().err
 
 
 def test_a_timeout_tail_keeps_the_warm_childs_housekeeping_out(tmp_path: Path) -> None:
