@@ -185,7 +185,7 @@ def history_table(runs: list[dict[str, Any]], worst: dict[int, str] | None = Non
         table.add_row(
             str(run["id"]),
             started,
-            took(run, now if run["status"] == "LIVE" else None),
+            took(run, now if run["status"] == "LIVE" else None, compact=True),
             styled(run["status"].upper() if run["status"] == "interrupted" else run["status"]),
             styled(worst[run["id"]]) if run["id"] in worst else "-",
             *((exit_code,) if wide else ()),
