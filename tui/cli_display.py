@@ -12,7 +12,9 @@ from rich.text import Text
 from rigcheck.engine.report.compare import Row
 from rigcheck.engine.report.fleet_view import KEY_RULE, fleet_cells, fleet_label, grid_devices
 from rigcheck.engine.report.rows import (
+    UNSTABLE_SHORT,
     has_hosts,
+    is_unstable,
     meaning,
     measurement_row,
     report_rows,
@@ -93,7 +95,8 @@ def trust_cell(row: dict[str, Any]) -> Text:
     label = status_text(trust) if trust in STATUS_STYLE else Text(trust)
     if unverified(row):
         label += ", unverified"
-    reasons = "; ".join(trust_reasons(row))
+    said = trust_reasons(row) + ([UNSTABLE_SHORT] if is_unstable(row.get("value"), row.get("spread")) else [])
+    reasons = "; ".join(said)
     return label + (f" ({reasons})" if reasons else "")
 
 

@@ -106,6 +106,8 @@ def meaning(row: Row) -> str:
         lines = (row.get("explanation") or "").splitlines()
         return lines[0] if lines else ""
     said = trust_reasons(row)
+    if is_unstable(row.get("value"), row.get("spread")):
+        said.append(UNSTABLE_SHORT)
     if unverified(row):
         said.append("unverified")
     return "; ".join(said)
@@ -113,6 +115,7 @@ def meaning(row: Row) -> str:
 
 UNSTABLE_SHARE = 0.5  # a spread this large a share of the figure reads as a bug with a "±" (and as negative rates)
 UNSTABLE_WORTH = "its repeats disagree too much for the figure to be more than a rough indication: measure it again"
+UNSTABLE_SHORT = "unstable: a rough indication only"
 
 
 def spread_share(value: float | None, spread: float | None) -> float | None:

@@ -7,7 +7,7 @@ import pytest
 from rigcheck.engine.events import Measurement, Status
 from rigcheck.engine.measure.stats import TimingStats
 from rigcheck.engine.report.compare import Side
-from rigcheck.engine.report.rows import UNSTABLE_WORTH, detail_text, signed_spread, spread_text
+from rigcheck.engine.report.rows import UNSTABLE_WORTH, detail_text, meaning, signed_spread, spread_text
 from rigcheck.engine.stages.matmul.stage import summary_verdicts
 
 
@@ -46,6 +46,8 @@ def test_a_spread_of_half_the_figure_or_more_is_unstable_never_a_plus_minus() ->
     assert "±" not in Side(10.0, "GFLOP/s", 715.0, "NOISY").text()
     row = {"kind": "measurement", "name": "x", "value": 10.0, "unit": "GFLOP/s", "spread": 715.0, "device": "cpu"}
     assert "±" not in detail_text(row) and UNSTABLE_WORTH in detail_text(row)
+    assert meaning(row) == "unstable: a rough indication only"  # the app's why column and the CLI's trust cell
+    assert meaning(row | {"spread": 4.9}) == ""  # just under half the figure: a spread like any other
 
 
 def sweep(value: float, size: int, spread_rel: float, dtype: str = "bf16") -> Measurement:
