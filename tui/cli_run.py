@@ -48,7 +48,7 @@ def _detach(store: Any, request: Any) -> int:
     return 0
 
 
-def _expected(store: Any, device: str, profile: str) -> dict[str, float]:
+def expected_times(store: Any, device: str, profile: str) -> dict[str, float]:
     """Each stage's expected time from earlier runs here; none (said as "no estimate") where the store cannot say."""
     try:
         return store.stage_durations(device, profile)
@@ -96,7 +96,7 @@ def command_run(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     run_id, log_dir = owned.run_id, owned.log_dir
     err = fitted_console(stderr=True)
-    clock = RunClock.of([info.name for info in request.stages], _expected(store, request.device, request.profile))
+    clock = RunClock.of([info.name for info in request.stages], expected_times(store, request.device, request.profile))
     with LiveDisplay(err, clock, strict=args.strict) as display:
         owned.listen(display)
         for sig in (signal.SIGTERM, signal.SIGHUP):

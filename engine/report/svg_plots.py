@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 FONT_PX = 11
 SMALL_PX = 9
 CHAR_PX = 0.62  # a character's width, generously, as a share of its font size
 TICKS = 5
+Scale = Callable[[float], float]  # a value to its place on the page, in pixels
 
 
 def esc(text: object) -> str:
@@ -68,7 +69,7 @@ class Band:
     shaded: bool
 
 
-def _segments(line: Line, x: callable, y: callable) -> list[str]:  # type: ignore[valid-type]
+def _segments(line: Line, x: Scale, y: Scale) -> list[str]:
     """The line's runs of readings between gaps, each as SVG points."""
     out: list[str] = []
     run: list[str] = []
@@ -84,7 +85,7 @@ def _segments(line: Line, x: callable, y: callable) -> list[str]:  # type: ignor
     return out
 
 
-def band_rows(bands: Sequence[Band], x: callable) -> list[int]:  # type: ignore[valid-type]
+def band_rows(bands: Sequence[Band], x: Scale) -> list[int]:
     """The row each band's name goes in (0 nearest the plot): the lowest where it overlaps no other name."""
     ends: list[float] = []
     rows = []

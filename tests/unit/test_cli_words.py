@@ -187,3 +187,18 @@ def test_show_and_history_say_when_a_run_started_and_how_long_it_took(
     assert main(["--store", str(tmp_path / "s.db"), "history"]) == 0
     history = capsys.readouterr().out
     assert " took " in history and " 5m08s " in history
+
+
+def test_follow_expects_what_run_expected_from_the_store(tmp_path: Path) -> None:
+    from rigcheck.tui.cli_follow import _clock
+
+    store = Store(tmp_path / "s.db")
+    earlier = store.begin_run(["probe", "verify"], "cpu", "quick", "python", [])
+    for stage, start, end in (("probe", 1000.0, 1004.0), ("verify", 1004.0, 1104.0)):
+        store.record(earlier, StageStarted(stage, "cpu", 1, "python", t=start))
+        store.record(earlier, StageFinished(stage, Status.PASS, 0, t=end))
+    store.end_run(earlier, "complete", 0)
+    followed = store.begin_run(["probe", "verify"], "cpu", "quick", "python", [])
+    store.record_strict(followed, 1)
+    clock, strict = _clock(store, followed)
+    assert clock.stages == ("probe", "verify") and clock.run_expected() == 104.0 and strict
