@@ -43,7 +43,7 @@ def command_export(args: argparse.Namespace) -> int:
     output = check_output_file("--output", args.output) if args.output else None  # None: stdout (`-` or no -o)
     store = open_store(args.store)
     run_id = resolve_run_id(store, args.run)
-    if args.format == "html":  # it draws the run's telemetry samples too; matplotlib loads only here
+    if args.format == "html":  # it draws the run's telemetry samples too, from the store
         from rigcheck.engine.report.html_report import export_html
 
         text = export_html(store, run_id)
