@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 
 from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_USAGE
+from rigcheck.engine.hw.gpu_nodes import surely_no_gpu
 from rigcheck.engine.registry import STAGES
 from rigcheck.engine.report.atomic_write import RefusedTarget, write_atomic
 from rigcheck.engine.report.export import FORMATS, render
@@ -18,6 +20,7 @@ from rigcheck.engine.run.preflight import (
     UsageError,
     check_output_file,
     inspect_python,
+    no_gpu_device,
     open_store,
     resolve_run_id,
     run_devices,
@@ -42,7 +45,7 @@ def command_export(args: argparse.Namespace) -> int:
     output = check_output_file("--output", args.output) if args.output else None  # None: stdout (`-` or no -o)
     store = open_store(args.store)
     run_id = resolve_run_id(store, args.run)
-    if args.format == "html":  # it draws the run's telemetry samples too; matplotlib loads only here
+    if args.format == "html":  # it draws the run's telemetry samples too, from the store
         from rigcheck.engine.report.html_report import export_html
 
         text = export_html(store, run_id)
@@ -65,6 +68,7 @@ def command_export(args: argparse.Namespace) -> int:
 
 def command_show(args: argparse.Namespace) -> int:
     from rigcheck.engine.report.fleet_view import fleet_label
+    from rigcheck.engine.report.run_time import started_at, took
     from rigcheck.tui.cli_display import (
         contention_table,
         fitted_console,
@@ -79,9 +83,14 @@ def command_show(args: argparse.Namespace) -> int:
     assert report is not None
     console = fitted_console()
     run = report["run"]
+    so_far = time.time() if store.is_live(run) else None
     console.print(
-        f"run {run['id']}: {run['status']}, device {fleet_label(run)}, profile {run['profile']}, "
-        f"python {run['python']}, fingerprint {run['fingerprint'] or ('one per host' if report['fleet'] else 'none')}"
+        f"run {run['id']}: {run['status']} (exit code {run['exit_code']}), started {started_at(run)}, "
+        f"took {took(run, so_far)}, "
+        f"device {fleet_label(run)}, profile {run['profile']}, python {run['python']}, "
+        f"fingerprint {run['fingerprint'] or ('one per host' if report['fleet'] else 'none')}",
+        markup=False,
+        highlight=False,
     )
     if run.get("error"):  # why the run stopped (a full disk, a store it could not write)
         console.print(f"error: {run['error']}", markup=False, highlight=False)
@@ -156,6 +165,8 @@ def command_app(args: argparse.Namespace) -> int:
         raise UsageError(f"bad profile {args.profile!r}: use one of {', '.join(PROFILES)}")
     python = args.python or sys.executable
     gpus: tuple[str, ...] | None = None
+    if not args.python and device != "cpu" and surely_no_gpu():
+        device = no_gpu_device(device)  # no torch could see a GPU here: told without importing one
     if args.python or device != "cpu":
         device, gpus = run_devices(device, inspect_python(python))
     store = open_store(args.store)

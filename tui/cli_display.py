@@ -1,52 +1,32 @@
-"""The headless run in rich: live progress on stderr, and the tables of the summary, `show` and `compare`."""
+"""The headless run's tables in rich: the summary, `show`, `compare` and `history` (the live part is cli_live)."""
 
 from __future__ import annotations
 
 import json
-import threading
-from collections import Counter
+import time
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
-from rigcheck.engine.events import (
-    Event,
-    LogLine,
-    Measurement,
-    StageFinished,
-    StageStarted,
-    Verdict,
-)
-from rigcheck.engine.events import (
-    Progress as ProgressEvent,
-)
 from rigcheck.engine.report.compare import Row
 from rigcheck.engine.report.fleet_view import KEY_RULE, fleet_cells, fleet_label, grid_devices
 from rigcheck.engine.report.rows import (
-    STATUS_CLASS,
+    UNSTABLE_SHORT,
     has_hosts,
+    is_unstable,
     meaning,
     measurement_row,
     report_rows,
-    spread_text,
+    signed_spread,
     trust_of,
     trust_reasons,
     unverified,
 )
-from rigcheck.engine.trust.quiet import WAIT
+from rigcheck.engine.report.run_time import took
+from rigcheck.tui.cli_live import STATUS_STYLE, LiveDisplay, status_text
 
-CLASS_STYLE = {
-    "pass": "green",
-    "warn": "yellow",
-    "skip": "dim",
-    "fail": "bold red",
-    "inconclusive": "bold blue",  # could not be judged: neither a pass's green nor a fail's red
-    "crash": "bold magenta",
-    "running": "cyan",
-}
-STATUS_STYLE = {status: CLASS_STYLE[kind] for status, kind in STATUS_CLASS.items()}
+__all__ = ["LiveDisplay", "status_text"]  # the live display moved to cli_live; callers still find it here
 WIDE = 10_000  # columns for output that is not a terminal: long enough that rich never wraps a line
 
 
@@ -83,83 +63,12 @@ def styled(status: str) -> str:
     return f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]"
 
 
-def status_text(status: str) -> Text:
-    return Text(status, style=STATUS_STYLE.get(status, "white"))
-
-
 def fitted_console(stderr: bool = False) -> Console:
     """Fitted to a terminal; to a file or pipe, never hard-wrapped (rich would cut every line at 80)."""
     console = Console(stderr=stderr)
     if not console.is_terminal:
         console = Console(stderr=stderr, width=WIDE, no_color=True)
     return console
-
-
-class LiveDisplay:
-    """A listener for Run, drawing on stderr: one line when a stage starts and one when it ends (with its
-    verdicts counted), a transient progress bar showing the latest figure or verdict. The verdicts
-    themselves are printed once, in the summary. Called from the supervisor thread, so it only
-    touches rich's locked objects."""
-
-    def __init__(self, console: Console) -> None:
-        self.console = console
-        self.progress = Progress(
-            TextColumn("{task.fields[stage]:>10}", markup=False),
-            BarColumn(bar_width=24),
-            TextColumn("{task.description}", markup=False),
-            TimeElapsedColumn(),
-            TextColumn("{task.fields[last]}", markup=False),
-            console=console,
-            transient=True,
-        )
-        self._tasks: dict[str, TaskID] = {}
-        self._counts: dict[str, Counter[str]] = {}
-        self._lock = threading.Lock()
-
-    def __enter__(self) -> LiveDisplay:
-        self.progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
-
-    def __call__(self, event: Event) -> None:
-        with self._lock:
-            self._handle(event)
-
-    def _last(self, stage: str, text: str) -> None:
-        if stage in self._tasks:
-            self.progress.update(self._tasks[stage], last=text[:60])
-
-    def _handle(self, event: Event) -> None:
-        out = self.progress.console
-        if isinstance(event, StageStarted):
-            self._tasks[event.stage] = self.progress.add_task("starting", stage=event.stage, total=None, last="")
-            out.print(Text.assemble(("> ", "cyan"), f"{event.stage} on {event.device} (pid {event.pid})"))
-        elif isinstance(event, ProgressEvent) and event.stage in self._tasks:
-            self.progress.update(
-                self._tasks[event.stage],
-                completed=event.done,
-                total=event.total,
-                description=event.what,
-            )
-        elif isinstance(event, Verdict):
-            self._counts.setdefault(event.stage, Counter())[event.status.value] += 1
-            self._last(event.stage, f"{event.status.value} {event.check}")
-        elif isinstance(event, Measurement):
-            self._last(event.stage, f"{event.name} {event.value:.4g} {event.unit}")
-        elif isinstance(event, LogLine) and event.level == "error":
-            out.print(Text(event.text, style="red"))
-        elif isinstance(event, LogLine) and event.level == WAIT:  # --wait-quiet names what it waits for
-            out.print(Text(f"  {event.stage}: {event.text}", style="yellow"))
-        elif isinstance(event, StageFinished):
-            task = self._tasks.pop(event.stage, None)
-            if task is not None:
-                self.progress.remove_task(task)
-            counts = self._counts.pop(event.stage, Counter())
-            tally = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-            line = Text.assemble(("< ", "cyan"), f"{event.stage}: ", status_text(event.status.value))
-            out.print(line + Text(f" ({tally})" if tally else ""))
 
 
 def summary_table(report: dict[str, Any]) -> Table:
@@ -186,7 +95,8 @@ def trust_cell(row: dict[str, Any]) -> Text:
     label = status_text(trust) if trust in STATUS_STYLE else Text(trust)
     if unverified(row):
         label += ", unverified"
-    reasons = "; ".join(trust_reasons(row))
+    said = trust_reasons(row) + ([UNSTABLE_SHORT] if is_unstable(row.get("value"), row.get("spread")) else [])
+    reasons = "; ".join(said)
     return label + (f" ({reasons})" if reasons else "")
 
 
@@ -198,8 +108,7 @@ def measurements_table(report: dict[str, Any]) -> Table | None:
     for column in ("host",) * hosts + ("stage", "name", "device", "value", "unit", "spread", "trust"):
         table.add_column(column, overflow="fold")
     for m in map(measurement_row, report["measurements"]):
-        spread = spread_text(m["value"], m["spread"])
-        spread = f"±{spread}" if spread else ""
+        spread = signed_spread(m["value"], m["spread"])
         cells = (m["stage"], m["name"], m["device"], f"{m['value']:.4g}", m["unit"], spread)
         table.add_row(*(m["host"],) * hosts, *cells, trust_cell(m))
     return table
@@ -256,16 +165,17 @@ def contention_table(report: dict[str, Any]) -> Table | None:
 
 
 def history_table(runs: list[dict[str, Any]], worst: dict[int, str] | None = None, width: int = 120) -> Table:
-    """Past runs, each with its worst verdict. The date never wraps; below 100 columns the fingerprint
-    (in `rigcheck show N`) makes room for it."""
+    """Past runs, each with its worst verdict and how long it took. The date never wraps; below 100 columns the
+    exit code and the fingerprint (both in `rigcheck show N`) make room for it."""
     import datetime as dt
 
     from rich import box
 
     worst = worst or {}
     wide = width >= 100
+    now = time.time()
     table = Table(title="rigcheck runs", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for column in ("run", "started", "status", "worst", "exit"):
+    for column in ("run", "started", "took", "status", "worst", *(("exit",) if wide else ())):
         table.add_column(column, no_wrap=True)
     table.add_column("device", overflow="fold")  # a fleet's "fleet (16 hosts, 1 lost)" wraps rather than crowd
     table.add_column("profile", no_wrap=True)
@@ -278,9 +188,10 @@ def history_table(runs: list[dict[str, Any]], worst: dict[int, str] | None = Non
         table.add_row(
             str(run["id"]),
             started,
+            took(run, now if run["status"] == "LIVE" else None, compact=True),
             styled(run["status"].upper() if run["status"] == "interrupted" else run["status"]),
             styled(worst[run["id"]]) if run["id"] in worst else "-",
-            exit_code,
+            *((exit_code,) if wide else ()),
             fleet_label(run),
             run["profile"] or "",
             ", ".join(json.loads(run["stages"] or "[]")),

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import json
+from typing import TYPE_CHECKING
 
 from rigcheck.engine.exits import EXIT_INTERRUPTED
 from rigcheck.engine.run.preflight import UsageError, open_store, resolve_run_id
+
+if TYPE_CHECKING:
+    from rigcheck.engine.store import Store
+    from rigcheck.tui.cli_clock import RunClock
 
 
 def _live_or_named(store, text: str | None) -> int:  # type: ignore[no-untyped-def]
@@ -15,6 +21,20 @@ def _live_or_named(store, text: str | None) -> int:  # type: ignore[no-untyped-d
     if not live:
         raise UsageError("no live run to follow; `rigcheck runs` lists every run, `rigcheck follow N` replays one")
     return int(live[0]["id"])
+
+
+def _clock(store: Store, run_id: int) -> tuple[RunClock, bool]:
+    """(the run's stages and their expected times, as `run` showed them; whether it was made with --strict)."""
+    from rigcheck.tui.cli_clock import RunClock
+    from rigcheck.tui.cli_run import expected_times
+
+    run = store.run(run_id) or {}
+    try:
+        stages = [str(name) for name in json.loads(run.get("stages") or "[]")]
+    except (TypeError, ValueError):
+        stages = []
+    clock = RunClock.of(stages, expected_times(store, run.get("device") or "", run.get("profile") or ""))
+    return clock, bool(run.get("strict"))
 
 
 def command_follow(args: argparse.Namespace) -> int:
@@ -32,8 +52,9 @@ def command_follow(args: argparse.Namespace) -> int:
     sweep_stale(store)
     err = fitted_console(stderr=True)
     follower = RunFollower(store, run_id)
+    clock, strict = _clock(store, run_id)
     try:
-        with LiveDisplay(err) as display:
+        with LiveDisplay(err, clock, strict=strict) as display:
             for event in follower.follow():
                 if isinstance(event, EngineQuiet):
                     style = "green" if event.answering else "yellow"

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from importlib.metadata import PackageNotFoundError, version
+import re
 
+from rigcheck.engine import exits
 from rigcheck.engine.run.numbers import bounded_float, bounded_int
 from rigcheck.engine.run.options import UsageParser, add_run_options
 from rigcheck.engine.stage import PROFILES
@@ -17,22 +18,61 @@ MIN_INTERVAL_S = 0.1  # the app's own sampling period; finer only measures the s
 
 
 def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # about 0.1 s: only for --version
+
     try:
         return f"rigcheck {version('rigcheck')}"
     except PackageNotFoundError:
         return "rigcheck (not installed: version unknown)"
 
 
+class VersionAction(argparse.Action):
+    """`--version`, its words found only when asked for."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        print(_version())
+        parser.exit()
+
+
+EXIT_LINE = re.compile(r"^EXIT_\w+ = (\d+)\s*#\s*(.+)$", re.MULTILINE)
+
+
+def exit_codes_help() -> str:
+    """The exit codes with their meanings, read from engine/exits.py's own table, so a code added there shows here."""
+    try:
+        with open(exits.__file__, encoding="utf-8") as handle:
+            found = EXIT_LINE.findall(handle.read())
+    except OSError:
+        found = []
+    lines = [f"  {code:>3}  {words.strip()}" for code, words in found]
+    return "exit codes:\n" + "\n".join(lines) if lines else ""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = UsageParser(prog="rigcheck", description="Probe, verify and measure a GPU machine.")
+    epilog = exit_codes_help()
+    parser = UsageParser(
+        prog="rigcheck",
+        description="Probe, verify and measure a GPU machine.",
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     store_help = "results database (default: $RIGCHECK_STORE, else a per-user data folder)"
     parser.add_argument("--store", help=store_help)
-    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument("--version", action=VersionAction)
     common = UsageParser(add_help=False)
     common.add_argument("--store", default=argparse.SUPPRESS, help=store_help)
     commands = parser.add_subparsers(dest="command", parser_class=UsageParser)
 
-    run = commands.add_parser("run", help="run stages headless", parents=[common])
+    run = commands.add_parser(
+        "run",
+        help="run stages headless",
+        parents=[common],
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_run_options(run)
 
     monitor = commands.add_parser("monitor", help="live telemetry for every GPU and the host")

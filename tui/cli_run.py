@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rigcheck.engine.exits import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE
@@ -17,6 +17,9 @@ from rigcheck.engine.report.judged import judged_line
 from rigcheck.engine.run.options import request_from_args, write_reports
 from rigcheck.engine.run.preflight import STDOUT, UsageError
 from rigcheck.engine.store import StoreError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def raise_interrupt(signum: int, frame: object) -> None:
@@ -47,6 +50,14 @@ def _detach(store: Any, request: Any) -> int:
     return 0
 
 
+def expected_times(store: Any, device: str, profile: str) -> dict[str, float]:
+    """Each stage's expected time from earlier runs here; none (said as "no estimate") where the store cannot say."""
+    try:
+        return store.stage_durations(device, profile)
+    except (StoreError, sqlite3.Error):
+        return {}
+
+
 def summarise(report: dict[str, Any], code: int, strict: bool, err: Console, to_stderr: bool = False) -> int:
     """Print the summary on stdout (on stderr when stdout takes a report); the exit code, with --strict
     turning WARN into a failure."""
@@ -70,14 +81,16 @@ def keep_strict(store: Any, run_id: int, code: int, err: Console) -> dict[str, A
 
 
 def command_run(args: argparse.Namespace) -> int:
-    from rigcheck.engine.run.owner import DeviceBusy, OwnedRun
     from rigcheck.engine.run.warm_pool import park_early
-    from rigcheck.tui.cli_display import LiveDisplay, fitted_console
 
     early = None if args.detach or args.cold else park_early  # the first stage child starts beside the preflight
     request, store = request_from_args(args, early)
     if args.detach:
         return _detach(store, request)
+    # Only now: a refused option or a detached run answers without loading the run's machinery or rich.
+    from rigcheck.engine.run.owner import DeviceBusy, OwnedRun
+    from rigcheck.tui.cli_clock import RunClock
+    from rigcheck.tui.cli_display import LiveDisplay, fitted_console
 
     try:
         owned = OwnedRun(store, request)
@@ -85,7 +98,8 @@ def command_run(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     run_id, log_dir = owned.run_id, owned.log_dir
     err = fitted_console(stderr=True)
-    with LiveDisplay(err) as display:
+    clock = RunClock.of([info.name for info in request.stages], expected_times(store, request.device, request.profile))
+    with LiveDisplay(err, clock, strict=args.strict) as display:
         owned.listen(display)
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, raise_interrupt)

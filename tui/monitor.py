@@ -21,6 +21,8 @@ from rigcheck.engine.telemetry.sampler import Sampler
 from rigcheck.engine.telemetry.sources import note_in_words
 
 PROM_FILE = "rigcheck.prom"
+NAMED_FROM_CPUS = 0.5  # others' load from which the first shown sample waits until they are named
+NAMING_WAIT_S = 2.6  # the host reader's process scan runs every 2 s: its second scan names them
 
 
 def textfile_path(folder: str) -> Path:
@@ -43,6 +45,9 @@ def format_line(sample: Sample) -> str:
         f"{f'/{host.cpu_max_mhz:.0f}' if host.cpu_max_mhz else ''} MHz temp {na(host.temperature_c, unit=' C')} "
         f"pkg {na(host.package_power_w, '{:.1f}', ' W')}"
     ]
+    busiest = host.others_now or host.top_others
+    if busiest:
+        parts.append("busiest others: " + ", ".join(f"{p.name} (pid {p.pid}) {p.cpus or 0:.1f}" for p in busiest[:3]))
     for gpu in sample.gpus:
         memory = (
             "N/A"
@@ -57,6 +62,13 @@ def format_line(sample: Sample) -> str:
             f"util {na(gpu.utilization_pct, unit='%')} mem {memory}{throttle}"
         )
     return " | ".join(parts)
+
+
+def naming_pending(sample: Sample, since_start_s: float) -> bool:
+    """Other processes keep CPUs busy, but the process scan (every 2 s, the first only priming) has not named
+    them yet: the first shown sample waits for it, up to NAMING_WAIT_S, rather than say `top_others: []`."""
+    host = sample.host
+    return host.others_cpus >= NAMED_FROM_CPUS and not host.top_others and since_start_s < NAMING_WAIT_S
 
 
 def monitor(
@@ -98,8 +110,13 @@ def monitor(
             failed.append(error)
             done.set()
 
+    first_t: list[float] = []
+
     def show(sample: Sample) -> None:
         nonlocal seen
+        first_t[:] = first_t or [sample.t]
+        if seen == 0 and naming_pending(sample, sample.t - first_t[0]):
+            return  # still priming: the processes keeping the host busy are not named yet
         seen += 1
         if done.is_set() or seen == 0:
             return

@@ -1,5 +1,6 @@
-"""A stored run as a baseline file (`export RUN --format baseline`): each GPU model's figures, for `run --baseline`
-to judge other machines against this known-good one (or fleet) instead of the model table.
+"""A stored run as a baseline file (`export RUN --format baseline`): each GPU model's figures (a CPU-only run's CPU
+figures under its CPU's model), for `run --baseline` to judge other machines against this known-good one (or
+fleet) instead of the model table.
 
 Like SuperBench's baseline.json, one value per "model/figure" key; each with where it came from. Only sound
 figures go in: none broken, disturbed, noisy or unjudged, and none bound by launch overhead.
@@ -10,7 +11,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 from rigcheck.engine.measure.baseline_file import BASELINE_FORMAT, BASELINE_VERSION
@@ -18,14 +19,34 @@ from rigcheck.engine.measure.baseline_file import BASELINE_FORMAT, BASELINE_VERS
 UNSOUND = {"BROKEN", "SUSPECT", "NOISY", "UNJUDGED"}
 
 
+def cpu_model(report: dict[str, Any]) -> str | None:
+    """The CPU as a baseline names it: its model and how many CPUs the run could use (`AMD EPYC (2 CPUs)`), since a
+    CPU figure depends on both; None where Probe did not record them."""
+    cpu = ((report.get("facts") or {}).get("probe") or {}).get("cpu") or {}
+    model, cpus = cpu.get("model"), cpu.get("usable_cpus") or cpu.get("logical_cpus")
+    if not model or model == "unknown":
+        return None
+    return f"{model} ({cpus} CPUs)" if cpus else str(model)
+
+
+def _model(report: dict[str, Any], m: dict[str, Any]) -> str | None:
+    params, conditions = m.get("params") or {}, m.get("conditions") or {}
+    if str(m.get("device", "")).startswith("cuda"):
+        return conditions.get("gpu_name") or params.get("gpu_name") or params.get("device_name")
+    cpu_only = not any(str(r.get("device", "")).startswith("cuda") for r in report.get("measurements", []))
+    if cpu_only and m.get("device") == "cpu" and not m.get("host"):  # a fleet's hosts each have their own CPU
+        return cpu_model(report)
+    return None
+
+
 def _figure_rows(report: dict[str, Any]) -> list[tuple[str, str, float, str, str]]:
-    """(model, figure, value, unit, where) for each sound GPU figure and each best-of verdict of the run."""
+    """(model, figure, value, unit, where) for each sound GPU or CPU figure and each best-of verdict of the run."""
     out = []
     for m in report.get("measurements", []):
         params, conditions = m.get("params") or {}, m.get("conditions") or {}
-        model = conditions.get("gpu_name") or params.get("gpu_name") or params.get("device_name")
+        model = _model(report, m)
         sound = not (params.get("broken") or params.get("launch_bound") or conditions.get("trust") in UNSOUND)
-        if str(m.get("device", "")).startswith("cuda") and model and sound and m.get("value"):
+        if model and sound and m.get("value"):
             where = f"{m.get('host') or ''} {m['device']}".strip()
             out.append((str(model), m["name"], float(m["value"]), m.get("unit") or "", where))
     for v in report.get("verdicts", []):
@@ -42,6 +63,16 @@ def _figure_rows(report: dict[str, Any]) -> list[tuple[str, str, float, str, str
     return out
 
 
+def _none_sound(report: dict[str, Any]) -> str:
+    """Why a run gave no figure to make a baseline of, in one sentence."""
+    trusts = Counter(str((m.get("conditions") or {}).get("trust") or "no telemetry") for m in report["measurements"])
+    unsound = ", ".join(f"{n} {word}" for word, n in sorted(trusts.items()) if word in UNSOUND)
+    if unsound:
+        run = report["run"]["id"]
+        return f"run {run} has no sound figure to make a baseline of ({unsound}); next: run again on a quiet host"
+    return f"run {report['run']['id']} has no figure to make a baseline of"
+
+
 def to_baseline(report: dict[str, Any]) -> str:
     """The baseline file's text; ValueError when the run holds no GPU figure to make one of."""
     run = report["run"]
@@ -49,7 +80,7 @@ def to_baseline(report: dict[str, Any]) -> str:
     for model, figure, value, unit, where in _figure_rows(report):
         grouped[(model, figure)].append((value, unit, where))
     if not grouped:
-        raise ValueError(f"run {run['id']} has no sound GPU figure to make a baseline of")
+        raise ValueError(_none_sound(report))
     day = time.strftime("%Y-%m-%d", time.localtime(run.get("started") or 0))
     made = f"rigcheck run {run['id']} on {run.get('host') or 'its host'}, {day}, profile {run.get('profile')}"
     figures = {}

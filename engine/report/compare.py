@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from rigcheck.engine.report.rows import spread_text, trust_of, trust_reasons
+from rigcheck.engine.report.rows import signed_spread, trust_of, trust_reasons
 
 TRUSTED = "TRUSTED"
 
@@ -39,9 +39,8 @@ class Side:
 
     def text(self) -> str:
         """`776.1 TFLOP/s ±0.4% TRUSTED` (`, unverified` where Verify has not vouched for the device)."""
-        share = spread_text(self.value, self.spread)
         unverified = ", unverified" if self.verified is False else ""
-        spread = f"±{share}" if share else ""
+        spread = signed_spread(self.value, self.spread)
         return " ".join(part for part in (f"{self.value:,.4g}", self.unit, spread, self.trust + unverified) if part)
 
 

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from rigcheck.engine.report.baseline import to_baseline
-from rigcheck.engine.report.failures import failures, is_strict
+from rigcheck.engine.report.failures import failures
 from rigcheck.engine.report.rows import has_hosts, report_rows, status_of
 
 FORMATS = ("json", "csv", "md", "junit", "prom", "baseline", "html")  # html: html_report.export_html
@@ -54,28 +54,9 @@ def to_csv(report: dict[str, Any]) -> str:
     return out.getvalue()
 
 
-def to_markdown(report: dict[str, Any]) -> str:
-    run = report["run"]
-    lines = [
-        f"# rigcheck run {run['id']}",
-        "",
-        f"- status: {run['status']} (exit code {run['exit_code']}{', --strict' if is_strict(report) else ''})",
-        f"- device: {run['device']}, profile: {run['profile']}",
-        f"- fingerprint: {report['fingerprint']['digest'] or ('one per host' if report.get('fleet') else 'none')}",
-        "",
-    ]
-    rows = _rows(report)
-    columns = _columns(report, ["kind", "stage", "name", "device", "status", "value", "unit"])
-    lines += ["| " + " | ".join([*columns, "detail"]) + " |", "|" + " --- |" * (len(columns) + 1)]
-    for row in rows:
-        detail = str(row["detail"]).replace("|", "\\|").replace("\n", " ")
-        cells = [row[k] for k in columns]
-        lines.append("| " + " | ".join(str(c) for c in cells) + f" | {detail} |")
-    return "\n".join(lines) + "\n"
-
-
 def render(report: dict[str, Any], fmt: str) -> str:
     from rigcheck.engine.report.junit import to_junit
+    from rigcheck.engine.report.markdown import to_markdown  # its references' table loads only here
     from rigcheck.engine.report.prom import report_to_prom
 
     renderers = {

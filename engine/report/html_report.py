@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from rigcheck.engine.report.headline import counts, headline
 from rigcheck.engine.report.html_facts import host_facts, run_facts
 from rigcheck.engine.report.html_figures import peers, references
 from rigcheck.engine.report.html_plots import peers_svg, timelines_svg
-from rigcheck.engine.report.html_tables import esc, figures_table, health_table, verdicts_table
+from rigcheck.engine.report.html_tables import esc, figures_table, health_table, status, verdicts_table
 from rigcheck.engine.report.html_timeline import stage_spans, timelines
 from rigcheck.engine.store.read import StoreReader
 
@@ -32,7 +33,7 @@ table.figures td:nth-child(5), .num { font-variant-numeric: tabular-nums; white-
 .pre { white-space: pre-wrap; } .small, .note { font-size: 12px; color: #555; }
 svg.plot { display: block; max-width: 100%; height: auto; margin: 0.4em 0; }
 .peers { display: flex; flex-wrap: wrap; gap: 0.5em 2em; }
-code { font-size: 12px; }
+code { font-size: 12px; } .headline { font-size: 15px; } .headline .st { margin-right: 0.2em; }
 @media print { nav { display: none; } h2 { break-after: avoid; } svg.plot, tr { break-inside: avoid; } }
 """
 
@@ -84,6 +85,10 @@ def to_html(report: dict[str, Any], samples: list[dict[str, Any]]) -> str:
         "peers": _peers(report),
     }
     nav = " ".join(f'<a href="#{key}">{esc(words)}</a>' for key, words in SECTIONS)
+    verdicts, figures = counts(report)
+    marks = [status(w) + f" {n}" for w, n in verdicts] + [status(w) + f" {n}" for w, n in figures]
+    head = f'<p class="headline">{" ".join(marks)} <span class="small">({esc(headline(report))})</span></p>'
+
     sections = "\n".join(
         f'<section id="{key}">\n<h2>{esc(words)}</h2>\n{bodies[key]}\n</section>' for key, words in SECTIONS
     )
@@ -92,7 +97,7 @@ def to_html(report: dict[str, Any], samples: list[dict[str, Any]]) -> str:
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-        f"<h1>{esc(title)}</h1>\n<nav>{nav}</nav>\n{sections}\n</body>\n</html>\n"
+        f"<h1>{esc(title)}</h1>\n{head}\n<nav>{nav}</nav>\n{sections}\n</body>\n</html>\n"
     )
 
 

@@ -6,15 +6,29 @@ Every text from the store (names, reasons, host names, a fleet peer's words) goe
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rigcheck.engine.report.html_figures import Against
-from rigcheck.engine.report.rows import STATUS_CLASS, has_hosts, trust_of, unverified
+from rigcheck.engine.report.rows import (
+    STATUS_CLASS,
+    UNSTABLE_WORTH,
+    has_hosts,
+    is_unstable,
+    signed_spread,
+    trust_of,
+    unverified,
+)
 
 
 def esc(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
+
+
+def words(value: Any) -> str:
+    """Escaped text whose `backticked` spans (commands, options) become <code>, as Markdown would show them."""
+    return re.sub(r"`([^`\n]+)`", r"<code>\1</code>", esc(value))
 
 
 def number(value: Any) -> str:
@@ -52,7 +66,7 @@ def verdicts_table(report: dict[str, Any]) -> str:
             esc(v["check_name"]),
             esc(v.get("device")),
             status(v["status"]),
-            f'<span class="pre">{esc(v.get("explanation"))}</span>',
+            f'<span class="pre">{words(v.get("explanation"))}</span>',
         ]
         for v in report["verdicts"]
         if v["stage"] != "health"
@@ -66,15 +80,17 @@ def _spread(row: dict[str, Any]) -> str:
     spread, value = row.get("spread"), row.get("value")
     if not isinstance(spread, int | float) or not isinstance(value, int | float) or not value:
         return ""
-    return f"{abs(spread / value):.1%}"
+    return esc(signed_spread(value, spread))
 
 
 def _reasons(row: dict[str, Any]) -> str:
     conditions = row.get("conditions") or {}
-    said = [esc(r) for r in conditions.get("trust_reasons") or []]
+    said = [words(r) for r in conditions.get("trust_reasons") or []]
+    if is_unstable(row.get("value"), row.get("spread")):
+        said.append(f"unstable: {esc(UNSTABLE_WORTH)}")
     if unverified(row):
         said.append("unverified: Verify has not passed on this device with this environment")
-    said += [f'<span class="note">note: {esc(n)}</span>' for n in conditions.get("notes") or []]
+    said += [f'<span class="note">note: {words(n)}</span>' for n in conditions.get("notes") or []]
     return "<br>".join(said)
 
 
@@ -142,6 +158,6 @@ def health_table(report: dict[str, Any]) -> str:
     out = table([*(["host"] if hosts else []), "device", *columns], rows, "health")
     notable = [v for v in checks if v["status"] != "PASS"]
     if notable:
-        items = "".join(f"<li>{status(v['status'])} {esc(v.get('explanation'))}</li>" for v in notable)
+        items = "".join(f"<li>{status(v['status'])} {words(v.get('explanation'))}</li>" for v in notable)
         out += f'\n<ul class="small">{items}</ul>'
     return out

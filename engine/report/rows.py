@@ -108,18 +108,47 @@ def meaning(row: Row) -> str:
         lines = (row.get("explanation") or "").splitlines()
         return lines[0] if lines else ""
     said = trust_reasons(row)
+    if is_unstable(row.get("value"), row.get("spread")):
+        said.append(UNSTABLE_SHORT)
     if unverified(row):
         said.append("unverified")
     return "; ".join(said)
 
 
-def spread_text(value: float | None, spread: float | None) -> str:
-    """A figure's spread (the interquartile range of its rates) as a share of the figure: `5.1%`; empty
-    where there is none or the figure is zero. An absolute spread hid that it was often larger than the figure."""
+UNSTABLE_SHARE = 0.5  # a spread this large a share of the figure reads as a bug with a "±" (and as negative rates)
+UNSTABLE_WORTH = "its repeats disagree too much for the figure to be more than a rough indication: measure it again"
+UNSTABLE_SHORT = "unstable: a rough indication only"
+
+
+def spread_share(value: float | None, spread: float | None) -> float | None:
+    """A figure's spread (the interquartile range of its rates) over the figure; None where there is none."""
     if spread is None or value is None or not value:
+        return None
+    return abs(spread / value)
+
+
+def spread_text(value: float | None, spread: float | None) -> str:
+    """A figure's spread as a share of the figure: `5.1%`; from UNSTABLE_SHARE on, `unstable (spread 72x the
+    figure)`, since a "±7,148%" reads as a bug; empty where there is none or the figure is zero. An absolute
+    spread hid that it was often larger than the figure."""
+    share = spread_share(value, spread)
+    if share is None:
         return ""
-    share = abs(spread / value) * 100
-    return f"{share:.1f}%" if share < 10 else f"{share:,.0f}%"
+    if share >= UNSTABLE_SHARE:
+        size = f"{share:.0%} of" if share < 1.5 else f"{share:,.0f}x"
+        return f"unstable (spread {size} the figure)"
+    return f"{share * 100:.1f}%" if share < 0.1 else f"{share * 100:,.0f}%"
+
+
+def signed_spread(value: float | None, spread: float | None) -> str:
+    """The spread as a table cell shows it: `±5.1%`, `unstable (...)`, or empty."""
+    text = spread_text(value, spread)
+    return f"±{text}" if text and not text.startswith("unstable") else text
+
+
+def is_unstable(value: float | None, spread: float | None) -> bool:
+    share = spread_share(value, spread)
+    return share is not None and share >= UNSTABLE_SHARE
 
 
 def _number(value: Any) -> str:
@@ -134,7 +163,10 @@ def detail_text(row: Row) -> str:
         return text + (f"\nnumbers: {json.dumps(row['numbers'], default=str)}" if row.get("numbers") else "")
     conditions = row.get("conditions") or {}
     spread = spread_text(row.get("value"), row.get("spread"))
-    spread = f" (spread of the rate ±{spread} of the median)" if spread else ""
+    if is_unstable(row.get("value"), row.get("spread")):
+        spread = f" ({spread}: {UNSTABLE_WORTH})"
+    else:
+        spread = f" (spread of the rate ±{spread} of the median)" if spread else ""
     repeats = f" over {row['repeats']} repeats" if row.get("repeats") and row["repeats"] > 1 else ""
     lines = [f"{row['name']}: {value_text(row)}{spread}{repeats} on {row['device'] or 'the host'}"]
     reasons = list(conditions.get("trust_reasons") or [])

@@ -62,8 +62,8 @@ def main(argv: list[str]) -> int:
         return EXIT_USAGE
     _to_log(str(owned.log_dir / "engine.log"))
     print(f"rigcheck engine pid {os.getpid()}: run {owned.run_id}, {request.to_json()}", flush=True)
+    _tell(fd, {"run_id": owned.run_id, "pid": os.getpid()})  # at once: the run is in the store, its control open
     owned.start()
-    _tell(fd, {"run_id": owned.run_id, "pid": os.getpid()})
     cancelled = False
     while not owned.wait(0.2):
         if stop.is_set() and not cancelled:

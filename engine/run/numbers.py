@@ -63,7 +63,9 @@ def bounded_int(low: int, high: int = SQLITE_MAX_INT) -> Callable[[str], int]:
     def parse(text: str) -> int:
         value = parse_count(text.strip(), high)
         if value is None or value < low:
-            raise argparse.ArgumentTypeError(f"{text!r}: give a whole number from {low} to {high}")
+            too_big = value is None and parse_count(text.strip(), 10**400) is not None
+            wanted = f"from {low} to {high}" if high < SQLITE_MAX_INT or too_big else f"of {low} or more"
+            raise argparse.ArgumentTypeError(f"{text!r}: {'too large: ' * too_big}give a whole number {wanted}")
         return value
 
     parse.__name__ = "number"

@@ -10,6 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
+from rigcheck.engine.hw.gpu_nodes import surely_no_gpu
 from rigcheck.engine.measure.baseline_file import parse_baseline
 from rigcheck.engine.registry import UnknownStage, default_stages, resolve
 from rigcheck.engine.report.atomic_write import write_atomic
@@ -22,6 +23,7 @@ from rigcheck.engine.run.preflight import (
     UsageError,
     check_output_file,
     inspect_python,
+    no_gpu_device,
     open_store,
     run_devices,
 )
@@ -142,6 +144,8 @@ def request_from_args(args: argparse.Namespace, early_child: bool = False) -> tu
     python = args.python or sys.executable
     gpus: tuple[str, ...] = ()
     asked = None
+    if not args.python and device != "cpu" and surely_no_gpu():
+        device = no_gpu_device(device)  # no torch could see a GPU here: answered without importing one
     if early_child:
         park_early(python)
         asked = partial(parked_answer, python, PYTHON_TIMEOUT_S)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from rigcheck.engine.run.control import ControlError, ControlServer, new_control
 from rigcheck.engine.run.devlock import DeviceLocked, DeviceLocks
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import Listener, RunPlan
-from rigcheck.engine.run.session import RunSession, start_sampler
+from rigcheck.engine.run.session import RunSession, settle_s, start_sampler
 from rigcheck.engine.run.sockets import sweep_stale
 from rigcheck.engine.run.stream import Broadcast
 from rigcheck.engine.store import Store
@@ -75,7 +76,9 @@ class OwnedRun:
         self.locks.name_run(run_id)
         self.log_dir: Path = store.make_log_dir(run_id)
         self._own_sampler = sampler is None and request.telemetry
-        self.sampler = start_sampler() if self._own_sampler else sampler
+        # Its first samples are waited for in start(): a detached run's id is told before that wait
+        self.sampler = start_sampler(settle=False) if self._own_sampler else sampler
+        self._settled_at = time.monotonic() + (settle_s(0.1) if self._own_sampler else 0.0)
         self.session = RunSession(
             store,
             RunPlan(run_id, request, self.log_dir),
@@ -125,6 +128,7 @@ class OwnedRun:
         return self
 
     def start(self) -> OwnedRun:
+        time.sleep(max(0.0, self._settled_at - time.monotonic()))  # a few samples before the first stage
         if self.sampler is not None:
             self.sampler.add_listener(self.stream.on_sample)  # type: ignore[attr-defined]
         self.session.start()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rigcheck.engine.hw.gpu_nodes import NO_DRIVER_WORDS
 from rigcheck.engine.report.atomic_write import RefusedTarget, existing_target, temp_name
 from rigcheck.engine.run.childpath import absolute_program, child_env
 from rigcheck.engine.run.numbers import parse_count
@@ -102,6 +103,18 @@ def run_devices(device: str | None, interpreter: Interpreter) -> tuple[str, tupl
     for part in device.split(","):
         check_device(part, interpreter)
     return device, tuple(device.split(","))
+
+
+def no_gpu_device(device: str | None) -> str:
+    """The run's device on a host with no GPU driver at all (hw.gpu_nodes.surely_no_gpu), told without asking
+    torch: none or `all` is the CPU; a `cuda:N` is refused, in the words check_device would use."""
+    if device is None or device in ("all", "cpu"):
+        return "cpu"
+    first = next((part for part in device.split(",") if part.startswith("cuda")), device)
+    raise UsageError(
+        f"--device {first}: this host sees no GPU: {NO_DRIVER_WORDS}; install the GPU's driver, or in a "
+        "container pass the GPU through; `--device cpu` measures the CPU"
+    )
 
 
 def check_device(device: str, interpreter: Interpreter) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import subprocess
 import threading
@@ -36,6 +35,7 @@ from rigcheck.engine.measure.speedup import gpu_over_cpu
 from rigcheck.engine.registry import StageInfo
 from rigcheck.engine.run.childpath import absolute_program
 from rigcheck.engine.run.event_pipe import ForeignEvent, receive_event
+from rigcheck.engine.run.log_tail import log_tail
 from rigcheck.engine.run.no_child import skip_reason
 from rigcheck.engine.run.order import StageOrder
 from rigcheck.engine.run.request import RunRequest
@@ -63,27 +63,12 @@ BeforeEnd = Callable[[], Iterable[Event]]
 POLL_S = 0.1
 TERM_GRACE_S = 3.0
 AHEAD_READY_S = 120.0  # a child started ahead that has not imported torch by then is closed; its stage starts one
-LOG_TAIL_LINES = 12
 SIGNAL_HINTS = {
     "SIGKILL": " (often the kernel's out-of-memory killer)",
     "SIGSEGV": " (a segmentation fault, usually inside a GPU runtime or a native library)",
     "SIGABRT": " (a native library called abort())",
     "SIGBUS": " (a bus error: bad memory mapping)",
 }
-
-
-# faulthandler's lines that say nothing about the stage: the child's own frames, the module list, blanks
-_BOILERPLATE = re.compile(r'^\s*File "(<frozen runpy>|.*/rigcheck/engine/run/child\.py)"|^Extension modules: |^\s*$')
-
-
-def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    """The last lines of a stage's log that say something about the stage."""
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return ""
-    kept = [line for line in text.rstrip().splitlines() if not _BOILERPLATE.match(line)]
-    return "\n".join(kept[-lines:])
 
 
 def exit_code_for(statuses: Iterable[Status]) -> int:

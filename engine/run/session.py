@@ -21,7 +21,7 @@ from rigcheck.engine.store.run_end import run_end
 from rigcheck.engine.telemetry.sample import Sample
 from rigcheck.engine.telemetry.sampler import Sampler
 from rigcheck.engine.trust.conditions import DEFAULT_POLICY, ConditionsAnnotator, TrustPolicy
-from rigcheck.engine.trust.quiet import WAIT, HostBusy, others_busy, wait_quiet
+from rigcheck.engine.trust.quiet import WAIT, HostBusy, busy_next_step, others_busy, wait_quiet
 from rigcheck.engine.trust.unseen import UNLISTED_MIN  # [unseen hook]
 from rigcheck.engine.trust.unseen_evidence import gpu_users  # [unseen hook]
 
@@ -166,7 +166,7 @@ class RunSession:
                 "quiet-check",
                 Status.WARN,
                 f"{words}host busy before the stage: {said}; figures that need those CPUs "
-                "will be marked SUSPECT; next: stop what keeps them busy, or run with --wait-quiet SECONDS",
+                f"will be marked SUSPECT; {busy_next_step(waited[1] if gave_up and waited else None)}",
                 numbers,
             )
         else:
@@ -243,7 +243,14 @@ class RunSession:
         self.run.cancel()
 
 
-def start_sampler(interval: float = 0.1) -> Sampler:
+def settle_s(interval: float) -> float:
+    """How long a new sampler runs before the first stage asks for samples: a few of them."""
+    return min(0.3, 3 * interval)
+
+
+def start_sampler(interval: float = 0.1, settle: bool = True) -> Sampler:
+    """A started sampler; `settle`: after its first few samples (OwnedRun waits for them later, in start)."""
     sampler = Sampler(interval=interval).start()
-    time.sleep(min(0.3, 3 * interval))  # a few samples before the first stage asks for them
+    if settle:
+        time.sleep(settle_s(interval))
     return sampler

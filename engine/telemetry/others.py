@@ -76,6 +76,12 @@ def descendants(root: int, scan: Mapping[int, ProcStat]) -> set[int]:
     return tree
 
 
+def stable_name(name: str) -> str:
+    """A process's name as it stays: a kernel worker renames itself after the work it runs (kworker/u8:3-writeback,
+    then kworker/u8:3-events), which read as a new process charged its whole life's CPU time in one interval."""
+    return name.split("-", 1)[0] if name.startswith("kworker/") else name
+
+
 class BusiestOthers:
     """`scan()` reads every process; `rank(scan, own)` lists those outside `own` that used at least
     MIN_CPUS since the previous scan, busiest first, at most TOP. The first scan only primes."""
@@ -113,7 +119,9 @@ class BusiestOthers:
                 continue
             before = last.get(pid)
             # A process born since the last scan (or a reused pid) spent all its time in this interval.
-            reborn = before is None or before.name != stat.name or stat.seconds < before.seconds
+            reborn = (
+                before is None or stable_name(before.name) != stable_name(stat.name) or stat.seconds < before.seconds
+            )
             cpus = (stat.seconds - (0.0 if reborn or before is None else before.seconds)) / elapsed
             if cpus >= MIN_CPUS:
                 uses.append(ProcessUse(pid, stat.name, cpus=round(cpus, 3)))

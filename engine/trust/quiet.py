@@ -21,6 +21,17 @@ from rigcheck.engine.trust.conditions import (
 WAIT = "wait"  # the log level of what --wait-quiet says while it waits: front ends show it as it comes
 
 
+def busy_next_step(gave_up_after_s: float | None) -> str:
+    """What to do about a busy host. After --wait-quiet gave up, waiting again the same way would only repeat it,
+    so never "run with --wait-quiet" then."""
+    if gave_up_after_s is None:
+        return "next: stop what keeps them busy, or run with --wait-quiet SECONDS"
+    return (
+        f"next: stop what keeps them busy (they stayed busy for all {gave_up_after_s:.0f} s of --wait-quiet), "
+        "or run when they are done"
+    )
+
+
 @dataclass(frozen=True)
 class HostBusy:
     """Mean CPUs kept busy by other processes over a while on the CPUs rigcheck may use, how many those are,

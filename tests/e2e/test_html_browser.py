@@ -61,9 +61,13 @@ def test_the_page_opens_in_chromium_with_every_plot_drawn(tmp_path: Path) -> Non
         assert all(width > 300 and height > 80 for _, width, height in sizes), sizes
         # what the SVGs drew, as the browser laid it out: lines and bars, not empty boxes
         drawn = driver.execute_script(
-            "return [...document.querySelectorAll('svg.plot')].map(s => s.querySelectorAll('path').length)"
+            "return [...document.querySelectorAll('svg.plot')].map(s => [s.querySelectorAll('polyline').length,"
+            " s.querySelectorAll('rect').length, s.querySelectorAll('polyline, line, rect, circle').length,"
+            " s.getBBox().width])"
         )
-        assert all(count > 10 for count in drawn), drawn
+        timelines, peers = drawn[:4], drawn[4:]
+        assert all(lines >= 1 and shapes > 10 and wide > 300 for lines, _, shapes, wide in timelines), drawn
+        assert all(bars >= 2 for _, bars, _, _ in peers), drawn
         assert driver.execute_script("return performance.getEntriesByType('resource').length") == 0  # nothing fetched
         title = driver.execute_script("return document.querySelector('h1').textContent")
         assert title.startswith("rigcheck run 1 on ")

@@ -73,7 +73,7 @@ def test_a_clean_burn_passes(run_stages) -> None:  # type: ignore[no-untyped-def
     assert found["over-time"].status == Status.PASS, found["over-time"].explanation
     assert found["peers"].status == Status.SKIP  # one device: nothing to compare with
     sustained = next(m for m in measurements if m.name.endswith("sustained"))
-    assert sustained.value > 0 and sustained.unit == "TFLOP/s" and sustained.device == "cpu"
+    assert sustained.value > 0 and sustained.unit == "GFLOP/s" and sustained.device == "cpu"
     assert run.exit_code == 0
 
 
@@ -91,7 +91,7 @@ def test_cancel_keeps_the_intervals_measured_so_far(tmp_path: Path) -> None:
     run.cancel_stage()
     assert run.wait(30)
     kept = store.report(run_id)["measurements"]
-    assert len(kept) >= 3 and all(m["name"].startswith("burn float32") for m in kept)
+    assert len(kept) >= 3 and all(m["name"].startswith("burn fp32") for m in kept)
     assert [e.status for e in events if isinstance(e, StageFinished)] == [Status.SKIP]
 
 

@@ -60,7 +60,7 @@ def test_show_history_and_every_export_format(probed) -> None:  # type: ignore[n
     as_csv = rigcheck("export", run_id, "--format", "csv", store=store).stdout.splitlines()
     assert as_csv[0].startswith("kind,stage,name") and any(",probe,cpu," in r for r in as_csv)
     as_md = rigcheck("export", run_id, "--format", "md", store=store).stdout
-    assert as_md.startswith(f"# rigcheck run {run_id}") and "| verdict | probe | cpu |" in as_md
+    assert as_md.startswith(f"# rigcheck run {run_id}") and "| probe | cpu | cpu | PASS |" in as_md
 
 
 def test_unknown_stage_names_the_valid_ones(tmp_path: Path) -> None:

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from cli_calls import assert_one_line_error, rigcheck
-from rigcheck.engine.events import Measurement, StageFinished, StageStarted, Status, Verdict
+from rigcheck.engine.events import Facts, Measurement, StageFinished, StageStarted, Status, Verdict
+from rigcheck.engine.measure.baseline_file import parse_baseline
 from rigcheck.engine.store import Store
 
 H200 = "NVIDIA H200"
@@ -53,11 +54,38 @@ def test_a_bad_baseline_is_one_line_and_exit_2_before_the_run(tmp_path: Path) ->
     assert not db.exists()  # nothing was started or stored
 
 
-def test_a_run_with_no_gpu_figure_makes_no_baseline(tmp_path: Path) -> None:
+def test_a_run_whose_cpu_is_unknown_makes_no_baseline(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     store = Store(db)
     run_id = store.begin_run(["matmul"], "cpu", "quick", "python", [])
     store.record(run_id, Measurement("matmul", "matmul fp32 512", 90.0, "GFLOP/s", 1.0, 5, "cpu"))
     store.end_run(run_id, "complete", 0)
     done = rigcheck("export", str(run_id), "--format", "baseline", store=db)
-    assert_one_line_error(done, "no sound GPU figure")
+    assert_one_line_error(done, "no figure to make a baseline of")
+
+
+def cpu_run(store: Store, trust: str) -> int:
+    run_id = store.begin_run(["probe", "matmul"], "cpu", "quick", "python", [])
+    store.record(run_id, Facts("probe", {"cpu": {"model": "AMD EPYC 9654", "usable_cpus": 16, "logical_cpus": 16}}))
+    figure = Measurement("matmul", "matmul fp32 512", 998.0, "GFLOP/s", 9.0, 9, "cpu", {}, {"trust": trust})
+    store.record(run_id, figure)
+    store.end_run(run_id, "complete", 0)
+    return run_id
+
+
+def test_a_cpu_only_run_makes_a_baseline_of_its_cpu_figures(tmp_path: Path) -> None:
+    """Seen: `export --format baseline` refused a CPU-only run."""
+    db = tmp_path / "s.db"
+    run_id = cpu_run(Store(db), "TRUSTED")
+    done = rigcheck("export", str(run_id), "--format", "baseline", store=db)
+    assert done.returncode == 0, done.stderr
+    baseline = parse_baseline(done.stdout)
+    entry = baseline["figures"]["AMD EPYC 9654 (16 CPUs)/matmul fp32 512"]
+    assert entry["value"] == 998.0 and entry["unit"] == "GFLOP/s" and f"rigcheck run {run_id}" in entry["source"]
+
+
+def test_a_cpu_run_of_disturbed_figures_says_why_it_makes_no_baseline(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    run_id = cpu_run(Store(db), "SUSPECT")
+    done = rigcheck("export", str(run_id), "--format", "baseline", store=db)
+    assert_one_line_error(done, "no sound figure to make a baseline of (1 SUSPECT)")

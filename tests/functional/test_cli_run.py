@@ -83,7 +83,7 @@ def stored_outcome(store: Path, run: str) -> dict[str, object]:
     }
     junit = ET.fromstring(rigcheck("export", run, "--format", "junit", store=store).stdout)
     return {
-        "history exit": row[5],
+        "history exit": row[6],  # run, date, time, took, status, worst, exit
         "json": (as_json["run"]["exit_code"], as_json["run"]["strict"], as_json["failures"]),
         "prom": (prom["rigcheck_run_exit_code"], prom["rigcheck_run_strict"], prom["rigcheck_run_failures"]),
         "junit failures": junit.get("failures"),

@@ -76,7 +76,7 @@ def test_facts_name_the_host_versions_and_devices(gpu_page: tuple[str, Page]) ->
 def test_every_figure_with_its_trust_reasons_and_reference(gpu_page: tuple[str, Page]) -> None:
     _, page = gpu_page
     slow = page.row_of("figures", "matmul", "matmul bf16 8192", "cuda:1")
-    assert slow[3:8] == ["612.3 TFLOP/s", "0.4%", "20", "SUSPECT", slow[7]]
+    assert slow[3:8] == ["612.3 TFLOP/s", "±0.4%", "20", "SUSPECT", slow[7]]
     assert slow[7] == "SM clock at 73% of max: sw power cap note: power-limited at 700 W"
     assert slow[8] == "WARN 81% of the H200's rigcheck-measured 756 TFLOP/s [1]"
     fast = page.row_of("figures", "matmul", "matmul bf16 8192", "cuda:0")
@@ -203,7 +203,7 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
     assert_one_line_error(rigcheck("export", "9", "--format", "html", store=tmp_path / "s.db"), "no run 9")
 
 
-def test_the_export_loads_neither_torch_nor_the_terminal_libraries(tmp_path: Path) -> None:
+def test_the_export_loads_neither_torch_nor_the_terminal_libraries_nor_matplotlib(tmp_path: Path) -> None:
     gpu_run(Store(tmp_path / "s.db"))
     code = (
         "import sys, json\n"
@@ -214,4 +214,4 @@ def test_the_export_loads_neither_torch_nor_the_terminal_libraries(tmp_path: Pat
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     modules = set(json.loads(done.stdout.splitlines()[-1]))
-    assert "matplotlib" in modules and not {"torch", "textual", "rich", "matplotlib.pyplot"} & modules
+    assert not {"torch", "textual", "rich", "matplotlib"} & modules  # the plots are drawn by hand

@@ -1,12 +1,12 @@
-"""The HTML report's parts alone: samples into timelines, figures into peer groups, matplotlib's SVG inlined."""
+"""The HTML report's parts alone: samples into timelines, figures into peer groups, plots drawn as SVG."""
 
 from __future__ import annotations
 
 import math
 
 from rigcheck.engine.report.html_figures import peers
-from rigcheck.engine.report.html_plots import _inline
 from rigcheck.engine.report.html_timeline import BUCKETS, stage_spans, thinned, timelines
+from rigcheck.engine.report.svg_plots import Band, Line, line_plot, nice_ticks
 
 
 def sample(t: float, gpus: list[dict], **host: object) -> dict:  # type: ignore[type-arg]
@@ -75,14 +75,14 @@ def test_one_gpu_has_no_peers() -> None:
     assert peers({"measurements": [figure("cuda:0", 750.0), figure("cpu", 2.0)], "verdicts": []}) == []
 
 
-def test_matplotlibs_svg_is_inlined_without_prolog_or_namespaces() -> None:
-    svg = (
-        '<?xml version="1.0" encoding="utf-8" standalone="no"?>\n'
-        '<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd">\n'
-        '<svg xmlns:xlink="http://www.w3.org/1999/xlink" width="10pt" xmlns="http://www.w3.org/2000/svg">'
-        '<use xlink:href="#m1"/></svg>\n'
-    )
-    assert _inline(svg) == '<svg class="plot" role="img" width="10pt"><use xlink:href="#m1"/></svg>\n'
+def test_a_hand_drawn_plot_breaks_its_line_at_a_gap_and_escapes_its_text() -> None:
+    lines = [Line("<b>GPU</b> & co", [0.0, 1.0, 2.0, 3.0], [10.0, math.nan, 30.0, 40.0], "#1f77b4")]
+    svg = line_plot("Clocks $x$", "MHz", "time (s)", lines, [Band("probe", 0.0, 1.0, True)])
+    assert svg.count("<polyline") == 2  # one run before the gap, one after: never a line across it
+    assert "&lt;b&gt;GPU&lt;/b&gt; &amp; co" in svg and "<b>" not in svg and "Clocks $x$" in svg
+    assert "://" not in svg and "xmlns" not in svg
+    assert nice_ticks(0.0, 1980.0, cover=True) == [0.0, 500.0, 1000.0, 1500.0, 2000.0]  # the top above the line
+    assert nice_ticks(0.0, 7.0) == [0.0, 2.0, 4.0, 6.0] and nice_ticks(0.0, 7.0, cover=True)[-1] == 8.0
 
 
 def test_a_long_run_is_thinned_but_keeps_every_dip_and_gap() -> None:

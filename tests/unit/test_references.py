@@ -278,7 +278,7 @@ def test_export_as_a_baseline_round_trips_into_a_baseline() -> None:
     assert median["value"] == 790.0 and "median of 3" in median["source"] and "run 7 on gpu-07" in median["source"]
     found = reference_for(H200, "max-find bf16", baseline)
     assert found is not None and found.value == 788.5 and found.kind == "baseline"
-    with pytest.raises(ValueError, match="no sound GPU figure"):
+    with pytest.raises(ValueError, match="no figure to make a baseline of"):
         to_baseline(report | {"measurements": report["measurements"][-1:], "verdicts": []})
 
 

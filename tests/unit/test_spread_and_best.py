@@ -7,7 +7,7 @@ import pytest
 from rigcheck.engine.events import Measurement, Status
 from rigcheck.engine.measure.stats import TimingStats
 from rigcheck.engine.report.compare import Side
-from rigcheck.engine.report.rows import detail_text, spread_text
+from rigcheck.engine.report.rows import UNSTABLE_WORTH, detail_text, meaning, signed_spread, spread_text
 from rigcheck.engine.stages.matmul.stage import summary_verdicts
 
 
@@ -34,6 +34,20 @@ def test_spread_is_shown_as_a_share_of_the_figure() -> None:
     assert Side(776.1, "TFLOP/s", 3.1, "TRUSTED").text() == "776.1 TFLOP/s ±0.4% TRUSTED"
     row = {"kind": "measurement", "name": "x", "value": 50.0, "unit": "GB/s", "spread": 1.0, "device": "cpu"}
     assert "x: 50 GB/s (spread of the rate ±2.0% of the median)" in detail_text(row)
+
+
+def test_a_spread_of_half_the_figure_or_more_is_unstable_never_a_plus_minus() -> None:
+    """Seen: `±672%`, `±7,148%`, `±10,657%`, which read as a bug and imply negative rates."""
+    assert signed_spread(100.0, 49.0) == "±49%"  # just under the line: still a share
+    assert signed_spread(100.0, 50.0) == "unstable (spread 50% of the figure)"  # on it: unstable
+    assert signed_spread(100.0, 7148.0) == "unstable (spread 71x the figure)"
+    assert signed_spread(-100.0, 7148.0) == "unstable (spread 71x the figure)"
+    assert spread_text(100.0, 10657.0) == "unstable (spread 107x the figure)"
+    assert "±" not in Side(10.0, "GFLOP/s", 715.0, "NOISY").text()
+    row = {"kind": "measurement", "name": "x", "value": 10.0, "unit": "GFLOP/s", "spread": 715.0, "device": "cpu"}
+    assert "±" not in detail_text(row) and UNSTABLE_WORTH in detail_text(row)
+    assert meaning(row) == "unstable: a rough indication only"  # the app's why column and the CLI's trust cell
+    assert meaning(row | {"spread": 4.9}) == ""  # just under half the figure: a spread like any other
 
 
 def sweep(value: float, size: int, spread_rel: float, dtype: str = "bf16") -> Measurement:

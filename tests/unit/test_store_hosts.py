@@ -86,5 +86,5 @@ def test_csv_and_markdown_lead_with_the_host_only_for_a_fleet_run(tmp_path: Path
     rows = list(csv.DictReader(io.StringIO(render(fleet_report, "csv"))))
     assert [r["host"] for r in rows] == ["a", "b"]
     assert "host" not in next(csv.DictReader(io.StringIO(render(local_report, "csv"))))
-    assert "| host | kind |" in render(fleet_report, "md") and "| a | measurement |" in render(fleet_report, "md")
-    assert "| kind | stage |" in render(local_report, "md")
+    assert "| host | stage | figure |" in render(fleet_report, "md") and "| a | matmul |" in render(fleet_report, "md")
+    assert "| stage | figure |" in render(local_report, "md") and "| host |" not in render(local_report, "md")

@@ -60,6 +60,8 @@ def test_a_busy_host_is_named_while_waiting_and_the_verdict_says_it_gave_up(tmp_
     assert check["status"] == "WARN" and check["explanation"].startswith("waited 3 s for a quiet host (--wait-quiet 3)")
     assert "and gave up; host busy before the stage: other processes keep 7.5 of 8 CPUs busy" in check["explanation"]
     assert check["numbers"]["gave_up"] is True and check["numbers"]["waited_s"] >= 3.0
+    assert "run with --wait-quiet" not in check["explanation"]  # waiting again the same way would only repeat it
+    assert "stayed busy for all 3 s of --wait-quiet" in check["explanation"]
 
 
 def test_a_quiet_host_is_recorded_as_waited_for_and_found_quiet(tmp_path: Path) -> None:

@@ -19,12 +19,21 @@ from rigcheck.engine.events import Event, LogLine, Measurement, Progress, Status
 from rigcheck.engine.stage import StageContext
 from rigcheck.engine.stages.burn.loop import BurnSettings, DeviceBurn, Failed, Interval, Started
 from rigcheck.engine.stages.burn.telemetry import ChildTelemetry
-from rigcheck.engine.stages.burn.verdicts import STAGE, agreement, correctness, error_next, over_time, peers
+from rigcheck.engine.stages.burn.verdicts import (
+    STAGE,
+    agreement,
+    correctness,
+    error_next,
+    over_time,
+    peers,
+    rate_unit,
+)
 from rigcheck.engine.stages.common.devices import by_profile, resolve_devices
 from rigcheck.engine.stages.common.figures import device_identity
 
 DURATION_S = {"quick": 30.0, "standard": 60.0, "full": 300.0}  # when --duration is not given
 MEMORY_SHARE = 0.3  # of free GPU memory swept by copies in the full profile
+DTYPE_WORDS = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64"}
 
 
 def duration_for(spec: Any) -> float:
@@ -48,10 +57,22 @@ def settings_for(device: torch.device, profile: str, duration: float, fault: str
     return BurnSettings(duration, interval, n, dtype, check_every=8, copy_bytes=copy_bytes, fault=fault)
 
 
+def dtype_word(dtype: Any) -> str:
+    """`bf16`, `fp32`: the words every other stage uses, not torch's `bfloat16`, `float32`."""
+    name = str(dtype).removeprefix("torch.")
+    return DTYPE_WORDS.get(name, name)
+
+
+def at_label(elapsed: float, interval: float) -> str:
+    """`at 4.5 s` for intervals under 10 s (whole seconds made two intervals read `at 4 s`), `at 30 s` past."""
+    return f"at {elapsed:.1f} s" if interval < 10 else f"at {elapsed:.0f} s"
+
+
 def interval_measurement(
     item: Interval, settings: BurnSettings, began: float, identity: dict[str, object] | None = None
 ) -> Measurement:
-    dtype = str(settings.dtype).removeprefix("torch.")
+    dtype = dtype_word(settings.dtype)
+    scale, unit = rate_unit(item.device)
     params = {
         "interval": item.index,
         "elapsed_s": round(item.t_end - began, 2),
@@ -65,18 +86,20 @@ def interval_measurement(
         "wrong_elements": sum(n for _, n in item.wrong),
         **(identity or {}),  # the parent pairs it with its GPU's telemetry and earlier clean runs by these
     }
-    name = f"burn {dtype} {settings.n} at {item.t_end - began:.0f} s"
+    name = f"burn {dtype} {settings.n} {at_label(item.t_end - began, settings.interval_s)}"
+    value = item.tflops * scale
     return Measurement(
-        STAGE, name, item.tflops, "TFLOP/s", None, item.iterations, item.device, params, {}, item.t_start, item.t_end
+        STAGE, name, value, unit, None, item.iterations, item.device, params, {}, item.t_start, item.t_end
     )
 
 
 def sustained(
     device: str, intervals: list[Interval], settings: BurnSettings, identity: dict[str, object] | None = None
 ) -> Measurement:
-    rates = [i.tflops for i in intervals]
+    scale, unit = rate_unit(device)
+    rates = [i.tflops * scale for i in intervals]
     spread = statistics.quantiles(rates, n=4)[2] - statistics.quantiles(rates, n=4)[0] if len(rates) >= 2 else None
-    dtype = str(settings.dtype).removeprefix("torch.")
+    dtype = dtype_word(settings.dtype)
     params = {"intervals": len(rates), "n": settings.n, "dtype": dtype, "best": max(rates), "lowest": min(rates)}
     params |= identity or {}
     copies = [i.copy_gb_s for i in intervals if i.copy_gb_s]
@@ -86,7 +109,7 @@ def sustained(
         STAGE,
         f"burn {dtype} {settings.n} sustained",
         statistics.median(rates),
-        "TFLOP/s",
+        unit,
         spread,
         len(rates),
         device,

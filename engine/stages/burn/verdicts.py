@@ -150,6 +150,11 @@ def _power_cap(last: dict[str, Any]) -> tuple[str, str]:
     return "the power cap (the board's default limit is unknown)", "`nvidia-smi -q -d POWER` shows the limits"
 
 
+def rate_unit(device: str) -> tuple[float, str]:
+    """(scale from TFLOP/s, unit) as matmul reports its figures: TFLOP/s on a GPU, GFLOP/s on the CPU."""
+    return (1.0, "TFLOP/s") if device.startswith(("cuda", "hip")) else (1000.0, "GFLOP/s")
+
+
 def over_time(device: str, intervals: list[Interval], conditions: Conditions) -> Verdict:
     found = windows(intervals)
     if found is None:
@@ -171,7 +176,8 @@ def over_time(device: str, intervals: list[Interval], conditions: Conditions) ->
         "first_conditions": conditions(device, first[0].t_start, first[-1].t_end),
         "last_conditions": conditions(device, last[0].t_start, last[-1].t_end),
     }
-    figures = f"first {window} {early:.4g}, last {window} {late:.4g} TFLOP/s"
+    scale, unit = rate_unit(device)
+    figures = f"first {window} {early * scale:.4g}, last {window} {late * scale:.4g} {unit}"
     if change < -FALL_LIMIT:
         cause = likely_cause(numbers["first_conditions"], numbers["last_conditions"])
         text = f"{device} throughput fell {-change:.0%} over the burn ({figures}): {cause}"
@@ -202,7 +208,7 @@ def peers(started: dict[str, Started], sustained: dict[str, float], vendor: str 
             }
             if share < 1 - PEER_LIMIT:
                 text = (
-                    f"{device} sustained {sustained[device]:.4g} TFLOP/s, {1 - share:.0%} below {best} "
+                    f"{device} sustained {sustained[device]:.4g} {rate_unit(device)[1]}, {1 - share:.0%} below {best} "
                     f"({sustained[best]:.4g}), the best of {len(devices)} {name}; next: "
                     + smi(device, vendor, "nvidia-smi -q -d PERFORMANCE,POWER,TEMPERATURE", "rocm-smi")
                     + " on both: clocks, power limit and throttle reasons tell them apart"
@@ -210,7 +216,7 @@ def peers(started: dict[str, Started], sustained: dict[str, float], vendor: str 
                 yield Verdict(STAGE, "peers", Status.WARN, text, numbers, tolerance=PEER_LIMIT, device=device)
             else:
                 text = (
-                    f"{device} sustained {sustained[device]:.4g} TFLOP/s, {share:.0%} of the best of "
+                    f"{device} sustained {sustained[device]:.4g} {rate_unit(device)[1]}, {share:.0%} of the best of "
                     f"{len(devices)} {name}"
                 )
                 yield Verdict(STAGE, "peers", Status.PASS, text, numbers, tolerance=PEER_LIMIT, device=device)

@@ -1,0 +1,140 @@
+"""One stored run as Markdown to paste into a ticket (`export --format md`): the HTML report's tables in Markdown,
+with the verdicts' words, each figure's spread, trust and reasons, its conditions in words, rounded values, and
+the headline counts; no raw JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rigcheck.engine.report.failures import failures, is_strict
+from rigcheck.engine.report.fleet_view import fleet_label
+from rigcheck.engine.report.headline import headline
+from rigcheck.engine.report.html_figures import references
+from rigcheck.engine.report.rows import (
+    CONDITION_WORDS,
+    UNSTABLE_WORTH,
+    has_hosts,
+    is_unstable,
+    signed_spread,
+    trust_of,
+    trust_reasons,
+    unverified,
+)
+from rigcheck.engine.report.run_time import started_at, took
+
+
+def cell(value: Any) -> str:
+    """Text safe inside a Markdown table cell: pipes escaped, lines joined with <br>."""
+    text = "" if value is None else str(value)
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", "").strip().replace("\n", "<br>")
+
+
+def rounded(value: Any) -> str:
+    """`28.09`, `1,234`, `0.001235`: four significant digits, never `28.093907075294837`."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "" if value is None else str(value)
+    return f"{value:,.4g}"
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(headers) + " |", "|" + " --- |" * len(headers)]
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def conditions_words(row: dict[str, Any]) -> str:
+    conditions = row.get("conditions") or {}
+    shown = [
+        f"{words} {rounded(conditions[key])}{(' ' + unit) if unit else ''}"
+        for key, words, unit in CONDITION_WORDS
+        if conditions.get(key) is not None
+    ]
+    if conditions.get("throttle"):
+        shown.append(f"throttle: {', '.join(map(str, conditions['throttle']))}")
+    if conditions.get("other_gpu_pids"):
+        shown.append(f"other processes on the GPU: {', '.join(map(str, conditions['other_gpu_pids']))}")
+    return ", ".join(shown)
+
+
+def _reasons(row: dict[str, Any]) -> str:
+    said = trust_reasons(row)
+    if is_unstable(row.get("value"), row.get("spread")):
+        said.append(f"unstable: {UNSTABLE_WORTH}")
+    if unverified(row):
+        said.append("unverified: Verify has not passed on this device with this environment")
+    said += [f"note: {note}" for note in (row.get("conditions") or {}).get("notes") or []]
+    return "; ".join(said)
+
+
+def _failing(report: dict[str, Any]) -> str:
+    found = len(failures(report))
+    return f"{found} verdict{'s' * (found != 1)} {'fails' if found == 1 else 'fail'} the run"
+
+
+def _facts(report: dict[str, Any]) -> list[str]:
+    run = report["run"]
+    strict = ", --strict" if is_strict(report) else ""
+    fingerprint = report["fingerprint"].get("digest") or ("one per host" if report.get("fleet") else "none")
+    argv = run.get("argv") or []
+    facts = [
+        ("status", f"{run['status']} (exit code {run['exit_code']}{strict}; {_failing(report)})"),
+        ("verdicts and figures", headline(report)),
+        ("host", run.get("host")),
+        ("device", fleet_label(run)),
+        ("profile", run.get("profile")),
+        ("stages", ", ".join(map(str, run.get("stages") or []))),
+        ("started", started_at(run, utc=True)),
+        ("took", took(run)),
+        ("command", f"`rigcheck {' '.join(map(str, argv))}`" if argv else ""),
+        ("python", run.get("python")),
+        ("environment fingerprint", fingerprint),
+        ("error", run.get("error")),
+    ]
+    return [f"- {name}: {value}" for name, value in facts if value]
+
+
+def _verdict_cells(v: dict[str, Any], hosts: bool) -> list[str]:
+    status = f"**{v['status']}**" if v["status"] != "PASS" else "PASS"  # what needs a look stands out
+    where = [cell(v.get("host"))] if hosts else []
+    return [*where, cell(v["stage"]), cell(v["check_name"]), cell(v.get("device")), status, cell(v.get("explanation"))]
+
+
+def _figure_cells(m: dict[str, Any], hosts: bool, against: str) -> list[str]:
+    where = [cell(m.get("host"))] if hosts else []
+    return [
+        *where,
+        cell(m["stage"]),
+        cell(m["name"]),
+        cell(m.get("device")),
+        cell(f"{rounded(m.get('value'))} {m.get('unit') or ''}".strip()),
+        cell(signed_spread(m.get("value"), m.get("spread"))),
+        cell(m.get("repeats")),
+        cell(trust_of(m)),
+        cell(_reasons(m)),
+        cell(conditions_words(m)),
+        cell(against),
+    ]
+
+
+def to_markdown(report: dict[str, Any]) -> str:
+    run = report["run"]
+    hosts = has_hosts(report)
+    host_header = ["host"] if hosts else []
+    lines = [f"# rigcheck run {run['id']} on {run.get('host') or 'unknown host'}", "", *_facts(report), ""]
+    lines += ["## Verdicts", ""]
+    verdicts = [_verdict_cells(v, hosts) for v in report["verdicts"]]
+    headers = [*host_header, "stage", "check", "device", "status", "meaning"]
+    lines += _table(headers, verdicts) if verdicts else ["None."]
+    lines += ["", "## Figures", ""]
+    refs, sources = references(report), {}
+    figures = []
+    for m in report["measurements"]:
+        against, said = refs.get(m.get("id")), ""
+        if against is not None:
+            mark = sources.setdefault(against.source, len(sources) + 1)
+            said = f"{against.status} {against.share:.0%} of {against.cited} {against.unit} [{mark}]"
+        figures.append(_figure_cells(m, hosts, said))
+    headers = [*host_header, "stage", "figure", "device", "value", "spread", "repeats", "trust", "reasons"]
+    lines += _table([*headers, "conditions", "against its reference"], figures) if figures else ["None."]
+    if sources:
+        lines += ["", "References:", ""] + [f"{n}. {cell(source)}" for source, n in sources.items()]
+    return "\n".join(lines) + "\n"
