@@ -59,7 +59,7 @@ def test_monitor_writes_the_newest_health_run_and_never_makes_a_store(node: Node
     node.faults(persistence0=0)
     node.check(expect=2)
     host = HostSample(cpus=4, load1=None, busy_cpus=1.0, own_cpus=0.5)
-    samples = [Sample(1_000_000.0 + i, host, ()) for i in range(3)]
+    samples = [Sample(1_000_000.0 + 3 * i, host, ()) for i in range(3)]  # 3 s apart: past the naming wait
     target = tmp_path / "rigcheck.prom"
     health = health_source(str(node.store.path))
     assert monitor(0.1, 2, False, sampler=StartingSampler(samples), prom_file=target, health=health) == 0
