@@ -55,6 +55,6 @@ def cpu_verdict(m: Measurement, stage: str, cpu_name: str) -> Verdict | None:
     threads = m.params.get("threads")
     if graded == Status.WARN and threads:
         head += f" with {threads} thread(s)"
-    found = judge(m, graded, Expectation(round(expected, 2), f"{achievable:.0%} of {basis} ({reference.short})", "cpu"))
+    found = judge(m, graded, Expectation(expected, f"{achievable:.0%} of {basis} ({reference.short})", "cpu"))
     text, numbers = joined(head, found), numbers | found.numbers
     return Verdict(stage, f"cpu {m.name}", found.status, text, numbers, 1 - reference.warn_below, "cpu")

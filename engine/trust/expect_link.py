@@ -66,7 +66,7 @@ def link_verdict(m: Measurement, stage: str) -> Verdict | None:
         "under_load": link["under_load"],
     }
     expectation = Expectation(
-        round(LINK_SHARE_LOW * top.value, 2), f"{LINK_SHARE_LOW:.0%} of its {top_words} link ({LINK_SOURCE})", "link"
+        LINK_SHARE_LOW * top.value, f"{LINK_SHARE_LOW:.0%} of its {top_words} link ({LINK_SOURCE})", "link"
     )
     check = f"link {m.name}"
     bus = m.params.get("pci_bus_id") or (m.conditions or {}).get("gpu_pci_bus_id") or "BUS"

@@ -100,8 +100,6 @@ def training_verdict(m: Measurement, stage: str, run_figures: list[Measurement])
     graded = Status.PASS if ratio >= WARN_BELOW else Status.WARN
     if graded == Status.WARN:
         head += "; below half of it"
-    found = judge(
-        m, graded, Expectation(round(expected, 1), f"a roofline of its own matmul {dtype} and copy", "roofline")
-    )
+    found = judge(m, graded, Expectation(expected, f"a roofline of its own matmul {dtype} and copy", "roofline"))
     text, numbers = joined(head, found), numbers | found.numbers
     return Verdict(stage, f"roofline {m.name}", found.status, text, numbers, 1 - WARN_BELOW, m.device)
