@@ -1,7 +1,8 @@
 """A CPU matmul figure against cores x clock x FLOP/cycle (the limit its stage computed) times the share of that
 limit the same CPU model reached when rigcheck measured it (engine/measure/references.json, kind "cpu matmul").
 
-A CPU figure is never failed by it, only named (a WARN): a host's CPUs are shared with everything else it runs.
+A CPU figure is never failed by it, only named (a WARN): a host's CPUs are shared with everything else it runs;
+INCONCLUSIVE where its one cause is someone else's load or a setting in force (engine/trust/expect_words.py).
 Standard library only: the parent runs it.
 """
 
@@ -12,7 +13,8 @@ import functools
 from rigcheck.engine.events import Measurement, Status, Verdict
 from rigcheck.engine.facts.host import cpu_facts
 from rigcheck.engine.measure.references import Reference, model_of, references_of
-from rigcheck.engine.trust.expect_words import likely_cause
+from rigcheck.engine.trust.cause import Expectation
+from rigcheck.engine.trust.expect_words import joined, judge
 
 
 @functools.cache
@@ -49,11 +51,10 @@ def cpu_verdict(m: Measurement, stage: str, cpu_name: str) -> Verdict | None:
     numbers = {"device": "cpu", "value": m.value, "expected": round(expected, 2), "ratio": round(ratio, 4)}
     numbers |= {"share_of_limit": round(m.value / float(limit), 4), "achievable": round(achievable, 4)}
     numbers |= {"model": reference.model, "source": reference.source}
-    if ratio >= reference.warn_below:
-        return Verdict(stage, f"cpu {m.name}", Status.PASS, head, numbers, 1 - reference.warn_below, "cpu")
-    cause, step = likely_cause(m)
-    numbers |= {"cause": cause, "next": step}
+    graded = Status.PASS if ratio >= reference.warn_below else Status.WARN
     threads = m.params.get("threads")
-    used = f" with {threads} thread(s)" if threads else ""
-    text = f"{head}{used}; likely cause: {cause}; next: {step}"
-    return Verdict(stage, f"cpu {m.name}", Status.WARN, text, numbers, 1 - reference.warn_below, "cpu")
+    if graded == Status.WARN and threads:
+        head += f" with {threads} thread(s)"
+    found = judge(m, graded, Expectation(expected, f"{achievable:.0%} of {basis} ({reference.short})", "cpu"))
+    text, numbers = joined(head, found), numbers | found.numbers
+    return Verdict(stage, f"cpu {m.name}", found.status, text, numbers, 1 - reference.warn_below, "cpu")

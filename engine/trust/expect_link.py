@@ -2,19 +2,22 @@
 NVML read them while the copy ran (idle links lower their generation to save power), and what such a link carries.
 
 A link trained below its maximum is named with its next step; a copy well below what its link carries is a WARN
-(or a FAIL below half). Standard library only: the parent runs it on the annotated figures.
+(or a FAIL below half), with its cause from the one cause function, or INCONCLUSIVE where that cause is someone
+else's load or a setting in force (engine/trust/expect_words.py).
+Standard library only: the parent runs it on the annotated figures.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from rigcheck.engine.events import Measurement, Status, Verdict
 from rigcheck.engine.measure.plausibility import pcie_limit
 from rigcheck.engine.measure.references import FAIL_BELOW, WARN_BELOW
 from rigcheck.engine.stages.health.checks import share_in_words  # a link's share reads as in the health stage
-from rigcheck.engine.trust.cause import pcie_link
-from rigcheck.engine.trust.expect_words import likely_cause
+from rigcheck.engine.trust.cause import Expectation, pcie_link
+from rigcheck.engine.trust.expect_words import joined, judge
 
 # Pinned copies reach 80-88% of a link's one-way rate after encoding: nvbandwidth's 55.4 / 55.1 GB/s on a Gen5 x16
 # H200 (63.0), about 26 on a Gen4 x16 A100 (31.5); engine/measure/references.json holds both with their sources.
@@ -62,28 +65,32 @@ def link_verdict(m: Measurement, stage: str) -> Verdict | None:
         "source": LINK_SOURCE,
         "under_load": link["under_load"],
     }
+    expectation = Expectation(
+        LINK_SHARE_LOW * top.value, f"{LINK_SHARE_LOW:.0%} of its {top_words} link ({LINK_SOURCE})", "link"
+    )
+    check = f"link {m.name}"
     bus = m.params.get("pci_bus_id") or (m.conditions or {}).get("gpu_pci_bus_id") or "BUS"
     if (now_gen, now_width) != (link["max_gen"], link["max_width"]) and now.value < top.value:
         when = "while copying" if link["under_load"] else "at idle, and it could not be read under load"
         text = (
             f"{where}'s link runs at {now_words} of {top_words} ({when}): {way} {m.value:.3g} GB/s, "
-            f"{share_in_words(now.value / top.value)} of what this card carries ({share:.0%} of {top.value:.3g}); "
-            f"next: {RESEAT.format(bus=bus)}"
+            f"{share_in_words(now.value / top.value)} of what this card carries ({share:.0%} of {top.value:.3g})"
         )
-        return Verdict(stage, f"link {m.name}", Status.WARN, text, numbers | {"trained_down": True}, device=where)
+        found = judge(m, Status.WARN, expectation)
+        if found.status == Status.INCONCLUSIVE:  # the link reads low, but someone else's load shaped the copy
+            text = f"{text}; {found.words}"
+        else:
+            text = f"{text}; next: {RESEAT.format(bus=bus)}"
+        numbers |= found.numbers | {"trained_down": True}
+        return Verdict(stage, check, found.status, text, numbers, device=where)
     expected = LINK_SHARE_LOW * top.value
     ratio = m.value / expected
     head = (
         f"{where} {m.name} {m.value:.3g} GB/s: {share:.0%} of its {top_words} link ({top.value:.3g}), "
         f"expected {LINK_SHARE_LOW * 100:.0f}-{LINK_SHARE_HIGH:.0%} ({LINK_SOURCE})"
     )
-    if ratio >= WARN_BELOW:
-        return Verdict(stage, f"link {m.name}", Status.PASS, head, numbers, 1 - WARN_BELOW, where)
-    cause, step = likely_cause(m)
-    status = Status.FAIL if ratio < FAIL_BELOW else Status.WARN
-    if status == Status.FAIL and (m.conditions or {}).get("trust") == "SUSPECT":
-        status = Status.WARN  # disturbed: the cause is outside the GPU and its link
-    text = f"{head}; likely cause: {cause}; next: {step}"
-    return Verdict(
-        stage, f"link {m.name}", status, text, numbers | {"cause": cause, "next": step}, 1 - WARN_BELOW, where
-    )
+    graded = Status.PASS if ratio >= WARN_BELOW else Status.FAIL if ratio < FAIL_BELOW else Status.WARN
+    found = judge(m, graded, expectation)
+    if found.status == Status.FAIL and (m.conditions or {}).get("trust") == "SUSPECT":
+        found = replace(found, status=Status.WARN)  # not measured clean: a FAIL is for a figure measured clean
+    return Verdict(stage, check, found.status, joined(head, found), numbers | found.numbers, 1 - WARN_BELOW, where)

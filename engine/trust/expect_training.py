@@ -4,7 +4,8 @@ device-copy figures from the same run, scaled by the share of that roofline the 
 training, matmul and copy references). The verdict says the roofline was used, and a training figure with a
 reference of its own is left to trust/reference.py.
 
-A roofline is a coarse expectation: it names a figure below half of it (a WARN), never fails one.
+A roofline is a coarse expectation: it names a figure below half of it (a WARN), never fails one; INCONCLUSIVE
+where the figure's one cause is someone else's load or a setting in force (engine/trust/expect_words.py).
 Standard library only: the parent runs it.
 """
 
@@ -15,7 +16,8 @@ from collections.abc import Iterable
 
 from rigcheck.engine.events import Measurement, Status, Verdict
 from rigcheck.engine.measure.references import reference_for
-from rigcheck.engine.trust.expect_words import likely_cause
+from rigcheck.engine.trust.cause import Expectation
+from rigcheck.engine.trust.expect_words import joined, judge
 from rigcheck.engine.trust.reference import device_model
 
 BOARD_CELLS = 49  # the 7x7 board (engine/models/board_net.py)
@@ -95,9 +97,9 @@ def training_verdict(m: Measurement, stage: str, run_figures: list[Measurement])
     )
     numbers = {"device": m.device, "value": m.value, "expected": round(expected, 1), "ratio": round(ratio, 4)}
     numbers |= {"basis": "roofline", "matmul_tflops": tflops, "copy_gbs": copy, "calibration": round(share, 4)}
-    if ratio >= WARN_BELOW:
-        return Verdict(stage, f"roofline {m.name}", Status.PASS, head, numbers, 1 - WARN_BELOW, m.device)
-    cause, step = likely_cause(m)
-    text = f"{head}; below half of it; likely cause: {cause}; next: {step}"
-    numbers |= {"cause": cause, "next": step}
-    return Verdict(stage, f"roofline {m.name}", Status.WARN, text, numbers, 1 - WARN_BELOW, m.device)
+    graded = Status.PASS if ratio >= WARN_BELOW else Status.WARN
+    if graded == Status.WARN:
+        head += "; below half of it"
+    found = judge(m, graded, Expectation(expected, f"a roofline of its own matmul {dtype} and copy", "roofline"))
+    text, numbers = joined(head, found), numbers | found.numbers
+    return Verdict(stage, f"roofline {m.name}", found.status, text, numbers, 1 - WARN_BELOW, m.device)

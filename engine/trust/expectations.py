@@ -50,7 +50,8 @@ def coverage_verdict(
     cpu_name: str = "",
     judged_here: frozenset[tuple[str, str]] = frozenset(),
 ) -> Verdict | None:
-    """How many of the stage's figures were judged against a reference, and which were not (never a PASS).
+    """How many of the stage's figures were judged against a reference, and which were not: NOT JUDGED where any
+    had none (never a PASS, never a SKIP: they were measured).
     `judged_here`: (device, name) of figures this module judged otherwise (a roofline)."""
     counted = [m for m in figures if judgeable(m)]
     if not counted:
@@ -66,7 +67,7 @@ def coverage_verdict(
         f"{len(missing)} of {len(counted)} figure(s) not judged against a reference ({', '.join(models)}): "
         f"{NO_REFERENCE}: {shown}"
     )
-    return Verdict(stage, "expectations", Status.SKIP, text, numbers | {"models": models})
+    return Verdict(stage, "expectations", Status.NOT_JUDGED, text, numbers | {"models": models})
 
 
 def expectation_verdicts(

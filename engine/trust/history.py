@@ -1,5 +1,6 @@
 """A figure against the same GPU's (by UUID) or the same host CPU's own earlier clean runs: a drift of more than
-10% from that median is a WARN naming the runs it was compared with.
+10% from that median is a WARN naming the runs it was compared with (INCONCLUSIVE where the figure's one cause
+is someone else's load or a setting in force: engine/trust/expect_words.py).
 
 Standard library only. The store's reader (engine/store/history.py) supplies the earlier figures; this module
 only judges them, so it is tested with plain lists.
@@ -12,7 +13,8 @@ from dataclasses import dataclass
 from statistics import median
 
 from rigcheck.engine.events import Measurement, Status, Verdict
-from rigcheck.engine.trust.expect_words import likely_cause
+from rigcheck.engine.trust.cause import Expectation
+from rigcheck.engine.trust.expect_words import joined, judge
 
 DRIFT = 0.10  # more than 10% from its own clean median is named
 MIN_EARLIER = 3  # a median of fewer is no history: one lease's tf32 or small-batch figure moves 10-17% from another's
@@ -39,19 +41,30 @@ def identity(m: Measurement) -> str | None:
     return "cpu" if m.device == "cpu" else None
 
 
-def clean(m: Measurement) -> bool:
-    """Trusted and whole: the figures a history is made of, and the ones judged against it. Pageable host copies
-    are left out: they measure the host's page cache and staging buffers (8-18 GB/s on one H200 host)."""
-    c, p = m.conditions or {}, m.params
+def whole(m: Measurement) -> bool:
+    """Not broken, not launch-bound, and not a pageable host copy (those measure the host's page cache and
+    staging buffers: 8-18 GB/s on one H200 host)."""
+    p = m.params
     pageable = p.get("bound") == "link" and not p.get("pinned")
-    return c.get("trust") == "TRUSTED" and not p.get("broken") and not p.get("launch_bound") and not pageable
+    return not p.get("broken") and not p.get("launch_bound") and not pageable
+
+
+def clean(m: Measurement) -> bool:
+    """Trusted and whole: the figures a history is made of."""
+    return (m.conditions or {}).get("trust") == "TRUSTED" and whole(m)
+
+
+def judgeable(m: Measurement) -> bool:
+    """The figures judged against a history: clean ones, and SUSPECT whole ones, which only ever give an
+    INCONCLUSIVE (where they drift and their one cause is someone else's load)."""
+    return (m.conditions or {}).get("trust") in ("TRUSTED", "SUSPECT") and whole(m)
 
 
 def history_verdict(m: Measurement, earlier: list[Past], stage: str) -> Verdict | None:
-    """WARN where the figure drifted more than DRIFT from its own clean median; None where it did not, or where
-    there is nothing (in its unit) to compare with."""
+    """WARN where the figure drifted more than DRIFT from its own clean median (INCONCLUSIVE where its cause is
+    unjudgeable); None where it did not, or where there is nothing (in its unit) to compare with."""
     past = [p for p in earlier if p.unit == m.unit and p.value > 0]
-    if len(past) < MIN_EARLIER or not clean(m) or m.value <= 0:
+    if len(past) < MIN_EARLIER or not judgeable(m) or m.value <= 0:
         return None
     middle = median(p.value for p in past)
     drift = m.value / middle - 1.0
@@ -66,11 +79,13 @@ def history_verdict(m: Measurement, earlier: list[Past], stage: str) -> Verdict 
         f"(compared with run {runs[0]}, the latest of {len(past)} earlier clean figure(s): run(s) {named})"
     )
     numbers = {"device": m.device, "value": m.value, "median": middle, "drift": round(drift, 4), "runs": runs[:20]}
-    if drift < 0:
-        cause, step = likely_cause(m)
-        text += f"; likely cause: {cause}; next: {step}"
-        numbers |= {"cause": cause, "next": step}
-    return Verdict(stage, f"history {m.name}", Status.WARN, text, numbers, DRIFT, m.device)
+    source = f"its own clean median over {len(past)} earlier run(s), latest run {runs[0]}"
+    found = judge(m, Status.WARN, Expectation(middle, source, "history"))
+    if not clean(m) and found.status != Status.INCONCLUSIVE:
+        return None  # a SUSPECT figure is no evidence against its history, only unable to be judged by it
+    if drift < 0 or found.status == Status.INCONCLUSIVE:
+        text, numbers = joined(text, found), numbers | found.numbers
+    return Verdict(stage, f"history {m.name}", found.status, text, numbers, DRIFT, m.device)
 
 
 def history_verdicts(figures: Iterable[Measurement], stage: str, history: History | None) -> Iterator[Verdict]:

@@ -37,7 +37,8 @@ def cause_and_next(m: Measurement, vendor: str = "nvidia", expectation: Expectat
 
 
 def reference_verdict(m: Measurement, reference: Reference | None, stage: str | None = None) -> Verdict | None:
-    """The rule, for one figure and its model's reference: FAIL below half, WARN more than 15% below, else PASS.
+    """The rule, for one figure and its model's reference: FAIL below half, WARN below the entry's own band
+    (`warn_below`: 15% below for most, 30% for training), else PASS.
     None where there is no reference or the figure is no result. INCONCLUSIVE where the figure's cause lies
     outside the GPU (someone else's load, a setting in force): it can then neither pass nor fail the GPU."""
     if reference is None or m.params.get("broken") or m.params.get("launch_bound") or m.value <= 0:
@@ -56,6 +57,7 @@ def reference_verdict(m: Measurement, reference: Reference | None, stage: str | 
         "kind": reference.kind,
         "source": reference.source,
     }
+    band = 1 - reference.warn_below  # the entry's own tolerance
     found = likely_cause(m, Expectation(reference.value, reference.cite(), reference.kind))
     numbers |= {"cause": found.text, "next": found.next_step, "cause_kind": found.kind}
     if found.unjudgeable(status):
@@ -66,20 +68,20 @@ def reference_verdict(m: Measurement, reference: Reference | None, stage: str | 
             Status.INCONCLUSIVE,
             f"{head}: {found.unjudged_words()}",
             numbers,
-            1 - WARN_BELOW,
+            band,
             where,
         )
     if status == Status.PASS:
         named = "" if found.judges_hardware else f"; {found.text}"  # a setting in force, though it passed
-        return Verdict(stage or m.stage, f"reference {m.name}", status, head + named, numbers, 1 - WARN_BELOW, where)
-    rule = "below half of it" if status == Status.FAIL else f"more than {1 - WARN_BELOW:.0%} below it"
+        return Verdict(stage or m.stage, f"reference {m.name}", status, head + named, numbers, band, where)
+    rule = "below half of it" if status == Status.FAIL else f"more than {band:.0%} below it"
     return Verdict(
         stage or m.stage,
         f"reference {m.name}",
         status,
         f"{head}: {rule}; {found.words()}",
         numbers,
-        1 - WARN_BELOW,
+        band,
         where,
     )
 
@@ -106,12 +108,14 @@ def reference_verdicts(
     if not slow:
         against = "the baseline's" if all(v.numbers["kind"] == "baseline" for v in judged) else "their model's"
         models = ", ".join(sorted({str(v.numbers["model"]) for v in judged}))
+        bands = sorted({round(v.tolerance if v.tolerance is not None else 1 - WARN_BELOW, 4) for v in judged})
+        within = f"{bands[0]:.0%}" if len(bands) == 1 else f"their entries' bands ({bands[0]:.0%}-{bands[-1]:.0%})"
         yield Verdict(
             stage,
             "reference",
             Status.PASS,
-            f"{len(judged)} figure(s) within {1 - WARN_BELOW:.0%} of {against} reference figures ({models}); "
+            f"{len(judged)} figure(s) within {within} of {against} reference figures ({models}); "
             f"below {FAIL_BELOW:.0%} of one would be a FAIL",
             {"compared": len(judged), "models": models},
-            tolerance=1 - WARN_BELOW,
+            tolerance=bands[-1],
         )

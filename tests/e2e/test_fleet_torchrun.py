@@ -68,12 +68,17 @@ def test_three_hosts_in_one_run_and_the_slow_one_named(tmp_path: Path) -> None:
     others = [used[h] for h in ("host-a", "host-b") if used.get(h)]
     if "host-c" not in value or not others or not used.get("host-c") or used["host-c"] >= 0.75 * min(others):
         pytest.skip(f"host-c was not held back in its own window on this busy machine: {found}")
+    # named against the other hosts' median: a WARN, or INCONCLUSIVE where its figure's cause is the burners
+    # (someone else's load, seen by trust: it says nothing of host-c's hardware)
     slow = [
-        v for v in fleet_rows if v["host"] == "host-c" and v["check_name"] == "fleet-host" and v["status"] == "WARN"
+        v
+        for v in fleet_rows
+        if v["host"] == "host-c" and v["check_name"] == "fleet-host" and v["status"] in ("WARN", "INCONCLUSIVE")
     ]
     assert slow, found
     assert slow[0]["explanation"].startswith("host-c is the slow host: ")
-    assert slow[0]["numbers"]["best_host"] in ("host-a", "host-b")
+    assert slow[0]["status"] == "WARN" or "could not be judged: " in slow[0]["explanation"], found
+    assert slow[0]["numbers"]["median"] > slow[0]["numbers"]["value"]
     # the inter-host collectives ran across the three hosts, checked, with their busbw
     links = [m for m in report["measurements"] if m["stage"] == "fleet-links" and not m["params"].get("pair")]
     assert {m["name"].split()[0] for m in links} >= {"all_reduce", "all_gather", "reduce_scatter"}

@@ -81,8 +81,14 @@ def test_a_copy_well_below_what_its_full_link_carries_warns_then_fails() -> None
     assert link_verdict(copy(0.5 * expected * 1.002, pcie=GEN5_X16), "bandwidth").status == Status.WARN  # type: ignore[union-attr]
     failed = link_verdict(copy(0.5 * expected * 0.998, pcie=GEN5_X16), "bandwidth")
     assert failed is not None and failed.status == Status.FAIL
+    rival = "another process that rigcheck cannot see is using cuda:0: 874 MiB, GPU busy 100%"
+    busy = copy(10.0, pcie=GEN5_X16, trust="SUSPECT")
+    busy = replace(busy, conditions=busy.conditions | {"trust_reasons": [rival], "trust_outside": [rival]})
+    unjudged = link_verdict(busy, "bandwidth")  # someone else's load never makes a FAIL, nor a WARN
+    assert unjudged is not None and unjudged.status == Status.INCONCLUSIVE
+    assert f"could not be judged: {rival}" in unjudged.explanation and unjudged.numbers["would_be"] == "FAIL"
     disturbed = link_verdict(copy(10.0, pcie=GEN5_X16, trust="SUSPECT"), "bandwidth")
-    assert disturbed is not None and disturbed.status == Status.WARN  # someone else's load never makes a FAIL
+    assert disturbed is not None and disturbed.status == Status.WARN  # SUSPECT for no outside cause: not clean
 
 
 def test_a_link_read_at_idle_says_so_and_copies_without_a_link_are_not_judged() -> None:
@@ -176,7 +182,7 @@ def test_a_figure_with_no_reference_is_counted_and_never_a_pass() -> None:
     cpu = Measurement("matmul", "matmul fp32 512", 900.0, "GFLOP/s", 0.01, 20, "cpu", {"bound": "host"}, {})
     error = Measurement("verify", "fp32 4096 error", 1e-6, "rel", None, 1, "cuda:0", {}, {"gpu_name": H200})
     verdict = coverage_verdict([matmul(770.0), unknown, cpu, error], "matmul", None)
-    assert verdict is not None and verdict.status == Status.SKIP
+    assert verdict is not None and verdict.status == Status.NOT_JUDGED
     assert verdict.numbers == {"judged": 1, "not_judged": 2, "figures": 3, "models": ["NVIDIA RTX 9999", "this CPU"]}
     assert NO_REFERENCE in verdict.explanation and "cuda:0 matmul bf16 4096" in verdict.explanation
     judged = coverage_verdict([matmul(770.0), copy(55.0, pcie=GEN5_X16)], "matmul", None)
@@ -192,7 +198,7 @@ def test_the_stage_entry_gives_links_history_and_the_count_together() -> None:
     assert [(v.check, v.status) for v in verdicts] == [
         ("link host to device pinned 1 GiB", Status.WARN),
         ("history matmul bf16 4096", Status.WARN),
-        ("expectations", Status.SKIP),
+        ("expectations", Status.NOT_JUDGED),
     ]
 
 
@@ -290,7 +296,7 @@ def test_the_roofline_is_left_alone_where_it_does_not_apply() -> None:
     assert training_verdict(trained(1.0), "training", []) is None  # no matmul or copy figure in this run
     figures = [trained(1.0)]
     (count,) = [v for v in expectation_verdicts(figures, "training", None, None, "") if v.check == "expectations"]
-    assert count.status == Status.SKIP and count.numbers["not_judged"] == 1
+    assert count.status == Status.NOT_JUDGED and count.numbers["not_judged"] == 1
     verdicts = list(expectation_verdicts(figures, "training", None, None, "", [*h100_run(), *figures]))
     assert [(v.check, v.status) for v in verdicts] == [
         ("roofline train c128 b8192 bf16", Status.WARN),
