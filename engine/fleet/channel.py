@@ -22,6 +22,7 @@ counts (a state says where to look, never what was sent), and a slow scan finds 
 from __future__ import annotations
 
 import json
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rigcheck.engine.events import Event, Progress, RunFinished, StageFinished, Status, Verdict, event_to_dict
-from rigcheck.engine.fleet.seal import Unsealed, seal, unseal
+from rigcheck.engine.fleet.seal import BOOTSTRAP, Unsealed, is_nonce, seal, unseal
 
 PROGRESS_EVERY_S = 0.5  # progress is coalesced: the panels need a few a second, not every step
 BURST_WINDOW_S = 0.25  # the longest an event waits for others to share its slot (a stage's events come in bursts)
@@ -39,6 +40,13 @@ BURST_BYTES = 256 << 10  # a burst goes once its events' JSON reaches this; an e
 MAX_BURST_BYTES = 1 << 20  # the largest sealed burst of two or more events rank 0 opens (twice BURST_BYTES, escaped)
 GIVE_UP_AFTER = 5  # heartbeats that failed in a row before the store is taken to be gone
 TAKEN_LIMIT = 1000  # slots in a row found filled by another writer before this agent stops sending
+
+
+ASK_AGAIN_S = 2.0  # an agent waiting for its nonce writes its ask again this often (someone may have replaced it)
+
+
+class NoNonce(Exception):
+    """Rank 0 never gave this agent the run's nonce (or refused to start): the agent runs on its own."""
 
 
 class StoreTampered(Exception):
@@ -73,6 +81,7 @@ class FleetChannel:
         (flush_due, as the scale bench does for hundreds of agents in one thread)."""
         self.store, self.rank, self.world = store, rank, world
         self.key, self.run_id = key, run_id
+        self.nonce = BOOTSTRAP  # rank 0's for this run: rank 0 makes it, every other agent asks for it (join)
         self.window, self._clock = window, clock
         self._lock = threading.Lock()  # one store call at a time
         self._sending = threading.Lock()  # one burst at a time: its events' numbers, its slot, the next slot
@@ -92,21 +101,21 @@ class FleetChannel:
         self.broken: str | None = None  # why sending to rank 0 stopped
         self._last_progress: dict[tuple[str, str], float] = {}
 
-    def _seal(self, key: str, body: Any) -> str:
-        return seal(self.key, self.run_id, key, body)
+    def _seal(self, key: str, body: Any, nonce: str | None = None) -> str:
+        return seal(self.key, self.run_id, key, body, self.nonce if nonce is None else nonce)
 
-    def _set(self, key: str, body: Any) -> None:
-        value = self._seal(key, body)
+    def _set(self, key: str, body: Any, nonce: str | None = None) -> None:
+        value = self._seal(key, body, nonce)
         with self._lock:
             self.store.set(key, value)
 
-    def read(self, key: str) -> Read:
-        """One slot, opened: missing, or its seal and form checked."""
+    def read(self, key: str, nonce: str | None = None) -> Read:
+        """One slot, opened: missing, or its seal (for this run's nonce, or `nonce`) and form checked."""
         with self._lock:
             if not self.store.check([key]):
                 return Read("missing")
             raw = self.store.get(key)
-        return self._open(key, raw)
+        return self._open(key, raw, nonce)
 
     def _get(self, key: str) -> Any | None:
         """A slot's body if it passed; None for a missing one or one that did not (the reader waits on)."""
@@ -129,12 +138,47 @@ class FleetChannel:
             return [self.read(key) for key in keys]
         return [self._open(key, raw) for key, raw in zip(keys, raws, strict=True)]
 
-    def _open(self, key: str, raw: Any) -> Read:
+    def _open(self, key: str, raw: Any, nonce: str | None = None) -> Read:
         raw = raw if isinstance(raw, bytes) else str(raw).encode()
         try:
-            return Read("ok", unseal(self.key, self.run_id, key, raw).body, raw=raw)
+            return Read(
+                "ok", unseal(self.key, self.run_id, key, raw, self.nonce if nonce is None else nonce).body, raw=raw
+            )
         except Unsealed as why:
             return Read(why.reason, detail=why.detail, raw=raw)
+
+    # -- the run's nonce: rank 0 answers each agent's own fresh challenge, so an answer recorded in another run
+    # (its challenge another) is never taken --
+    def join(self, timeout: float, poll: float = 0.1) -> None:
+        """Ask rank 0 for this run's nonce and wait for its answer (NoNonce after `timeout`, or at once when rank
+        0 refused to start). Nothing else this agent writes goes out before: every value carries the nonce."""
+        challenge = secrets.token_hex(16)
+        deadline = time.monotonic() + timeout
+        asked = float("-inf")
+        while time.monotonic() < deadline:
+            if time.monotonic() - asked >= ASK_AGAIN_S:
+                self._set(f"ask/{self.rank}", {"c": challenge}, BOOTSTRAP)
+                asked = time.monotonic()
+            found = self.read(f"nonce/{self.rank}", BOOTSTRAP)
+            body = found.body if found.state == "ok" and isinstance(found.body, dict) else {}
+            if body.get("c") == challenge and is_nonce(body.get("nonce")):
+                self.nonce = str(body["nonce"])
+                return
+            refused = self.refused(0)
+            if refused is not None:
+                raise NoNonce(f"rank 0 refused to start: {refused[:500]}")
+            time.sleep(poll)
+        raise NoNonce(f"rank 0 did not answer within {timeout:g} s")
+
+    def answer(self, rank: int, last: str | None = None) -> str | None:
+        """Rank 0: give agent `rank` this run's nonce against the challenge it asked with, unless that challenge
+        was answered already (`last`); the challenge answered, `last` when there is no new ask that passes."""
+        found = self.read(f"ask/{rank}", BOOTSTRAP)
+        challenge = found.body.get("c") if found.state == "ok" and isinstance(found.body, dict) else None
+        if not is_nonce(challenge) or challenge == last:
+            return last
+        self._set(f"nonce/{rank}", {"c": challenge, "nonce": self.nonce}, BOOTSTRAP)
+        return str(challenge)
 
     # -- what an agent writes --
     def announce(self, info: dict[str, Any]) -> None:
@@ -271,7 +315,7 @@ class FleetChannel:
 
     def refuse(self, why: str, name: str) -> None:
         """This agent will not run (bad input, a busy store): rank 0 quotes why instead of waiting for it."""
-        self._set(f"refused/{self.rank}", {"why": why, "name": name})
+        self._set(f"refused/{self.rank}", {"why": why, "name": name}, refusal_nonce(self.rank, self.nonce))
 
     def finish(self, summary: dict[str, Any]) -> None:
         """The last thing an agent writes: every event it sent is readable before this, in `slots` slots."""
@@ -293,8 +337,8 @@ class FleetChannel:
             return None
 
     def refused(self, rank: int) -> str | None:
-        found = self._get(f"refused/{rank}")
-        return str(found.get("why"))[:2000] if isinstance(found, dict) else None
+        found = self.read(f"refused/{rank}", refusal_nonce(rank, self.nonce))
+        return str(found.body.get("why"))[:2000] if found.state == "ok" and isinstance(found.body, dict) else None
 
     # -- what rank 0 reads --
     def host(self, rank: int) -> dict[str, Any] | None:
@@ -309,6 +353,11 @@ class FleetChannel:
 
     def set_members(self, phase: str, ranks: list[int]) -> None:
         self._set(f"members/{phase}", ranks)
+
+
+def refusal_nonce(rank: int, nonce: str) -> str:
+    """Rank 0's refusal is sealed without the run's nonce: the agents still waiting for that nonce must read it."""
+    return BOOTSTRAP if rank == 0 else nonce
 
 
 def _urgent(event: Event) -> bool:

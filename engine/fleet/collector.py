@@ -22,7 +22,15 @@ from typing import Any
 
 from rigcheck.engine.events import Event, LogLine, Status, Verdict
 from rigcheck.engine.fleet import schema
-from rigcheck.engine.fleet.channel import MAX_BURST_BYTES, MAX_BURST_EVENTS, FleetChannel, Read, heartbeat_interval
+from rigcheck.engine.fleet.channel import (
+    ASK_AGAIN_S,
+    MAX_BURST_BYTES,
+    MAX_BURST_EVENTS,
+    FleetChannel,
+    Read,
+    heartbeat_interval,
+    refusal_nonce,
+)
 from rigcheck.engine.fleet.intake import UNKNOWN, Dropped, dropped_verdict
 from rigcheck.engine.store import Store
 
@@ -64,6 +72,8 @@ class HostState:
     scanning: bool = False  # scanned in this poll
     behind: bool = False  # the last read left slots to read: read again next poll
     silence_checked: float = 0.0  # when rank 0 last looked for the end or refusal of a silent host
+    answered: str | None = None  # the challenge rank 0 last answered with this run's nonce
+    asked_at: float = float("-inf")  # when rank 0 last looked for its ask
 
     @property
     def label(self) -> str:
@@ -166,9 +176,9 @@ class Collector:
         raw = found.raw if found is not None else why.encode()  # a value read again each poll counts once
         self.dropped.setdefault(owner, Dropped()).count(reason, detail, raw, slot)
 
-    def _opened(self, rank: int, slot: str) -> Any | None:
+    def _opened(self, rank: int, slot: str, nonce: str | None = None) -> Any | None:
         """A slot's body once its seal passed; a bad one is counted (once per value) and reads as missing."""
-        found = self.channel.read(slot)
+        found = self.channel.read(slot, nonce)
         if found.state == "ok":
             return found.body
         if found.state != "missing":
@@ -284,6 +294,9 @@ class Collector:
         host.hinted |= phases
 
     def _join(self, host: HostState, now: float) -> bool:
+        if host.rank and (host.answered is None or now - host.asked_at >= ASK_AGAIN_S):
+            host.asked_at = now  # its ask once it is there, then again while it waits (someone may replace it)
+            host.answered = self.channel.answer(host.rank, host.answered)
         slot = f"host/{host.rank}"
         body = self._opened(host.rank, slot)
         info = None
@@ -325,7 +338,7 @@ class Collector:
             host.local_run = f"run {run} of {where} on {host.label}"
 
     def _refused(self, host: HostState) -> bool:
-        body = self._opened(host.rank, f"refused/{host.rank}")
+        body = self._opened(host.rank, f"refused/{host.rank}", refusal_nonce(host.rank, self.channel.nonce))
         why = body.get("why") if isinstance(body, dict) else None
         if not isinstance(why, str):
             return False

@@ -160,8 +160,10 @@ def test_rigcheck_fleet_ignores_the_callers_folder_and_exits_with_the_agents_cod
     assert [s["status"] for s in report["stages"]] == ["TIMEOUT"]
 
 
-def test_an_agent_without_the_fleet_key_will_not_start(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("key", "said"), [("", "RIGCHECK_FLEET_KEY"), (" " * 16, "hex"), ("é" * 16, "hex")])
+def test_an_agent_without_the_fleet_key_will_not_start(tmp_path: Path, key: str, said: str) -> None:
     env = {
+        **({"RIGCHECK_FLEET_KEY": key} if key else {}),
         "PATH": "/usr/bin:/bin",
         "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
         "RIGCHECK_STORE": str(tmp_path / "s.db"),
@@ -171,5 +173,5 @@ def test_an_agent_without_the_fleet_key_will_not_start(tmp_path: Path) -> None:
         [sys.executable, "-m", "rigcheck.fleet", "probe"], capture_output=True, text=True, env=env, timeout=60
     )
     assert done.returncode == 2
-    assert done.stderr.count("\n") == 1 and "RIGCHECK_FLEET_KEY" in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and said in done.stderr and "openssl rand" in done.stderr, done.stderr
     assert not (tmp_path / "s.db").exists()  # refused before anything was opened
