@@ -170,15 +170,16 @@ class FleetChannel:
             time.sleep(poll)
         raise NoNonce(f"rank 0 did not answer within {timeout:g} s")
 
-    def answer(self, rank: int, last: str | None = None) -> str | None:
+    def answer(self, rank: int, last: str | None = None) -> tuple[str | None, bool]:
         """Rank 0: give agent `rank` this run's nonce against the challenge it asked with, unless that challenge
-        was answered already (`last`); the challenge answered, `last` when there is no new ask that passes."""
+        was answered already (`last`). The challenge answered (`last` when there is no new ask that passes), and
+        whether there was an ask at all."""
         found = self.read(f"ask/{rank}", BOOTSTRAP)
         challenge = found.body.get("c") if found.state == "ok" and isinstance(found.body, dict) else None
         if not is_nonce(challenge) or challenge == last:
-            return last
+            return last, found.state != "missing"
         self._set(f"nonce/{rank}", {"c": challenge, "nonce": self.nonce}, BOOTSTRAP)
-        return str(challenge)
+        return str(challenge), True
 
     # -- what an agent writes --
     def announce(self, info: dict[str, Any]) -> None:

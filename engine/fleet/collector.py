@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from rigcheck.engine.events import Event, LogLine, Status, Verdict
@@ -31,7 +30,9 @@ from rigcheck.engine.fleet.channel import (
     heartbeat_interval,
     refusal_nonce,
 )
+from rigcheck.engine.fleet.hosts import HostState, describe
 from rigcheck.engine.fleet.intake import UNKNOWN, Dropped, dropped_verdict
+from rigcheck.engine.fleet.tamper import lost_verdict, seen_again, tampered
 from rigcheck.engine.store import Store
 
 POLL_S = 0.25
@@ -46,64 +47,6 @@ ROWS_PER_WRITE = 500  # rows written in one transaction as a poll reads them: ma
 SLOTS_PER_POLL = 8192  # new slots of all agents read together in one poll, at most; the rest next poll
 MAX_PHASES = 16
 MAX_SLOTS = 10**9
-
-
-@dataclass
-class HostState:
-    rank: int
-    name: str = ""
-    state: str = "waiting"  # waiting | running | done | lost
-    read: int = 0  # events read so far
-    slot: int = 0  # the next slot to read
-    seq: int = 0  # the agent's next event number
-    final: int | None = None  # slots its end said it used
-    sent: int = 0  # events its end said it sent
-    beats: int = -1
-    beat_seen: float = field(default_factory=time.monotonic)
-    last_event: str = "none"
-    began: float | None = None  # its own run's start (its clock), for the elapsed times in words
-    local_run: str = ""
-    looked_ahead: float = 0.0  # when rank 0 last looked past a missing slot
-    known: int = 0  # the slots its latest state says it has filled: where to look, not what was sent
-    ended: bool = False  # its state says it has written its end
-    hinted: set[str] = field(default_factory=set)  # phases its state says it reached
-    phases: set[str] = field(default_factory=set)  # phases it reached, seen in their own key
-    scanned: float = 0.0  # when rank 0 last scanned it
-    scanning: bool = False  # scanned in this poll
-    behind: bool = False  # the last read left slots to read: read again next poll
-    silence_checked: float = 0.0  # when rank 0 last looked for the end or refusal of a silent host
-    answered: str | None = None  # the challenge rank 0 last answered with this run's nonce
-    asked_at: float = float("-inf")  # when rank 0 last looked for its ask
-
-    @property
-    def label(self) -> str:
-        return self.name or f"rank {self.rank}"
-
-
-def _elapsed(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def describe(event: Event, began: float | None = None) -> str:
-    """A few words for a host's last event, for the lost-host verdict; its time as elapsed in the host's run."""
-    kind = type(event).__name__
-    stage = getattr(event, "stage", "")
-    t = getattr(event, "t", None)
-    when = f" {_elapsed(t - began)} into its run" if began is not None and isinstance(t, float) else ""
-    if kind == "Measurement":
-        return f"{stage}: figure {event.name}{when}"  # type: ignore[union-attr]
-    if kind == "Progress":
-        return f"{stage}: {event.done}/{event.total} {event.what}".strip() + when  # type: ignore[union-attr]
-    if kind == "StageStarted":
-        return f"{stage} started{when}"
-    if kind == "StageFinished":
-        return f"{stage} finished {event.status.value}{when}"  # type: ignore[union-attr]
-    return f"{stage}: {kind}{when}"
 
 
 class Collector:
@@ -265,7 +208,10 @@ class Collector:
             keys = [f"hb/{h.rank}" for h in chunk]
             for host, slot, found in zip(chunk, keys, self.channel.read_many(keys), strict=True):
                 if found.state == "missing":
+                    if host.beats >= 0:  # read before, and an agent never deletes its heartbeat
+                        self._tampered(host, f"its heartbeat {slot} vanished after rank 0 had read it", slot)
                     continue
+                seen_again(host, slot)
                 if found.state != "ok":
                     self._drop(host.rank, slot, found)
                     continue
@@ -284,8 +230,13 @@ class Collector:
         except schema.Malformed as why:
             self._drop(host.rank, slot, why=str(why))
             return
-        if beat <= host.beats:
-            return  # an old state again (or replayed): it says nothing new
+        if beat < host.beats:  # an agent's heartbeat only rises: an older one of this run, written back
+            self._tampered(host, f"its heartbeat went back from {host.beats} to {beat}")
+            return
+        if beat == host.beats:
+            return  # the same state read again: it says nothing new
+        if slots < host.known:
+            self._tampered(host, f"its count of event slots went back from {host.known} to {slots}")
         # when it was read, not when the poll began: a poll of a thousand joining hosts can take long, and the
         # same beat read again later would leave a stale time that names a live host lost
         host.beats, host.beat_seen = beat, time.monotonic()
@@ -296,7 +247,12 @@ class Collector:
     def _join(self, host: HostState, now: float) -> bool:
         if host.rank and (host.answered is None or now - host.asked_at >= ASK_AGAIN_S):
             host.asked_at = now  # its ask once it is there, then again while it waits (someone may replace it)
-            host.answered = self.channel.answer(host.rank, host.answered)
+            answered, present = self.channel.answer(host.rank, host.answered)
+            if answered is not None and not present:
+                self._tampered(host, f"its request for the run's nonce ask/{host.rank} vanished", f"ask/{host.rank}")
+            elif present:
+                seen_again(host, f"ask/{host.rank}")
+            host.answered = answered
         slot = f"host/{host.rank}"
         body = self._opened(host.rank, slot)
         info = None
@@ -386,6 +342,7 @@ class Collector:
             found = self.channel.read(slot)
             if found.state == "missing":
                 if host.final is not None:  # below its last slot: deleted by someone
+                    self._tampered(host, f"its event slot {slot} vanished before rank 0 read it")
                     host.slot += 1
                     continue
                 if host.slot >= host.known and not host.scanning:
@@ -403,6 +360,11 @@ class Collector:
                 )
                 if ahead is None:
                     return True  # the agent has not written it yet
+                if self.channel.exists(slot):
+                    continue  # written meanwhile: the agent fills its slots in order, so no gap after all
+                self._tampered(
+                    host, f"its event slot {slot} was empty while ev/{host.rank}/{ahead} after it was filled"
+                )
                 host.slot = ahead
                 continue
             host.slot += 1
@@ -505,26 +467,22 @@ class Collector:
         """A WARN on each host (or on "(unknown)") for what rank 0 dropped from the store."""
         self._flush()
         for rank, dropped in sorted(self.dropped.items(), key=lambda item: -1 if item[0] is None else item[0]):
-            if not dropped.total:
+            if not dropped.total and not dropped.tampered:
                 continue
             host = UNKNOWN if rank is None else self.hosts[rank].label
             local = "" if rank is None else self.hosts[rank].local_run
             self.store.record(self.run_id, dropped_verdict(host, dropped, local), host=host)
 
     def _lose(self, host: HostState, why: str, refused: bool = False) -> None:
+        """Rank 0 stops waiting for `host`: lost, or silenced by someone who tampered with the store."""
         self._flush()  # its stages' starts first, so that the running ones are marked INTERRUPTED
         host.state = "lost"
-        if refused:
-            explanation = f"{host.label}: {why}; the other hosts carried on"
-        else:
-            explanation = (
-                f"{host.label} is lost: {why} (its last event: {host.last_event}); its results up to then are kept, "
-                "and the other hosts carried on"
-            )
-        numbers = {"rank": host.rank, "events": host.read, "refused": refused}
-        self.store.record(self.run_id, Verdict("fleet", "agent", Status.CRASH, explanation, numbers), host=host.label)
+        self.store.record(self.run_id, lost_verdict(host, why, refused), host=host.label)
         self.store.interrupt_host_stages(self.run_id, host.label)
         self._save_states()
+
+    def _tampered(self, host: HostState, sign: str, key: str = "") -> None:
+        tampered(host, self.dropped.setdefault(host.rank, Dropped()), sign, key)
 
     def _decide_phases(self) -> None:
         for phase, members in self.phases.items():

@@ -22,6 +22,7 @@ class Dropped:
     unreadable: int = 0  # too large, not JSON, not sealed
     malformed: int = 0  # sealed, but not what its kind must be
     overwritten: int = 0  # this host's own events that another writer replaced before rank 0 read them
+    tampered: int = 0  # signs that its keys were deleted or set back (engine/fleet/tamper.py); no value dropped
     first: str = ""  # the first reason, quoted in the verdict
     seen: set[str] = field(default_factory=set)  # digests of bad values already counted (slots read again)
 
@@ -70,11 +71,17 @@ def dropped_verdict(host: str, dropped: Dropped, local_run: str = "") -> Verdict
     if dropped.overwritten:
         text += f"; {dropped.overwritten} of the host's own event(s) were overwritten before rank 0 read them"
         text += f" ({local_run} holds them all)" if local_run else " (the host's own store holds them all)"
+    if dropped.tampered:
+        text += (
+            f"; the fleet store was tampered with: {dropped.tampered} sign(s) that this host's keys were deleted "
+            "or set back (an agent never deletes a key, and its counters only rise)"
+        )
     numbers = {
         "forged": dropped.forged,
         "replayed": dropped.replayed,
         "unreadable": dropped.unreadable,
         "malformed": dropped.malformed,
         "overwritten": dropped.overwritten,
+        "tampered": dropped.tampered,
     }
     return Verdict("fleet", "fleet-channel", Status.WARN, text, numbers)

@@ -100,7 +100,7 @@ def test_a_recorded_answer_is_not_taken_by_an_agent_of_another_run() -> None:
     rank0_a, agent_a = channel(shared_a, 0, 2), channel(shared_a, 1, 2)
     rank0_a.nonce = new_nonce()
     agent_a._set("ask/1", {"c": "ab" * 16}, "")
-    assert rank0_a.answer(1) == "ab" * 16
+    assert rank0_a.answer(1) == ("ab" * 16, True)
     shared_b = MemoryStore()
     shared_b.data["nonce/1"] = shared_a.data["nonce/1"]
     agent_b = channel(shared_b, 1, 2)
