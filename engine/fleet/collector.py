@@ -137,14 +137,15 @@ class Collector:
                 continue
             if host.state == "waiting" and not self._join(host, now):
                 continue
-            host.scanning = now - host.scanned >= SCAN_EVERY_S
+            silent = self._silent(host, now)
+            # a silent host is scanned too: its events still say it lives when someone deletes its heartbeat
+            host.scanning = now - host.scanned >= SCAN_EVERY_S or silent
             if host.scanning:
                 host.scanned = now
                 if host.final is None and host.beats < 0:  # its state read on its own: it has just joined
                     body = self._opened(host.rank, f"hb/{host.rank}")
                     if body is not None:
                         self._state(host, f"hb/{host.rank}", body)
-            silent = self._silent(host, now)
             if host.final is None:
                 if host.scanning or host.behind or host.known > host.slot:
                     host.behind = not self._read_events(host, ready)
@@ -208,9 +209,12 @@ class Collector:
             keys = [f"hb/{h.rank}" for h in chunk]
             for host, slot, found in zip(chunk, keys, self.channel.read_many(keys), strict=True):
                 if found.state == "missing":
+                    if host.hb_missing_since is None:
+                        host.hb_missing_since = time.monotonic()
                     if host.beats >= 0:  # read before, and an agent never deletes its heartbeat
                         self._tampered(host, f"its heartbeat {slot} vanished after rank 0 had read it", slot)
                     continue
+                host.hb_missing_since = None
                 seen_again(host, slot)
                 if found.state != "ok":
                     self._drop(host.rank, slot, found)
@@ -404,6 +408,7 @@ class Collector:
             self.dropped.setdefault(host.rank, Dropped()).overwritten += seq - host.seq
         host.seq = seq + 1
         host.read += 1
+        self._alive(host)
         kind = type(event).__name__
         if kind == "RunStarted":
             host.began = event.t
@@ -480,6 +485,16 @@ class Collector:
         self.store.record(self.run_id, lost_verdict(host, why, refused), host=host.label)
         self.store.interrupt_host_stages(self.run_id, host.label)
         self._save_states()
+
+    def _alive(self, host: HostState) -> None:
+        """A new event of this run is a sign of life as good as a heartbeat; one that comes while the heartbeat
+        has been missing for two beats (an agent beats with every burst) says someone deletes it."""
+        now = time.monotonic()
+        host.beat_seen = max(host.beat_seen, now)
+        missing = host.hb_missing_since
+        if host.final is None and missing is not None and now - missing > 2 * self.beat_s:
+            slot = f"hb/{host.rank}"
+            self._tampered(host, f"its heartbeat {slot} was missing while its events kept coming", slot)
 
     def _tampered(self, host: HostState, sign: str, key: str = "") -> None:
         tampered(host, self.dropped.setdefault(host.rank, Dropped()), sign, key)

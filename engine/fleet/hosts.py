@@ -35,6 +35,7 @@ class HostState:
     answered: str | None = None  # the challenge rank 0 last answered with this run's nonce
     asked_at: float = float("-inf")  # when rank 0 last looked for its ask
     tamper: list[str] = field(default_factory=list)  # signs that its keys were deleted or set back (the first few)
+    hb_missing_since: float | None = None  # when rank 0 first found its heartbeat missing (None: it is there)
     gone: set[str] = field(default_factory=set)  # its keys seen missing after rank 0 had read them (counted once)
 
     @property
