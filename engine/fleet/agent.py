@@ -18,9 +18,10 @@ from typing import Any
 from rigcheck.engine.events import Event, LogLine, Measurement, StageFinished, StageStarted, Status, worst
 from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_USAGE
 from rigcheck.engine.fleet.args import FleetOptions
-from rigcheck.engine.fleet.channel import FleetChannel, Heartbeat, NoNonce, heartbeat_interval
+from rigcheck.engine.fleet.channel import FleetChannel, Heartbeat, heartbeat_interval
 from rigcheck.engine.fleet.collector import Collector
 from rigcheck.engine.fleet.env import FleetEnv
+from rigcheck.engine.fleet.handshake import NoNonce, join
 from rigcheck.engine.fleet.pairs import STAGE as LINKS_STAGE
 from rigcheck.engine.fleet.seal import new_nonce
 from rigcheck.engine.run.owner import OwnedRun
@@ -296,7 +297,7 @@ def take_nonce(channel: FleetChannel, timeout: float) -> None:
     if channel.rank == 0:
         channel.nonce = new_nonce()
     else:
-        channel.join(timeout)
+        join(channel, timeout)
 
 
 def refuse_on(channel: FleetChannel | None, why: str, name: str) -> None:

@@ -22,7 +22,6 @@ counts (a state says where to look, never what was sent), and a slow scan finds 
 from __future__ import annotations
 
 import json
-import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -31,22 +30,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from rigcheck.engine.events import Event, Progress, RunFinished, StageFinished, Status, Verdict, event_to_dict
-from rigcheck.engine.fleet.seal import BOOTSTRAP, Unsealed, is_nonce, seal, unseal
+from rigcheck.engine.fleet.seal import BOOTSTRAP, Unsealed, seal, unseal
 
 PROGRESS_EVERY_S = 0.5  # progress is coalesced: the panels need a few a second, not every step
 BURST_WINDOW_S = 0.25  # the longest an event waits for others to share its slot (a stage's events come in bursts)
 MAX_BURST_EVENTS = 64  # events in one slot, at most: rank 0 drops a longer burst whole
 BURST_BYTES = 256 << 10  # a burst goes once its events' JSON reaches this; an event larger still goes alone
 MAX_BURST_BYTES = 1 << 20  # the largest sealed burst of two or more events rank 0 opens (twice BURST_BYTES, escaped)
-GIVE_UP_AFTER = 5  # heartbeats that failed in a row before the store is taken to be gone
 TAKEN_LIMIT = 1000  # slots in a row found filled by another writer before this agent stops sending
-
-
-ASK_AGAIN_S = 2.0  # an agent waiting for its nonce writes its ask again this often (someone may have replaced it)
-
-
-class NoNonce(Exception):
-    """Rank 0 never gave this agent the run's nonce (or refused to start): the agent runs on its own."""
 
 
 class StoreTampered(Exception):
@@ -104,7 +95,7 @@ class FleetChannel:
     def _seal(self, key: str, body: Any, nonce: str | None = None) -> str:
         return seal(self.key, self.run_id, key, body, self.nonce if nonce is None else nonce)
 
-    def _set(self, key: str, body: Any, nonce: str | None = None) -> None:
+    def put(self, key: str, body: Any, nonce: str | None = None) -> None:
         value = self._seal(key, body, nonce)
         with self._lock:
             self.store.set(key, value)
@@ -147,43 +138,9 @@ class FleetChannel:
         except Unsealed as why:
             return Read(why.reason, detail=why.detail, raw=raw)
 
-    # -- the run's nonce: rank 0 answers each agent's own fresh challenge, so an answer recorded in another run
-    # (its challenge another) is never taken --
-    def join(self, timeout: float, poll: float = 0.1) -> None:
-        """Ask rank 0 for this run's nonce and wait for its answer (NoNonce after `timeout`, or at once when rank
-        0 refused to start). Nothing else this agent writes goes out before: every value carries the nonce."""
-        challenge = secrets.token_hex(16)
-        deadline = time.monotonic() + timeout
-        asked = float("-inf")
-        while time.monotonic() < deadline:
-            if time.monotonic() - asked >= ASK_AGAIN_S:
-                self._set(f"ask/{self.rank}", {"c": challenge}, BOOTSTRAP)
-                asked = time.monotonic()
-            found = self.read(f"nonce/{self.rank}", BOOTSTRAP)
-            body = found.body if found.state == "ok" and isinstance(found.body, dict) else {}
-            if body.get("c") == challenge and is_nonce(body.get("nonce")):
-                self.nonce = str(body["nonce"])
-                return
-            refused = self.refused(0)
-            if refused is not None:
-                raise NoNonce(f"rank 0 refused to start: {refused[:500]}")
-            time.sleep(poll)
-        raise NoNonce(f"rank 0 did not answer within {timeout:g} s")
-
-    def answer(self, rank: int, last: str | None = None) -> tuple[str | None, bool]:
-        """Rank 0: give agent `rank` this run's nonce against the challenge it asked with, unless that challenge
-        was answered already (`last`). The challenge answered (`last` when there is no new ask that passes), and
-        whether there was an ask at all."""
-        found = self.read(f"ask/{rank}", BOOTSTRAP)
-        challenge = found.body.get("c") if found.state == "ok" and isinstance(found.body, dict) else None
-        if not is_nonce(challenge) or challenge == last:
-            return last, found.state != "missing"
-        self._set(f"nonce/{rank}", {"c": challenge, "nonce": self.nonce}, BOOTSTRAP)
-        return str(challenge), True
-
     # -- what an agent writes --
     def announce(self, info: dict[str, Any]) -> None:
-        self._set(f"host/{self.rank}", info)
+        self.put(f"host/{self.rank}", info)
 
     def publish(self, event: Event) -> None:
         """Send one event to rank 0 with the burst it falls in: at once if it ends a stage, fails or ends the run,
@@ -296,7 +253,7 @@ class FleetChannel:
         with self._state:
             self._beats += 1
             state = {"beat": self._beats, "slots": self._slot, "arrived": list(self._arrived)}
-            self._set(f"hb/{self.rank}", {**state, "ended": True} if ended else state)
+            self.put(f"hb/{self.rank}", {**state, "ended": True} if ended else state)
             self._written = self._clock()
 
     def beat_if_quiet(self, interval: float) -> float:
@@ -310,13 +267,13 @@ class FleetChannel:
 
     def arrive(self, phase: str) -> None:
         self.flush()  # what this agent sent before the phase is readable before its arrival
-        self._set(f"arrive/{phase}/{self.rank}", {"t": time.time()})
+        self.put(f"arrive/{phase}/{self.rank}", {"t": time.time()})
         self._arrived.append(phase)
         self.beat()
 
     def refuse(self, why: str, name: str) -> None:
         """This agent will not run (bad input, a busy store): rank 0 quotes why instead of waiting for it."""
-        self._set(f"refused/{self.rank}", {"why": why, "name": name}, refusal_nonce(self.rank, self.nonce))
+        self.put(f"refused/{self.rank}", {"why": why, "name": name}, refusal_nonce(self.rank, self.nonce))
 
     def finish(self, summary: dict[str, Any]) -> None:
         """The last thing an agent writes: every event it sent is readable before this, in `slots` slots."""
@@ -324,7 +281,7 @@ class FleetChannel:
             self._send()  # nothing held is lost: the end counts it
             self._closed = True  # the timer thread ends; anything published later goes at once
             self._held.notify_all()
-            self._set(f"done/{self.rank}", {**summary, "slots": self._slot, "sent": self._sent})
+            self.put(f"done/{self.rank}", {**summary, "slots": self._slot, "sent": self._sent})
             self.beat(ended=True)
 
     def members(self, phase: str) -> list[int] | None:
@@ -353,7 +310,7 @@ class FleetChannel:
             return None
 
     def set_members(self, phase: str, ranks: list[int]) -> None:
-        self._set(f"members/{phase}", ranks)
+        self.put(f"members/{phase}", ranks)
 
 
 def refusal_nonce(rank: int, nonce: str) -> str:
@@ -369,36 +326,7 @@ def _urgent(event: Event) -> bool:
     return isinstance(event, Verdict) and event.status.severity >= Status.FAIL.severity
 
 
-def heartbeat_interval(lost_after: float) -> float:
-    """A beat a second, or one every tenth of --lost-after past 10 s (3 s at the default 30 s): a thousand
-    agents beating every second are a thousand writes a second to one store, for no earlier a loss."""
-    return min(5.0, max(1.0, lost_after / 10))
+# kept here too: the agent, the collector and the tests import them from the channel
+from rigcheck.engine.fleet.heartbeat import GIVE_UP_AFTER, Heartbeat, heartbeat_interval  # noqa: E402
 
-
-class Heartbeat:
-    """Raises this agent's sealed heartbeat every `interval` seconds while the agent lives."""
-
-    def __init__(self, channel: FleetChannel, interval: float = 1.0) -> None:
-        self.channel, self.interval = channel, interval
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="rigcheck-fleet-heartbeat", daemon=True)
-
-    def _loop(self) -> None:
-        failures = 0
-        while not self._stop.is_set() and self.channel.broken is None:
-            wait = self.interval
-            try:
-                wait = self.channel.beat_if_quiet(self.interval)  # a burst's state written lately is a beat
-                failures = 0
-            except Exception:  # a slow answer is retried; a store gone for good (rank 0 ended) ends the beat
-                failures += 1
-                if failures >= GIVE_UP_AFTER:
-                    return
-            self._stop.wait(wait)
-
-    def start(self) -> Heartbeat:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
+__all__ = ["GIVE_UP_AFTER", "FleetChannel", "Heartbeat", "Read", "StoreTampered", "heartbeat_interval", "refusal_nonce"]

@@ -22,7 +22,6 @@ from typing import Any
 from rigcheck.engine.events import Event, LogLine, Status, Verdict
 from rigcheck.engine.fleet import schema
 from rigcheck.engine.fleet.channel import (
-    ASK_AGAIN_S,
     MAX_BURST_BYTES,
     MAX_BURST_EVENTS,
     FleetChannel,
@@ -30,6 +29,7 @@ from rigcheck.engine.fleet.channel import (
     heartbeat_interval,
     refusal_nonce,
 )
+from rigcheck.engine.fleet.handshake import ASK_AGAIN_S, answer
 from rigcheck.engine.fleet.hosts import HostState, describe
 from rigcheck.engine.fleet.intake import UNKNOWN, Dropped, dropped_verdict
 from rigcheck.engine.fleet.tamper import lost_verdict, seen_again, tampered
@@ -251,7 +251,7 @@ class Collector:
     def _join(self, host: HostState, now: float) -> bool:
         if host.rank and (host.answered is None or now - host.asked_at >= ASK_AGAIN_S):
             host.asked_at = now  # its ask once it is there, then again while it waits (someone may replace it)
-            answered, present = self.channel.answer(host.rank, host.answered)
+            answered, present = answer(self.channel, host.rank, host.answered)
             if answered is not None and not present:
                 self._tampered(host, f"its request for the run's nonce ask/{host.rank} vanished", f"ask/{host.rank}")
             elif present:

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from fleet_memory import KEY, RUN, MemoryStore, channel
 from rigcheck.engine.events import LogLine, Measurement, StageFinished, StageStarted, Status
-from rigcheck.engine.fleet.channel import FleetChannel, NoNonce
+from rigcheck.engine.fleet.channel import FleetChannel
 from rigcheck.engine.fleet.collector import Collector
+from rigcheck.engine.fleet.handshake import NoNonce, answer, join
 from rigcheck.engine.fleet.seal import Unsealed, new_nonce, seal, unseal
 from rigcheck.engine.store import Store
 
@@ -40,7 +41,7 @@ def joined(agent: FleetChannel, collector: Collector, timeout: float = 60.0) -> 
 
     def ask() -> None:
         try:
-            agent.join(timeout, poll=0.01)
+            join(agent, timeout, poll=0.01)
         except BaseException as error:  # handed to the test thread
             failed.append(error)
 
@@ -99,13 +100,13 @@ def test_a_recorded_answer_is_not_taken_by_an_agent_of_another_run() -> None:
     shared_a = MemoryStore()
     rank0_a, agent_a = channel(shared_a, 0, 2), channel(shared_a, 1, 2)
     rank0_a.nonce = new_nonce()
-    agent_a._set("ask/1", {"c": "ab" * 16}, "")
-    assert rank0_a.answer(1) == ("ab" * 16, True)
+    agent_a.put("ask/1", {"c": "ab" * 16}, "")
+    assert answer(rank0_a, 1) == ("ab" * 16, True)
     shared_b = MemoryStore()
     shared_b.data["nonce/1"] = shared_a.data["nonce/1"]
     agent_b = channel(shared_b, 1, 2)
     with pytest.raises(NoNonce, match="did not answer"):
-        agent_b.join(0.3, poll=0.01)
+        join(agent_b, 0.3, poll=0.01)
     assert agent_b.nonce == "" and agent_a.nonce == ""
 
 

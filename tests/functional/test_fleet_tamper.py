@@ -144,7 +144,7 @@ def test_a_slot_written_between_two_looks_is_no_gap_and_one_still_empty_is(tmp_p
 
 def test_an_ask_that_vanished_before_the_host_joined_is_tampering_not_never_joined(tmp_path: Path) -> None:
     shared, channels, store, run_id, collector = fleet(tmp_path, join=3.0)
-    channels[1]._set("ask/1", {"c": "ef" * 16}, "")
+    channels[1].put("ask/1", {"c": "ef" * 16}, "")
     collector.poll()
     assert collector.hosts[1].answered == "ef" * 16
     until_lost(collector, lambda: shared.data.pop("ask/1", None) and shared.data.pop("nonce/1", None))
