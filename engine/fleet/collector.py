@@ -208,17 +208,17 @@ class Collector:
             chunk = running[start : start + KEYS_PER_CALL]
             keys = [f"hb/{h.rank}" for h in chunk]
             for host, slot, found in zip(chunk, keys, self.channel.read_many(keys), strict=True):
-                if found.state == "missing":
+                if found.state != "ok":  # gone, or replaced by a value that does not pass
                     if host.hb_missing_since is None:
                         host.hb_missing_since = time.monotonic()
-                    if host.beats >= 0:  # read before, and an agent never deletes its heartbeat
-                        self._tampered(host, f"its heartbeat {slot} vanished after rank 0 had read it", slot)
+                    if host.beats >= 0:  # read before, and an agent never deletes or spoils its heartbeat
+                        what = "vanished" if found.state == "missing" else f"was replaced ({found.state})"
+                        self._tampered(host, f"its heartbeat {slot} {what} after rank 0 had read it", slot)
+                    if found.state != "missing":
+                        self._drop(host.rank, slot, found)
                     continue
                 host.hb_missing_since = None
                 seen_again(host, slot)
-                if found.state != "ok":
-                    self._drop(host.rank, slot, found)
-                    continue
                 self._state(host, slot, found.body)
 
     def _state(self, host: HostState, slot: str, body: Any) -> None:

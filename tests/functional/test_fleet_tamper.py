@@ -67,6 +67,24 @@ def test_a_heartbeat_deleted_as_it_comes_is_tampering_not_a_lost_host(tmp_path: 
     assert "tampered with" in found["fleet-channel"]["explanation"]
 
 
+def test_a_heartbeat_replaced_by_a_forgery_is_tampering_too(tmp_path: Path) -> None:
+    shared, channels, store, run_id, collector = fleet(tmp_path)
+    running(channels, collector)
+    forger = channel(shared, 1, 2, key=b"not the fleet key, but 32 bytes!")
+
+    def forged_over() -> None:
+        forger._beats += 1
+        forger.beat()  # its agent has stopped; someone keeps a forged heartbeat there
+
+    until_lost(collector, forged_over)
+    found = verdicts(store, run_id, collector)
+    assert "agent" not in found
+    assert found["fleet-store"]["explanation"].startswith(
+        "the fleet store was tampered with: its heartbeat hb/1 was replaced (forged)"
+    )
+    assert found["fleet-channel"]["numbers"]["forged"] >= 1
+
+
 def test_a_host_that_just_stops_is_still_lost_and_nothing_is_called_tampering(tmp_path: Path) -> None:
     _shared, channels, store, run_id, collector = fleet(tmp_path)
     running(channels, collector)
