@@ -73,6 +73,7 @@ def start_fleet(
     env_for: dict[str, dict[str, str]] | None = None,
     cpus_for: dict[str, str] | None = None,
     burners_for: dict[str, int] | None = None,
+    rdzv_id: str = "",
 ) -> Fleet:
     """One torchrun per name, each in a session of its own; the first serves the rendezvous, the others only join
     it. `cpus_for` pins a host's agent to CPUs; `burners_for` starts busy loops pinned beside it, each in a session
@@ -88,7 +89,7 @@ def start_fleet(
             "--nproc-per-node=1",
             "--rdzv-backend=c10d",
             f"--rdzv-endpoint=127.0.0.1:{port}",
-            f"--rdzv-id=test-{port}",
+            f"--rdzv-id={rdzv_id or f'test-{port}'}",
         ]
         if index:
             argv.append("--rdzv-conf=is_host=0")

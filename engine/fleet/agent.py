@@ -21,7 +21,9 @@ from rigcheck.engine.fleet.args import FleetOptions
 from rigcheck.engine.fleet.channel import FleetChannel, Heartbeat, heartbeat_interval
 from rigcheck.engine.fleet.collector import Collector
 from rigcheck.engine.fleet.env import FleetEnv
+from rigcheck.engine.fleet.handshake import NoNonce, join
 from rigcheck.engine.fleet.pairs import STAGE as LINKS_STAGE
+from rigcheck.engine.fleet.seal import new_nonce
 from rigcheck.engine.run.owner import OwnedRun
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import exit_code_for
@@ -87,6 +89,15 @@ class Agent:
         channel = self.channel = FleetChannel(
             connect(self.env, self.options.join_timeout), self.env.rank, self.env.world, self.key, self.env.run_id
         )
+        try:
+            take_nonce(channel, self.options.join_timeout)
+        except NoNonce as error:  # this host's run goes on alone: its own store has it all
+            channel.broken = str(error)
+            code = self._local_run(channel)
+            self.say(
+                f"{error}: this host's results are whole in its own store, run {self.local_run_id} of {self.store.path}"
+            )
+            return code
         beat = Heartbeat(channel, heartbeat_interval(self.options.lost_after)).start()
         channel.announce(
             {
@@ -281,6 +292,14 @@ def fleet_sizes(profile: str, gpu: bool) -> tuple[tuple[int, int], ...]:
     return ((1 << 20, 5), (16 << 20, 3)) if profile != "quick" else ((1 << 20, 3),)
 
 
+def take_nonce(channel: FleetChannel, timeout: float) -> None:
+    """Rank 0 makes this run's nonce; every other agent asks rank 0 for it (NoNonce if it never answers)."""
+    if channel.rank == 0:
+        channel.nonce = new_nonce()
+    else:
+        join(channel, timeout)
+
+
 def refuse_on(channel: FleetChannel | None, why: str, name: str) -> None:
     """Write a refusal where rank 0 reads it, if the store can be reached; a refusal never waits long on it."""
     if channel is None:
@@ -295,4 +314,6 @@ def refuse_early(env: FleetEnv, key: bytes, why: str, timeout: float = 20.0) -> 
     if env.hosts_store:
         return
     with suppress(Exception):
-        refuse_on(FleetChannel(connect(env, timeout), env.rank, env.world, key, env.run_id), why, env.node)
+        channel = FleetChannel(connect(env, timeout), env.rank, env.world, key, env.run_id)
+        take_nonce(channel, timeout)  # rank 0's refusal needs none; another agent's carries the run's
+        refuse_on(channel, why, env.node)

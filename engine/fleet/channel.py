@@ -30,14 +30,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from rigcheck.engine.events import Event, Progress, RunFinished, StageFinished, Status, Verdict, event_to_dict
-from rigcheck.engine.fleet.seal import Unsealed, seal, unseal
+from rigcheck.engine.fleet.seal import BOOTSTRAP, Unsealed, seal, unseal
 
 PROGRESS_EVERY_S = 0.5  # progress is coalesced: the panels need a few a second, not every step
 BURST_WINDOW_S = 0.25  # the longest an event waits for others to share its slot (a stage's events come in bursts)
 MAX_BURST_EVENTS = 64  # events in one slot, at most: rank 0 drops a longer burst whole
 BURST_BYTES = 256 << 10  # a burst goes once its events' JSON reaches this; an event larger still goes alone
 MAX_BURST_BYTES = 1 << 20  # the largest sealed burst of two or more events rank 0 opens (twice BURST_BYTES, escaped)
-GIVE_UP_AFTER = 5  # heartbeats that failed in a row before the store is taken to be gone
 TAKEN_LIMIT = 1000  # slots in a row found filled by another writer before this agent stops sending
 
 
@@ -73,6 +72,7 @@ class FleetChannel:
         (flush_due, as the scale bench does for hundreds of agents in one thread)."""
         self.store, self.rank, self.world = store, rank, world
         self.key, self.run_id = key, run_id
+        self.nonce = BOOTSTRAP  # rank 0's for this run: rank 0 makes it, every other agent asks for it (join)
         self.window, self._clock = window, clock
         self._lock = threading.Lock()  # one store call at a time
         self._sending = threading.Lock()  # one burst at a time: its events' numbers, its slot, the next slot
@@ -92,21 +92,21 @@ class FleetChannel:
         self.broken: str | None = None  # why sending to rank 0 stopped
         self._last_progress: dict[tuple[str, str], float] = {}
 
-    def _seal(self, key: str, body: Any) -> str:
-        return seal(self.key, self.run_id, key, body)
+    def _seal(self, key: str, body: Any, nonce: str | None = None) -> str:
+        return seal(self.key, self.run_id, key, body, self.nonce if nonce is None else nonce)
 
-    def _set(self, key: str, body: Any) -> None:
-        value = self._seal(key, body)
+    def put(self, key: str, body: Any, nonce: str | None = None) -> None:
+        value = self._seal(key, body, nonce)
         with self._lock:
             self.store.set(key, value)
 
-    def read(self, key: str) -> Read:
-        """One slot, opened: missing, or its seal and form checked."""
+    def read(self, key: str, nonce: str | None = None) -> Read:
+        """One slot, opened: missing, or its seal (for this run's nonce, or `nonce`) and form checked."""
         with self._lock:
             if not self.store.check([key]):
                 return Read("missing")
             raw = self.store.get(key)
-        return self._open(key, raw)
+        return self._open(key, raw, nonce)
 
     def _get(self, key: str) -> Any | None:
         """A slot's body if it passed; None for a missing one or one that did not (the reader waits on)."""
@@ -129,16 +129,18 @@ class FleetChannel:
             return [self.read(key) for key in keys]
         return [self._open(key, raw) for key, raw in zip(keys, raws, strict=True)]
 
-    def _open(self, key: str, raw: Any) -> Read:
+    def _open(self, key: str, raw: Any, nonce: str | None = None) -> Read:
         raw = raw if isinstance(raw, bytes) else str(raw).encode()
         try:
-            return Read("ok", unseal(self.key, self.run_id, key, raw).body, raw=raw)
+            return Read(
+                "ok", unseal(self.key, self.run_id, key, raw, self.nonce if nonce is None else nonce).body, raw=raw
+            )
         except Unsealed as why:
             return Read(why.reason, detail=why.detail, raw=raw)
 
     # -- what an agent writes --
     def announce(self, info: dict[str, Any]) -> None:
-        self._set(f"host/{self.rank}", info)
+        self.put(f"host/{self.rank}", info)
 
     def publish(self, event: Event) -> None:
         """Send one event to rank 0 with the burst it falls in: at once if it ends a stage, fails or ends the run,
@@ -251,7 +253,7 @@ class FleetChannel:
         with self._state:
             self._beats += 1
             state = {"beat": self._beats, "slots": self._slot, "arrived": list(self._arrived)}
-            self._set(f"hb/{self.rank}", {**state, "ended": True} if ended else state)
+            self.put(f"hb/{self.rank}", {**state, "ended": True} if ended else state)
             self._written = self._clock()
 
     def beat_if_quiet(self, interval: float) -> float:
@@ -265,13 +267,13 @@ class FleetChannel:
 
     def arrive(self, phase: str) -> None:
         self.flush()  # what this agent sent before the phase is readable before its arrival
-        self._set(f"arrive/{phase}/{self.rank}", {"t": time.time()})
+        self.put(f"arrive/{phase}/{self.rank}", {"t": time.time()})
         self._arrived.append(phase)
         self.beat()
 
     def refuse(self, why: str, name: str) -> None:
         """This agent will not run (bad input, a busy store): rank 0 quotes why instead of waiting for it."""
-        self._set(f"refused/{self.rank}", {"why": why, "name": name})
+        self.put(f"refused/{self.rank}", {"why": why, "name": name}, refusal_nonce(self.rank, self.nonce))
 
     def finish(self, summary: dict[str, Any]) -> None:
         """The last thing an agent writes: every event it sent is readable before this, in `slots` slots."""
@@ -279,7 +281,7 @@ class FleetChannel:
             self._send()  # nothing held is lost: the end counts it
             self._closed = True  # the timer thread ends; anything published later goes at once
             self._held.notify_all()
-            self._set(f"done/{self.rank}", {**summary, "slots": self._slot, "sent": self._sent})
+            self.put(f"done/{self.rank}", {**summary, "slots": self._slot, "sent": self._sent})
             self.beat(ended=True)
 
     def members(self, phase: str) -> list[int] | None:
@@ -293,8 +295,8 @@ class FleetChannel:
             return None
 
     def refused(self, rank: int) -> str | None:
-        found = self._get(f"refused/{rank}")
-        return str(found.get("why"))[:2000] if isinstance(found, dict) else None
+        found = self.read(f"refused/{rank}", refusal_nonce(rank, self.nonce))
+        return str(found.body.get("why"))[:2000] if found.state == "ok" and isinstance(found.body, dict) else None
 
     # -- what rank 0 reads --
     def host(self, rank: int) -> dict[str, Any] | None:
@@ -308,7 +310,12 @@ class FleetChannel:
             return None
 
     def set_members(self, phase: str, ranks: list[int]) -> None:
-        self._set(f"members/{phase}", ranks)
+        self.put(f"members/{phase}", ranks)
+
+
+def refusal_nonce(rank: int, nonce: str) -> str:
+    """Rank 0's refusal is sealed without the run's nonce: the agents still waiting for that nonce must read it."""
+    return BOOTSTRAP if rank == 0 else nonce
 
 
 def _urgent(event: Event) -> bool:
@@ -319,36 +326,7 @@ def _urgent(event: Event) -> bool:
     return isinstance(event, Verdict) and event.status.severity >= Status.FAIL.severity
 
 
-def heartbeat_interval(lost_after: float) -> float:
-    """A beat a second, or one every tenth of --lost-after past 10 s (3 s at the default 30 s): a thousand
-    agents beating every second are a thousand writes a second to one store, for no earlier a loss."""
-    return min(5.0, max(1.0, lost_after / 10))
+# kept here too: the agent, the collector and the tests import them from the channel
+from rigcheck.engine.fleet.heartbeat import GIVE_UP_AFTER, Heartbeat, heartbeat_interval  # noqa: E402
 
-
-class Heartbeat:
-    """Raises this agent's sealed heartbeat every `interval` seconds while the agent lives."""
-
-    def __init__(self, channel: FleetChannel, interval: float = 1.0) -> None:
-        self.channel, self.interval = channel, interval
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="rigcheck-fleet-heartbeat", daemon=True)
-
-    def _loop(self) -> None:
-        failures = 0
-        while not self._stop.is_set() and self.channel.broken is None:
-            wait = self.interval
-            try:
-                wait = self.channel.beat_if_quiet(self.interval)  # a burst's state written lately is a beat
-                failures = 0
-            except Exception:  # a slow answer is retried; a store gone for good (rank 0 ended) ends the beat
-                failures += 1
-                if failures >= GIVE_UP_AFTER:
-                    return
-            self._stop.wait(wait)
-
-    def start(self) -> Heartbeat:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
+__all__ = ["GIVE_UP_AFTER", "FleetChannel", "Heartbeat", "Read", "StoreTampered", "heartbeat_interval", "refusal_nonce"]

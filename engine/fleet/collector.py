@@ -17,13 +17,22 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from rigcheck.engine.events import Event, LogLine, Status, Verdict
 from rigcheck.engine.fleet import schema
-from rigcheck.engine.fleet.channel import MAX_BURST_BYTES, MAX_BURST_EVENTS, FleetChannel, Read, heartbeat_interval
+from rigcheck.engine.fleet.channel import (
+    MAX_BURST_BYTES,
+    MAX_BURST_EVENTS,
+    FleetChannel,
+    Read,
+    heartbeat_interval,
+    refusal_nonce,
+)
+from rigcheck.engine.fleet.handshake import ASK_AGAIN_S, answer
+from rigcheck.engine.fleet.hosts import HostState, describe
 from rigcheck.engine.fleet.intake import UNKNOWN, Dropped, dropped_verdict
+from rigcheck.engine.fleet.tamper import lost_verdict, seen_again, tampered
 from rigcheck.engine.store import Store
 
 POLL_S = 0.25
@@ -38,62 +47,6 @@ ROWS_PER_WRITE = 500  # rows written in one transaction as a poll reads them: ma
 SLOTS_PER_POLL = 8192  # new slots of all agents read together in one poll, at most; the rest next poll
 MAX_PHASES = 16
 MAX_SLOTS = 10**9
-
-
-@dataclass
-class HostState:
-    rank: int
-    name: str = ""
-    state: str = "waiting"  # waiting | running | done | lost
-    read: int = 0  # events read so far
-    slot: int = 0  # the next slot to read
-    seq: int = 0  # the agent's next event number
-    final: int | None = None  # slots its end said it used
-    sent: int = 0  # events its end said it sent
-    beats: int = -1
-    beat_seen: float = field(default_factory=time.monotonic)
-    last_event: str = "none"
-    began: float | None = None  # its own run's start (its clock), for the elapsed times in words
-    local_run: str = ""
-    looked_ahead: float = 0.0  # when rank 0 last looked past a missing slot
-    known: int = 0  # the slots its latest state says it has filled: where to look, not what was sent
-    ended: bool = False  # its state says it has written its end
-    hinted: set[str] = field(default_factory=set)  # phases its state says it reached
-    phases: set[str] = field(default_factory=set)  # phases it reached, seen in their own key
-    scanned: float = 0.0  # when rank 0 last scanned it
-    scanning: bool = False  # scanned in this poll
-    behind: bool = False  # the last read left slots to read: read again next poll
-    silence_checked: float = 0.0  # when rank 0 last looked for the end or refusal of a silent host
-
-    @property
-    def label(self) -> str:
-        return self.name or f"rank {self.rank}"
-
-
-def _elapsed(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def describe(event: Event, began: float | None = None) -> str:
-    """A few words for a host's last event, for the lost-host verdict; its time as elapsed in the host's run."""
-    kind = type(event).__name__
-    stage = getattr(event, "stage", "")
-    t = getattr(event, "t", None)
-    when = f" {_elapsed(t - began)} into its run" if began is not None and isinstance(t, float) else ""
-    if kind == "Measurement":
-        return f"{stage}: figure {event.name}{when}"  # type: ignore[union-attr]
-    if kind == "Progress":
-        return f"{stage}: {event.done}/{event.total} {event.what}".strip() + when  # type: ignore[union-attr]
-    if kind == "StageStarted":
-        return f"{stage} started{when}"
-    if kind == "StageFinished":
-        return f"{stage} finished {event.status.value}{when}"  # type: ignore[union-attr]
-    return f"{stage}: {kind}{when}"
 
 
 class Collector:
@@ -166,9 +119,9 @@ class Collector:
         raw = found.raw if found is not None else why.encode()  # a value read again each poll counts once
         self.dropped.setdefault(owner, Dropped()).count(reason, detail, raw, slot)
 
-    def _opened(self, rank: int, slot: str) -> Any | None:
+    def _opened(self, rank: int, slot: str, nonce: str | None = None) -> Any | None:
         """A slot's body once its seal passed; a bad one is counted (once per value) and reads as missing."""
-        found = self.channel.read(slot)
+        found = self.channel.read(slot, nonce)
         if found.state == "ok":
             return found.body
         if found.state != "missing":
@@ -184,14 +137,15 @@ class Collector:
                 continue
             if host.state == "waiting" and not self._join(host, now):
                 continue
-            host.scanning = now - host.scanned >= SCAN_EVERY_S
+            silent = self._silent(host, now)
+            # a silent host is scanned too: its events still say it lives when someone deletes its heartbeat
+            host.scanning = now - host.scanned >= SCAN_EVERY_S or silent
             if host.scanning:
                 host.scanned = now
                 if host.final is None and host.beats < 0:  # its state read on its own: it has just joined
                     body = self._opened(host.rank, f"hb/{host.rank}")
                     if body is not None:
                         self._state(host, f"hb/{host.rank}", body)
-            silent = self._silent(host, now)
             if host.final is None:
                 if host.scanning or host.behind or host.known > host.slot:
                     host.behind = not self._read_events(host, ready)
@@ -254,11 +208,17 @@ class Collector:
             chunk = running[start : start + KEYS_PER_CALL]
             keys = [f"hb/{h.rank}" for h in chunk]
             for host, slot, found in zip(chunk, keys, self.channel.read_many(keys), strict=True):
-                if found.state == "missing":
+                if found.state != "ok":  # gone, or replaced by a value that does not pass
+                    if host.hb_missing_since is None:
+                        host.hb_missing_since = time.monotonic()
+                    if host.beats >= 0:  # read before, and an agent never deletes or spoils its heartbeat
+                        what = "vanished" if found.state == "missing" else f"was replaced ({found.state})"
+                        self._tampered(host, f"its heartbeat {slot} {what} after rank 0 had read it", slot)
+                    if found.state != "missing":
+                        self._drop(host.rank, slot, found)
                     continue
-                if found.state != "ok":
-                    self._drop(host.rank, slot, found)
-                    continue
+                host.hb_missing_since = None
+                seen_again(host, slot)
                 self._state(host, slot, found.body)
 
     def _state(self, host: HostState, slot: str, body: Any) -> None:
@@ -274,8 +234,13 @@ class Collector:
         except schema.Malformed as why:
             self._drop(host.rank, slot, why=str(why))
             return
-        if beat <= host.beats:
-            return  # an old state again (or replayed): it says nothing new
+        if beat < host.beats:  # an agent's heartbeat only rises: an older one of this run, written back
+            self._tampered(host, f"its heartbeat went back from {host.beats} to {beat}")
+            return
+        if beat == host.beats:
+            return  # the same state read again: it says nothing new
+        if slots < host.known:
+            self._tampered(host, f"its count of event slots went back from {host.known} to {slots}")
         # when it was read, not when the poll began: a poll of a thousand joining hosts can take long, and the
         # same beat read again later would leave a stale time that names a live host lost
         host.beats, host.beat_seen = beat, time.monotonic()
@@ -284,6 +249,14 @@ class Collector:
         host.hinted |= phases
 
     def _join(self, host: HostState, now: float) -> bool:
+        if host.rank and (host.answered is None or now - host.asked_at >= ASK_AGAIN_S):
+            host.asked_at = now  # its ask once it is there, then again while it waits (someone may replace it)
+            answered, present = answer(self.channel, host.rank, host.answered)
+            if answered is not None and not present:
+                self._tampered(host, f"its request for the run's nonce ask/{host.rank} vanished", f"ask/{host.rank}")
+            elif present:
+                seen_again(host, f"ask/{host.rank}")
+            host.answered = answered
         slot = f"host/{host.rank}"
         body = self._opened(host.rank, slot)
         info = None
@@ -325,7 +298,7 @@ class Collector:
             host.local_run = f"run {run} of {where} on {host.label}"
 
     def _refused(self, host: HostState) -> bool:
-        body = self._opened(host.rank, f"refused/{host.rank}")
+        body = self._opened(host.rank, f"refused/{host.rank}", refusal_nonce(host.rank, self.channel.nonce))
         why = body.get("why") if isinstance(body, dict) else None
         if not isinstance(why, str):
             return False
@@ -373,6 +346,7 @@ class Collector:
             found = self.channel.read(slot)
             if found.state == "missing":
                 if host.final is not None:  # below its last slot: deleted by someone
+                    self._tampered(host, f"its event slot {slot} vanished before rank 0 read it")
                     host.slot += 1
                     continue
                 if host.slot >= host.known and not host.scanning:
@@ -390,6 +364,11 @@ class Collector:
                 )
                 if ahead is None:
                     return True  # the agent has not written it yet
+                if self.channel.exists(slot):
+                    continue  # written meanwhile: the agent fills its slots in order, so no gap after all
+                self._tampered(
+                    host, f"its event slot {slot} was empty while ev/{host.rank}/{ahead} after it was filled"
+                )
                 host.slot = ahead
                 continue
             host.slot += 1
@@ -429,6 +408,7 @@ class Collector:
             self.dropped.setdefault(host.rank, Dropped()).overwritten += seq - host.seq
         host.seq = seq + 1
         host.read += 1
+        self._alive(host)
         kind = type(event).__name__
         if kind == "RunStarted":
             host.began = event.t
@@ -492,26 +472,32 @@ class Collector:
         """A WARN on each host (or on "(unknown)") for what rank 0 dropped from the store."""
         self._flush()
         for rank, dropped in sorted(self.dropped.items(), key=lambda item: -1 if item[0] is None else item[0]):
-            if not dropped.total:
+            if not dropped.total and not dropped.tampered:
                 continue
             host = UNKNOWN if rank is None else self.hosts[rank].label
             local = "" if rank is None else self.hosts[rank].local_run
             self.store.record(self.run_id, dropped_verdict(host, dropped, local), host=host)
 
     def _lose(self, host: HostState, why: str, refused: bool = False) -> None:
+        """Rank 0 stops waiting for `host`: lost, or silenced by someone who tampered with the store."""
         self._flush()  # its stages' starts first, so that the running ones are marked INTERRUPTED
         host.state = "lost"
-        if refused:
-            explanation = f"{host.label}: {why}; the other hosts carried on"
-        else:
-            explanation = (
-                f"{host.label} is lost: {why} (its last event: {host.last_event}); its results up to then are kept, "
-                "and the other hosts carried on"
-            )
-        numbers = {"rank": host.rank, "events": host.read, "refused": refused}
-        self.store.record(self.run_id, Verdict("fleet", "agent", Status.CRASH, explanation, numbers), host=host.label)
+        self.store.record(self.run_id, lost_verdict(host, why, refused), host=host.label)
         self.store.interrupt_host_stages(self.run_id, host.label)
         self._save_states()
+
+    def _alive(self, host: HostState) -> None:
+        """A new event of this run is a sign of life as good as a heartbeat; one that comes while the heartbeat
+        has been missing for two beats (an agent beats with every burst) says someone deletes it."""
+        now = time.monotonic()
+        host.beat_seen = max(host.beat_seen, now)
+        missing = host.hb_missing_since
+        if host.final is None and missing is not None and now - missing > 2 * self.beat_s:
+            slot = f"hb/{host.rank}"
+            self._tampered(host, f"its heartbeat {slot} was missing while its events kept coming", slot)
+
+    def _tampered(self, host: HostState, sign: str, key: str = "") -> None:
+        tampered(host, self.dropped.setdefault(host.rank, Dropped()), sign, key)
 
     def _decide_phases(self) -> None:
         for phase, members in self.phases.items():

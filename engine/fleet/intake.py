@@ -1,5 +1,6 @@
-"""What rank 0 dropped from the store, per host: values whose seal failed, values too large or not JSON,
-events that failed their schema, and events of an agent that someone overwrote before rank 0 read them.
+"""What rank 0 dropped from the store, per host: values whose seal failed, values sealed for another fleet run
+(replayed), values too large or not JSON, events that failed their schema, and events of an agent that someone
+overwrote before rank 0 read them.
 Each host with any is a WARN at the end of the fleet run; what cannot be told apart by sender is counted
 on the host "(unknown)".
 """
@@ -17,9 +18,11 @@ UNKNOWN = "(unknown)"
 @dataclass
 class Dropped:
     forged: int = 0  # its seal failed: written without the fleet key (or with another one)
+    replayed: int = 0  # sealed with the fleet key in another fleet run (another nonce): recorded and written again
     unreadable: int = 0  # too large, not JSON, not sealed
     malformed: int = 0  # sealed, but not what its kind must be
     overwritten: int = 0  # this host's own events that another writer replaced before rank 0 read them
+    tampered: int = 0  # signs that its keys were deleted or set back (engine/fleet/tamper.py); no value dropped
     first: str = ""  # the first reason, quoted in the verdict
     seen: set[str] = field(default_factory=set)  # digests of bad values already counted (slots read again)
 
@@ -38,7 +41,7 @@ class Dropped:
 
     @property
     def total(self) -> int:
-        return self.forged + self.unreadable + self.malformed + self.overwritten
+        return self.forged + self.replayed + self.unreadable + self.malformed + self.overwritten
 
 
 def dropped_verdict(host: str, dropped: Dropped, local_run: str = "") -> Verdict:
@@ -46,6 +49,8 @@ def dropped_verdict(host: str, dropped: Dropped, local_run: str = "") -> Verdict
     parts = []
     if dropped.forged:
         parts.append(f"{dropped.forged} failed the fleet key check")
+    if dropped.replayed:
+        parts.append(f"{dropped.replayed} were sealed for another fleet run (replayed)")
     if dropped.unreadable:
         parts.append(f"{dropped.unreadable} could not be read (too large, or not a sealed value)")
     if dropped.malformed:
@@ -53,17 +58,30 @@ def dropped_verdict(host: str, dropped: Dropped, local_run: str = "") -> Verdict
     text = f"rank 0 dropped {dropped.total - dropped.overwritten} value(s) from the fleet's store for {host}: "
     text += ", ".join(parts) if parts else "none"
     text += f" (first: {dropped.first[:200]})" if dropped.first else ""
-    text += (
-        "; someone without the fleet key wrote to the store (torchrun's store listens on every interface), "
-        "or an agent was started with another RIGCHECK_FLEET_KEY"
-    )
+    if dropped.forged or dropped.unreadable:
+        text += (
+            "; someone without the fleet key wrote to the store (torchrun's store listens on every interface), "
+            "or an agent was started with another RIGCHECK_FLEET_KEY"
+        )
+    if dropped.replayed:
+        text += (
+            "; someone recorded values from an earlier fleet run with the same key and rendezvous id and wrote "
+            "them here (none of them was shown)"
+        )
     if dropped.overwritten:
         text += f"; {dropped.overwritten} of the host's own event(s) were overwritten before rank 0 read them"
         text += f" ({local_run} holds them all)" if local_run else " (the host's own store holds them all)"
+    if dropped.tampered:
+        text += (
+            f"; the fleet store was tampered with: {dropped.tampered} sign(s) that this host's keys were deleted "
+            "or set back (an agent never deletes a key, and its counters only rise)"
+        )
     numbers = {
         "forged": dropped.forged,
+        "replayed": dropped.replayed,
         "unreadable": dropped.unreadable,
         "malformed": dropped.malformed,
         "overwritten": dropped.overwritten,
+        "tampered": dropped.tampered,
     }
     return Verdict("fleet", "fleet-channel", Status.WARN, text, numbers)

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -160,8 +161,10 @@ def test_rigcheck_fleet_ignores_the_callers_folder_and_exits_with_the_agents_cod
     assert [s["status"] for s in report["stages"]] == ["TIMEOUT"]
 
 
-def test_an_agent_without_the_fleet_key_will_not_start(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("key", "said"), [("", "RIGCHECK_FLEET_KEY"), (" " * 16, "hex"), ("é" * 16, "hex")])
+def test_an_agent_without_the_fleet_key_will_not_start(tmp_path: Path, key: str, said: str) -> None:
     env = {
+        **({"RIGCHECK_FLEET_KEY": key} if key else {}),
         "PATH": "/usr/bin:/bin",
         "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
         "RIGCHECK_STORE": str(tmp_path / "s.db"),
@@ -171,5 +174,53 @@ def test_an_agent_without_the_fleet_key_will_not_start(tmp_path: Path) -> None:
         [sys.executable, "-m", "rigcheck.fleet", "probe"], capture_output=True, text=True, env=env, timeout=60
     )
     assert done.returncode == 2
-    assert done.stderr.count("\n") == 1 and "RIGCHECK_FLEET_KEY" in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and said in done.stderr and "openssl rand" in done.stderr, done.stderr
     assert not (tmp_path / "s.db").exists()  # refused before anything was opened
+
+
+def test_a_heartbeat_deleted_every_10_ms_is_reported_as_tampering_not_a_lost_host(tmp_path: Path) -> None:
+    """Issue 35.7 as it was tried: a client on the store deletes rank 1's heartbeat every 10 ms while both hosts
+    burn. Rank 1's host is healthy (its own store complete): the fleet run never calls it lost, counts the
+    tampering, and either keeps its events (they show it lives) or says the store was tampered with."""
+    args = ["burn", "--device", "cpu", "--duration", "30", "--profile", "quick", "--no-links", "--lost-after", "6"]
+    fleet = start_fleet(tmp_path, ["host-a", "host-b"], args)
+    run_id = f"test-{fleet.port}"
+    stop = threading.Event()
+    try:
+        store = rogue_client(store_port(fleet), run_id)
+
+        def delete_heartbeat() -> None:
+            while not stop.is_set():
+                with contextlib.suppress(Exception):
+                    store.delete_key("hb/1")
+                time.sleep(0.01)
+
+        deleter = threading.Thread(target=delete_heartbeat, daemon=True)
+        deleter.start()
+        report = fleet_report(400, fleet)
+        rank0 = report["fleet"]["rank0"]
+        [silenced] = [host for host in ("host-a", "host-b") if host != rank0]
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not local_end(tmp_path / f"{silenced}.db"):
+            time.sleep(0.5)
+    finally:
+        stop.set()
+        fleet.stop()
+    found = {v["check_name"]: v for v in report["verdicts"] if v["host"] == silenced}
+    assert "agent" not in found, found.get("agent")  # not "host-b is lost"
+    assert found["fleet-channel"]["numbers"]["tampered"] >= 1
+    assert "tampered with" in found["fleet-channel"]["explanation"]
+    if report["fleet"]["states"][silenced] == "lost":  # its events did not come often enough to show it lived
+        assert found["fleet-store"]["explanation"].startswith("the fleet store was tampered with: its heartbeat hb/1")
+    else:  # its events kept it alive: all of them reached rank 0's run
+        assert [s["status"] for s in report["stages"] if s["host"] == silenced] == ["PASS"], report["stages"]
+    assert local_end(tmp_path / f"{silenced}.db") == ("complete", 0)  # the silenced host itself was healthy
+
+
+def local_end(path: Path) -> tuple[str, int] | None:
+    """How a host's own run ended, once it has."""
+    with contextlib.suppress(Exception):
+        [run] = [r for r in Store(path).runs() if r["device"] != "fleet"]
+        if run["status"] != "running":
+            return run["status"], run["exit_code"]
+    return None

@@ -197,10 +197,60 @@ def test_text_from_peers_is_inert_everywhere_it_is_stored(tmp_path: Path) -> Non
 def test_an_agent_without_a_key_is_refused_and_a_short_key_too() -> None:
     with pytest.raises(FleetKeyError, match="RIGCHECK_FLEET_KEY"):
         take_key({})
-    with pytest.raises(FleetKeyError, match="too short"):
+    with pytest.raises(FleetKeyError, match="under 128"):
         take_key({"RIGCHECK_FLEET_KEY": "abc"})
-    env = {"RIGCHECK_FLEET_KEY": "s" * 40}
-    assert take_key(env) == b"s" * 40 and "RIGCHECK_FLEET_KEY" not in env  # no stage child inherits it
+    key = "9f" + "3c1a7e5b0d4f2a68" * 3 + "c0ffee01e2d3c4b5"
+    env = {"RIGCHECK_FLEET_KEY": key}
+    assert take_key(env) == key.encode() and "RIGCHECK_FLEET_KEY" not in env  # no stage child inherits it
+
+
+# each: (key, what the one line says); 128 bits is 32 hex digits or 22 base64 characters
+WEAK_KEYS = [
+    (" " * 16, "neither hex nor base64"),
+    ("é" * 16, "neither hex nor base64"),
+    ("é" * 40, "neither hex nor base64"),
+    ("correct horse battery staple", "neither hex nor base64"),
+    ("a1b2c3d4e5f60718293a4b5c6d7e8f9", "124 bits as hex, under 128"),  # 31 hex digits
+    ("0" * 64, "repeats a few characters"),
+    ("s" * 40, "repeats a few characters"),
+    ("0123456789abcdef" * 2, "repeats a few characters"),
+    ("Qx7-Qx7-Qx7-Qx7-Qx7-Qx7-", "repeats a few characters"),
+]
+GOOD_KEYS = [
+    "a1b2c3d4e5f60718293a4b5c6d7e8f90",  # 32 hex digits: 128 bits exactly
+    "Zm9vYmFyYmF6cXV4eHl6MT",  # 22 base64 characters: 132 bits
+    "Zm9vYmFyYmF6cXV4eHl6MTI=",  # padded
+    "q1_Zr-8vNw3xYk2LpT0aBc",  # URL-safe base64 (secrets.token_urlsafe)
+]
+
+
+@pytest.mark.parametrize(("key", "said"), WEAK_KEYS)
+def test_a_weak_or_formless_key_is_refused_with_how_to_make_one(key: str, said: str) -> None:
+    with pytest.raises(FleetKeyError) as refused:
+        take_key({"RIGCHECK_FLEET_KEY": key})
+    text = str(refused.value)
+    assert said in text and "openssl rand -hex 32" in text and "\n" not in text, text
+
+
+@pytest.mark.parametrize("key", GOOD_KEYS)
+def test_a_key_of_128_bits_in_hex_or_base64_is_taken(key: str) -> None:
+    assert take_key({"RIGCHECK_FLEET_KEY": key}) == key.encode()
+
+
+def test_the_base64_edge_21_characters_is_refused() -> None:
+    with pytest.raises(FleetKeyError, match="126 bits as base64, under 128"):
+        take_key({"RIGCHECK_FLEET_KEY": "Zm9vYmFyYmF6cXV4eHl6M"})
+
+
+def test_every_key_rigcheck_makes_or_shows_is_taken() -> None:
+    import secrets
+
+    from rigcheck.engine.fleet.seal import new_key
+
+    for _ in range(200):
+        assert take_key({"RIGCHECK_FLEET_KEY": new_key()})
+        assert take_key({"RIGCHECK_FLEET_KEY": secrets.token_urlsafe(16)})
+        assert take_key({"RIGCHECK_FLEET_KEY": secrets.token_hex(16)})
 
 
 def test_a_refusal_is_quoted_at_once_rather_than_waited_for(tmp_path: Path) -> None:
@@ -268,14 +318,35 @@ def test_bad_input_to_rigcheck_fleet_is_one_line_before_torchrun_starts(
     assert err.count("\n") == 1 and said in err and "Traceback" not in err, err
 
 
+@pytest.mark.parametrize("key", [" " * 16, "é" * 16])
+def test_rigcheck_fleet_refuses_a_weak_key_in_one_line_before_torchrun_starts(
+    key: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rigcheck.tui import cli_fleet
+    from rigcheck.tui.cli import main
+
+    def no_torchrun(*args: object, **kwargs: object) -> None:
+        raise AssertionError("torchrun started")
+
+    monkeypatch.setattr(cli_fleet, "start_torchrun", no_torchrun)
+    monkeypatch.setenv("RIGCHECK_FLEET_KEY", key)
+    assert main(["fleet", "--endpoint", "127.0.0.1:29400", "--nnodes", "2", "probe"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "neither hex nor base64" in err and "openssl rand -hex 32" in err, err
+
+
 def test_rigcheck_fleet_makes_a_key_for_one_host_and_keeps_the_users(tmp_path: Path) -> None:
     import argparse
 
+    from rigcheck.engine.run.preflight import UsageError
     from rigcheck.tui.cli_fleet import agent_code, agent_env, fleet_key
 
     one, four = argparse.Namespace(nnodes=1), argparse.Namespace(nnodes=4)
     assert len(fleet_key(one, {})) == 64 and fleet_key(one, {}) != fleet_key(one, {})
-    assert fleet_key(four, {"RIGCHECK_FLEET_KEY": "u" * 32}) == "u" * 32
+    good = "q1_Zr-8vNw3xYk2LpT0aBc"
+    assert fleet_key(four, {"RIGCHECK_FLEET_KEY": good}) == good
+    with pytest.raises(UsageError, match="repeats a few characters"):
+        fleet_key(four, {"RIGCHECK_FLEET_KEY": "u" * 32})
     env = agent_env("k" * 64, tmp_path / "exit")
     assert env["RIGCHECK_FLEET_KEY"] == "k" * 64 and env["PYTHONSAFEPATH"] == "1"
     assert "" not in env.get("PYTHONPATH", "x").split(":")

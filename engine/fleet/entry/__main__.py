@@ -1,6 +1,10 @@
 """The fleet agent's entry point, as torchrun's `-m rigcheck.fleet` names it."""
 
+import os
 import sys
+
+if not sys.flags.safe_path:  # started without -P or PYTHONSAFEPATH=1: what the agent imports next (torch, numpy)
+    sys.path[:] = [entry for entry in sys.path if entry not in ("", os.getcwd())]  # never from the current folder
 
 from rigcheck.engine.fleet.main import agent_main
 
