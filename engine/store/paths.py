@@ -13,6 +13,7 @@ import stat
 from pathlib import Path
 
 from rigcheck.engine.store.errors import StoreError
+from rigcheck.engine.store.folders import FolderRefused, check_folders
 
 
 def _owner_name(uid: int) -> str:
@@ -58,7 +59,16 @@ def check_own_path(path: Path, what: str, folder: bool = False) -> None:
         )
 
 
+def check_folders_of(path: Path, what: str) -> None:
+    """Refuse `path` when a folder on the way to it may be changed by another user (folders.py)."""
+    try:
+        check_folders(path.parent)
+    except FolderRefused as refused:
+        raise StoreError(f"{what} {path}: {refused}") from None
+
+
 def check_store_paths(path: Path, log_root: Path) -> None:
+    check_folders_of(path, "store")
     check_own_path(path, "store")
     for suffix in ("-wal", "-shm", "-journal"):  # SQLite writes these beside the store
         check_own_path(path.with_name(path.name + suffix), "store journal")
@@ -67,6 +77,7 @@ def check_store_paths(path: Path, log_root: Path) -> None:
 
 def make_private_folder(path: Path) -> None:
     """Make the folder readable by its owner only, or check that the one already there may be used."""
+    check_folders_of(path, "log folder")
     check_own_path(path, "log folder", folder=True)
     try:
         os.mkdir(path, 0o700)
