@@ -21,7 +21,7 @@ from rigcheck.engine.store.errors import (
     is_damage,
     is_full,
 )
-from rigcheck.engine.store.paths import check_own_path, check_store_paths, make_private_folder
+from rigcheck.engine.store.paths import check_own_path, check_store_paths, make_journals, make_private_folder
 
 BUSY_TIMEOUT_S = 30.0
 
@@ -192,6 +192,7 @@ class StoreBase:
             check_store_paths(self.path, self.log_dir(0).parent)
             if not self.path.parent.is_dir():
                 self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_journals(self.path)
             _create_private(self.path)
             self.read_only = not _writable(self.path)  # then opening it writes nothing at all
             self.full = False  # its disk had no room for the files SQLite keeps beside it: read as it stands
