@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_PORT_TAKEN
+from rigcheck.engine.run.given import nonempty
+from rigcheck.engine.run.numbers import bounded_int
 from rigcheck.engine.run.preflight import UsageError, inspect_python, open_store, run_devices
 from rigcheck.engine.stage import PROFILES, parse_device
 from rigcheck.tui.loopback import is_loopback
@@ -36,7 +38,9 @@ INSTALL_HINT = "rigcheck serve needs textual-serve, which this environment lacks
 def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add `serve` to the subcommands; the app's own options pass through to every tab's app."""
     serve = commands.add_parser("serve", help="serve the app to a browser (on 127.0.0.1)", parents=[common])
-    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})")
+    serve.add_argument(
+        "--port", type=bounded_int(1, 65535), default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})"
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, this machine only)")
     serve.add_argument(
         OPEN_FLAG,
@@ -44,9 +48,11 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow a --host other than loopback (plain HTTP: the token crosses the network unencrypted)",
     )
-    serve.add_argument("--device", help="the app's device: cpu, cuda:N, a list like cuda:0,cuda:3, or all")
+    serve.add_argument(
+        "--device", type=nonempty, help="the app's device: cpu, cuda:N, a list like cuda:0,cuda:3, or all"
+    )
     serve.add_argument("--profile", default="standard", help="the app's profile")
-    serve.add_argument("--python", help="run the stages under this interpreter (it needs torch)")
+    serve.add_argument("--python", type=nonempty, help="run the stages under this interpreter (it needs torch)")
     serve.add_argument("--ascii", action="store_true", help="plain ASCII bars")
 
 
