@@ -121,6 +121,12 @@ def read_baseline(path: str) -> dict[str, Any]:
 def check_report_files(args: argparse.Namespace) -> None:
     """--json and --junit can be written, tried before the run; `-` (standard output) for one of them at most."""
     flags = [flag for flag in ("json", "junit") if getattr(args, flag) is not None]
+    if flags and getattr(args, "detach", False):  # the detached engine writes no report files: say so now
+        named = " and ".join(f"--{flag}" for flag in flags)
+        raise UsageError(
+            f"{named} with --detach: a detached run writes no report file; once it ends, "
+            "write one with `rigcheck export RUN --format json -o FILE` (or --format junit)"
+        )
     if sum(getattr(args, flag) == STDOUT for flag in flags) > 1:
         raise UsageError("--json - and --junit -: only one report can go to standard output")
     for flag in flags:

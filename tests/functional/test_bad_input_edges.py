@@ -85,3 +85,11 @@ def test_a_small_read_is_bounded(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="over the 1,000"):
         read_small(big, limit=1000)
     assert read_small(big, limit=1001) == b"x" * 1001
+
+
+def test_reports_asked_of_a_detached_run_are_refused_at_once(files: Path) -> None:
+    for flags in (("--json", "r.json"), ("--junit", "r.xml"), ("--json", "r.json", "--junit", "r.xml")):
+        done = call(files, "run", "probe", "--device", "cpu", "--detach", *flags)
+        assert_one_line_error(done, "--detach", "rigcheck export")
+        assert not (files / "r.json").exists() and not (files / "r.xml").exists()
+    assert Store(files / "s.db").latest_run_id() == 1  # no run was started
