@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rigcheck.engine.fleet.args import AGENT_EXIT_FILE_ENV, check_agent_args
-from rigcheck.engine.fleet.seal import KEY_ENV, MIN_KEY_CHARS, new_key
+from rigcheck.engine.fleet.seal import HOW_TO_MAKE, KEY_ENV, key_problem, new_key
 from rigcheck.engine.run.childpath import absolute_pythonpath
 from rigcheck.engine.run.preflight import UsageError
 
@@ -63,8 +63,10 @@ def fleet_key(args: argparse.Namespace, env: dict[str, str]) -> str:
     need one key: a key made here would differ from every other host's, so it is offered, not used."""
     key = env.get(KEY_ENV, "")
     if key:
-        if len(key) < MIN_KEY_CHARS:
-            raise UsageError(f"{KEY_ENV} is too short: use {MIN_KEY_CHARS} characters or more (64 hex digits is best)")
+        if key_problem(key):  # the agents' own check (seal.take_key), said before torchrun starts
+            raise UsageError(
+                f"{KEY_ENV} {key_problem(key)}: use 128 random bits or more, as hex or base64: {HOW_TO_MAKE}"
+            )
         return key
     if args.nnodes == 1:
         return new_key()

@@ -21,6 +21,7 @@ from rigcheck.engine.fleet.args import FleetOptions
 from rigcheck.engine.fleet.channel import FleetChannel, Heartbeat, heartbeat_interval
 from rigcheck.engine.fleet.collector import Collector
 from rigcheck.engine.fleet.env import FleetEnv
+from rigcheck.engine.fleet.intake import Dropped
 from rigcheck.engine.fleet.pairs import STAGE as LINKS_STAGE
 from rigcheck.engine.run.owner import OwnedRun
 from rigcheck.engine.run.request import RunRequest
@@ -87,6 +88,8 @@ class Agent:
         channel = self.channel = FleetChannel(
             connect(self.env, self.options.join_timeout), self.env.rank, self.env.world, self.key, self.env.run_id
         )
+        if not channel.begin(self.options.join_timeout, lead=self.env.rank == 0):
+            self.say("rank 0 never published this fleet run's nonce: what this host sends will be dropped")
         beat = Heartbeat(channel, heartbeat_interval(self.options.lost_after)).start()
         channel.announce(
             {
@@ -148,6 +151,10 @@ class Agent:
             self.options.lost_after,
             self.options.phase_timeout,
         )
+        if channel.nonce_planted:  # an earlier run's nonce sat in the slot before rank 0 wrote this run's
+            self.collector.dropped.setdefault(None, Dropped()).count(
+                "replayed", "an earlier fleet run's nonce was in the slot first", channel.nonce_planted, "nonce"
+            )
         self.collector.open_phase(LINKS_PHASE)
         self.collector.start()
         self.say(f"fleet run {self.fleet_run_id} in {self.store.path}: {self.env.world} host(s)")

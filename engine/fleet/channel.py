@@ -30,13 +30,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from rigcheck.engine.events import Event, Progress, RunFinished, StageFinished, Status, Verdict, event_to_dict
-from rigcheck.engine.fleet.seal import Unsealed, seal, unseal
+from rigcheck.engine.fleet.seal import Unsealed, new_key, seal, unseal
 
 PROGRESS_EVERY_S = 0.5  # progress is coalesced: the panels need a few a second, not every step
 BURST_WINDOW_S = 0.25  # the longest an event waits for others to share its slot (a stage's events come in bursts)
 MAX_BURST_EVENTS = 64  # events in one slot, at most: rank 0 drops a longer burst whole
 BURST_BYTES = 256 << 10  # a burst goes once its events' JSON reaches this; an event larger still goes alone
 MAX_BURST_BYTES = 1 << 20  # the largest sealed burst of two or more events rank 0 opens (twice BURST_BYTES, escaped)
+NONCE_SLOT = "nonce"  # rank 0's fresh value for this fleet run, bound into every seal after it
 GIVE_UP_AFTER = 5  # heartbeats that failed in a row before the store is taken to be gone
 TAKEN_LIMIT = 1000  # slots in a row found filled by another writer before this agent stops sending
 
@@ -91,9 +92,34 @@ class FleetChannel:
         self._arrived: list[str] = []
         self.broken: str | None = None  # why sending to rank 0 stopped
         self._last_progress: dict[tuple[str, str], float] = {}
+        self.nonce = ""  # this fleet run's, once begin() has it: values sealed for an earlier run are replays
+        self.nonce_planted = b""  # what rank 0 found in the nonce slot before it wrote its own (a replay)
+
+    def begin(self, timeout: float, lead: bool) -> bool:
+        """Take this fleet run's nonce: rank 0 makes it and publishes it first; the others wait for it. False
+        when it never came (the agent goes on without, and rank 0 drops what it sends as a replay)."""
+        if lead:
+            nonce = new_key()[:32]
+            value = seal(self.key, self.run_id, NONCE_SLOT, {"nonce": nonce})
+            with self._lock:
+                found = self.store.compare_set(NONCE_SLOT, "", value)
+                if found != value.encode() and found != value:  # a value was there first: an earlier run's
+                    self.nonce_planted = found if isinstance(found, bytes) else str(found).encode()
+                    self.store.set(NONCE_SLOT, value)
+            self.nonce = nonce
+            return True
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = self.read(NONCE_SLOT)
+            nonce = found.body.get("nonce") if found.state == "ok" and isinstance(found.body, dict) else None
+            if isinstance(nonce, str) and 16 <= len(nonce) <= 128:
+                self.nonce = nonce
+                return True
+            time.sleep(0.05)
+        return False
 
     def _seal(self, key: str, body: Any) -> str:
-        return seal(self.key, self.run_id, key, body)
+        return seal(self.key, self.run_id, key, body, self.nonce)
 
     def _set(self, key: str, body: Any) -> None:
         value = self._seal(key, body)
@@ -132,7 +158,11 @@ class FleetChannel:
     def _open(self, key: str, raw: Any) -> Read:
         raw = raw if isinstance(raw, bytes) else str(raw).encode()
         try:
-            return Read("ok", unseal(self.key, self.run_id, key, raw).body, raw=raw)
+            # the nonce slot is sealed before there is a nonce; a refusal may come before the agent has one
+            if key == NONCE_SLOT:
+                return Read("ok", unseal(self.key, self.run_id, key, raw).body, raw=raw)
+            early = ("",) if key.startswith("refused/") else ()
+            return Read("ok", unseal(self.key, self.run_id, key, raw, self.nonce, early).body, raw=raw)
         except Unsealed as why:
             return Read(why.reason, detail=why.detail, raw=raw)
 

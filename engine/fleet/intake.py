@@ -19,6 +19,7 @@ class Dropped:
     forged: int = 0  # its seal failed: written without the fleet key (or with another one)
     unreadable: int = 0  # too large, not JSON, not sealed
     malformed: int = 0  # sealed, but not what its kind must be
+    replayed: int = 0  # sealed with the key for another fleet run (same id and key): recorded and played back
     overwritten: int = 0  # this host's own events that another writer replaced before rank 0 read them
     first: str = ""  # the first reason, quoted in the verdict
     seen: set[str] = field(default_factory=set)  # digests of bad values already counted (slots read again)
@@ -38,7 +39,7 @@ class Dropped:
 
     @property
     def total(self) -> int:
-        return self.forged + self.unreadable + self.malformed + self.overwritten
+        return self.forged + self.unreadable + self.malformed + self.replayed + self.overwritten
 
 
 def dropped_verdict(host: str, dropped: Dropped, local_run: str = "") -> Verdict:
@@ -50,13 +51,21 @@ def dropped_verdict(host: str, dropped: Dropped, local_run: str = "") -> Verdict
         parts.append(f"{dropped.unreadable} could not be read (too large, or not a sealed value)")
     if dropped.malformed:
         parts.append(f"{dropped.malformed} failed their schema")
+    if dropped.replayed:
+        parts.append(f"{dropped.replayed} were sealed for another fleet run (replayed)")
     text = f"rank 0 dropped {dropped.total - dropped.overwritten} value(s) from the fleet's store for {host}: "
     text += ", ".join(parts) if parts else "none"
     text += f" (first: {dropped.first[:200]})" if dropped.first else ""
-    text += (
-        "; someone without the fleet key wrote to the store (torchrun's store listens on every interface), "
-        "or an agent was started with another RIGCHECK_FLEET_KEY"
-    )
+    if dropped.total - dropped.overwritten - dropped.replayed:
+        text += (
+            "; someone without the fleet key wrote to the store (torchrun's store listens on every interface), "
+            "or an agent was started with another RIGCHECK_FLEET_KEY"
+        )
+    if dropped.replayed:
+        text += (
+            "; values of an earlier fleet run with the same id and key were played back into this one: "
+            "use a new --rdzv-id for each fleet run, and a new key when the store is reachable by others"
+        )
     if dropped.overwritten:
         text += f"; {dropped.overwritten} of the host's own event(s) were overwritten before rank 0 read them"
         text += f" ({local_run} holds them all)" if local_run else " (the host's own store holds them all)"
@@ -64,6 +73,7 @@ def dropped_verdict(host: str, dropped: Dropped, local_run: str = "") -> Verdict
         "forged": dropped.forged,
         "unreadable": dropped.unreadable,
         "malformed": dropped.malformed,
+        "replayed": dropped.replayed,
         "overwritten": dropped.overwritten,
     }
     return Verdict("fleet", "fleet-channel", Status.WARN, text, numbers)

@@ -197,10 +197,35 @@ def test_text_from_peers_is_inert_everywhere_it_is_stored(tmp_path: Path) -> Non
 def test_an_agent_without_a_key_is_refused_and_a_short_key_too() -> None:
     with pytest.raises(FleetKeyError, match="RIGCHECK_FLEET_KEY"):
         take_key({})
-    with pytest.raises(FleetKeyError, match="too short"):
+    with pytest.raises(FleetKeyError, match="fewer than 128"):
         take_key({"RIGCHECK_FLEET_KEY": "abc"})
-    env = {"RIGCHECK_FLEET_KEY": "s" * 40}
-    assert take_key(env) == b"s" * 40 and "RIGCHECK_FLEET_KEY" not in env  # no stage child inherits it
+    good = "0123456789abcdef" * 2
+    env = {"RIGCHECK_FLEET_KEY": good}
+    assert take_key(env) == good.encode() and "RIGCHECK_FLEET_KEY" not in env  # no stage child inherits it
+
+
+@pytest.mark.parametrize(
+    ("key", "problem"),
+    [
+        (" " * 16, "not hex or base64"),
+        ("é" * 16, "not hex or base64"),
+        ("0123456789abcdef0123456789abcde", "fewer than 128"),  # 31 hex digits: 124 bits
+        ("s" * 40, "repeats too few"),
+        ("0" * 64, "repeats too few"),
+        ("abc def ghi jkl mno pqr", "not hex or base64"),
+    ],
+)
+def test_a_weak_key_is_refused_saying_how_to_make_one(key: str, problem: str) -> None:
+    with pytest.raises(FleetKeyError, match=problem) as refused:
+        take_key({"RIGCHECK_FLEET_KEY": key})
+    assert "secrets.token_hex(32)" in str(refused.value) and "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "key", ["0123456789abcdef" * 2, "0123456789abcdef" * 4, "q2Vs9+ZkR/1mT0wXy8aB3c==", "AbCdEf01234_-xyzUVWqrs"]
+)
+def test_a_key_of_128_bits_or_more_in_hex_or_base64_passes(key: str) -> None:
+    assert take_key({"RIGCHECK_FLEET_KEY": key}) == key.encode()
 
 
 def test_a_refusal_is_quoted_at_once_rather_than_waited_for(tmp_path: Path) -> None:
@@ -275,7 +300,7 @@ def test_rigcheck_fleet_makes_a_key_for_one_host_and_keeps_the_users(tmp_path: P
 
     one, four = argparse.Namespace(nnodes=1), argparse.Namespace(nnodes=4)
     assert len(fleet_key(one, {})) == 64 and fleet_key(one, {}) != fleet_key(one, {})
-    assert fleet_key(four, {"RIGCHECK_FLEET_KEY": "u" * 32}) == "u" * 32
+    assert fleet_key(four, {"RIGCHECK_FLEET_KEY": "0123456789abcdef" * 2}) == "0123456789abcdef" * 2
     env = agent_env("k" * 64, tmp_path / "exit")
     assert env["RIGCHECK_FLEET_KEY"] == "k" * 64 and env["PYTHONSAFEPATH"] == "1"
     assert "" not in env.get("PYTHONPATH", "x").split(":")
