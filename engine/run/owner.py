@@ -19,8 +19,22 @@ from rigcheck.engine.run.runner import Listener, RunPlan
 from rigcheck.engine.run.session import RunSession, start_sampler
 from rigcheck.engine.run.sockets import sweep_stale
 from rigcheck.engine.run.stream import Broadcast
-from rigcheck.engine.store import Store
+from rigcheck.engine.store import Store, StoreError
+from rigcheck.engine.store.errors import free_kib
 from rigcheck.engine.store.run_end import run_end
+
+MIN_FREE_KIB = 256  # below this a run could not keep its results and its end: it is refused, not begun
+
+
+def room_to_begin(store: Store) -> None:
+    """Refuse to begin a run on a store whose disk is all but full: it would stop at its first write and could
+    not even store why (SQLite's log needs pages of room for the end). StoreError, one line."""
+    free = free_kib(store.path.parent)
+    if 0 <= free < MIN_FREE_KIB and not store.read_only:
+        raise StoreError(
+            f"store {store.path}: its disk has {free} KiB free, less than the {MIN_FREE_KIB} KiB a run needs to "
+            "keep its results and its end; nothing was run: free some space or point --store elsewhere"
+        )
 
 
 class DeviceBusy(Exception):
@@ -51,6 +65,7 @@ class OwnedRun:
         self.request = request
         names = [info.name for info in request.stages]
         sweep_stale(store)  # sockets that engines killed with -9 left behind
+        room_to_begin(store)
         try:  # one run per GPU on this machine, whatever store each run writes to
             self.locks = DeviceLocks().take(request.devices, str(store.path), request.force)
         except DeviceLocked as locked:
@@ -166,6 +181,8 @@ class OwnedRun:
             self.sampler.stop()  # type: ignore[attr-defined]
         run = self.session.run
         end = run_end(run.status, run.exit_code, interrupted, self.session.store_error)
+        if self.session.store_error is not None:
+            self.session.room_for_the_end()  # the disk filled: the end is written into the room kept for it
         try:
             if end.status != run.status:  # otherwise the runner's own end, stored with its RunFinished, stands
                 self.store.write_end(self.run_id, end)
