@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from rigcheck.engine.run.control import ControlError, ControlServer, new_control_path
 from rigcheck.engine.run.devlock import DeviceLocked, DeviceLocks
@@ -35,6 +38,14 @@ def room_to_begin(store: Store) -> None:
             f"store {store.path}: its disk has {free} KiB free, less than the {MIN_FREE_KIB} KiB a run needs to "
             "keep its results and its end; nothing was run: free some space or point --store elsewhere"
         )
+
+
+def settled() -> Any:
+    """From here on Ctrl-C is ignored (main thread only: the app runs runs in threads), so the run's end and
+    its reports are written whole and the exit code said is the one stored; the handler it replaced, or None."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class DeviceBusy(Exception):
@@ -154,19 +165,30 @@ class OwnedRun:
     def wait(self, timeout: float | None = None) -> bool:
         return self.session.wait(timeout)
 
-    def run_to_end(self, on_interrupt: Callable[[], None] = lambda: None) -> int:
-        """Start, wait for the end, and on Ctrl-C (or a signal made into it) stop the stage child; the exit code."""
+    def run_to_end(self, on_interrupt: Callable[[], None] = lambda: None, settle: bool = False) -> int:
+        """Start, wait for the end, and on Ctrl-C (or a signal made into it) stop the stage child; the exit code.
+
+        Once the run has ended (or the first Ctrl-C came), Ctrl-C no longer interrupts the main thread while the
+        end is stored: a Ctrl-C in that last moment once gave exit 130 with nothing said and no report
+        written, while the store said `complete`, exit 0. `settle`: leave it so after returning, for a caller
+        that still writes the summary and the reports (the CLI); else Ctrl-C is given back as it was."""
         interrupted = False
         self.start()
+        before = None
         try:
             while not self.wait(0.2):
                 pass
+            before = settled()
         except KeyboardInterrupt:
             interrupted = True
+            before = settled()
             on_interrupt()
             self.cancel()
             self.wait(10)
-        return self.finish(interrupted)
+        code = self.finish(interrupted)
+        if before is not None and not settle:
+            signal.signal(signal.SIGINT, before)
+        return code
 
     def finish(self, interrupted: bool = False) -> int:
         """Write the run's end (the runner wrote 'complete' or 'cancelled' already, unless cut off) and
