@@ -71,3 +71,9 @@ def no_room_for_a_new_store(path: Path, error: BaseException) -> bool:
     """Whether making a new store failed for want of room: SQLite said so, or said something that follows
     from it (a rollback with no transaction, a read-only or half-made file) on a disk all but full."""
     return is_full(error) or 0 <= free_kib(path.parent) < FULL_BELOW_KIB
+
+
+def is_refused_write(error: BaseException) -> bool:
+    """SQLITE_READONLY on a file whose mode allows writing: an append-only or immutable file (chattr)."""
+    name = getattr(error, "sqlite_errorname", "")
+    return name.startswith("SQLITE_READONLY") or "readonly database" in str(error)

@@ -21,7 +21,7 @@ from rigcheck.engine.events import (
     event_kind,
     event_to_dict,
 )
-from rigcheck.engine.store.errors import StoreError, StoreLocked, is_full, is_locked
+from rigcheck.engine.store.errors import StoreError, StoreLocked, is_full, is_locked, is_refused_write
 from rigcheck.engine.store.liveness import process_alive
 from rigcheck.engine.store.run_end import RunEnd, RunEnds
 from rigcheck.engine.store.schema import BUSY_TIMEOUT_S, _dumps
@@ -90,6 +90,11 @@ class StoreWriter(RunEnds):
                     raise StoreError(
                         f"store {self.path} is on a full disk: the run could not be begun and nothing was run; "
                         "free some space or point --store elsewhere"
+                    ) from None
+                if isinstance(error, sqlite3.OperationalError) and is_refused_write(error):
+                    raise StoreError(
+                        f"store {self.path} cannot be written ({error}), though its mode allows it: it may be "
+                        "append-only or immutable (`lsattr` shows, `chattr -a` clears); nothing was run"
                     ) from None
                 raise
         return run_id, taken

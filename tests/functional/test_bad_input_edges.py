@@ -93,3 +93,17 @@ def test_reports_asked_of_a_detached_run_are_refused_at_once(files: Path) -> Non
         assert_one_line_error(done, "--detach", "rigcheck export")
         assert not (files / "r.json").exists() and not (files / "r.xml").exists()
     assert Store(files / "s.db").latest_run_id() == 1  # no run was started
+
+
+def test_an_append_only_store_is_one_line(files: Path) -> None:
+    """chattr +a: the mode says writable, SQLite is refused every write."""
+    store = files / "a.db"
+    Store(store).close()
+    if subprocess.run(["chattr", "+a", str(store)], capture_output=True, check=False).returncode != 0:
+        pytest.skip("chattr +a needs root and a file system that keeps attributes")
+    try:
+        done = call(files, "run", "probe", "--device", "cpu", env={"RIGCHECK_STORE": str(store)})
+    finally:
+        subprocess.run(["chattr", "-a", str(store)], check=False)
+    assert_one_line_error(done, "append-only")
+    assert "cannot be written" in done.stderr or "read-only" in done.stderr, done.stderr
