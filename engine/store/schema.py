@@ -16,11 +16,13 @@ from rigcheck.engine.store.errors import (
     STORE_ENV,
     StoreDamaged,
     StoreError,
+    StoreLocked,
     StoreReadOnly,
     damaged_message,
     free_kib,
     is_damage,
     is_full,
+    is_locked,
     no_room_for_a_new_store,
 )
 from rigcheck.engine.store.paths import check_own_path, check_store_paths, make_journals, make_private_folder
@@ -236,6 +238,11 @@ class StoreBase:
         except sqlite3.DatabaseError as error:
             if is_damage(error):
                 raise StoreDamaged(damaged_message(self.path, error)) from None
+            if is_locked(error):  # another process holds it (a new store being made, a long write): no damage
+                raise StoreLocked(
+                    f"store {self.path} is held by another process (waited {BUSY_TIMEOUT_S:.0f} s); "
+                    "it was left as it is: try again once it lets go"
+                ) from None
             raise StoreError(
                 f"store {self.path} is unreadable or corrupt ({error}); it was left as it is: "
                 f"move it aside or point --store / {STORE_ENV} elsewhere"

@@ -107,3 +107,25 @@ def test_an_append_only_store_is_one_line(files: Path) -> None:
         subprocess.run(["chattr", "-a", str(store)], check=False)
     assert_one_line_error(done, "append-only")
     assert "cannot be written" in done.stderr or "read-only" in done.stderr, done.stderr
+
+
+def test_a_new_store_held_by_another_process_is_said_so_not_called_corrupt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    from rigcheck.engine.store import StoreError, schema
+
+    monkeypatch.setattr(schema, "BUSY_TIMEOUT_S", 0.5)  # the 30 s wait, shortened
+    path = tmp_path / "new.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another process making it, for longer than a run waits
+    try:
+        with pytest.raises(StoreError) as refused:
+            Store(path)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    said = str(refused.value)
+    assert "held by another process" in said and "corrupt" not in said and "move it aside" not in said, said
+    Store(path).close()  # once it lets go, it opens
