@@ -8,10 +8,12 @@ import os
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
+from other_user import second_user
 from rigcheck.engine.exits import EXIT_PORT_TAKEN
 from test_serve import (
     RIGCHECK,
@@ -149,37 +151,55 @@ def test_a_tab_never_imports_the_working_directory(tmp_path: Path) -> None:
         kill_all(apps_of(tmp_path))
 
 
-def squat_ipv6_loopback() -> socket.socket:
-    """What another user can do to a serve bound to 127.0.0.1 alone: listen on [::1] at a free port."""
-    squatter = socket.socket(socket.AF_INET6)
-    squatter.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+SQUAT = """
+import socket, sys, time
+s = socket.socket(socket.AF_INET6)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+s.bind(("::1", 0))
+s.listen()
+print(s.getsockname()[1], flush=True)
+time.sleep(300)
+"""
+
+
+@contextlib.contextmanager
+def squatter_on_ipv6_loopback() -> Iterator[int]:
+    """What another real user can do to a serve bound to 127.0.0.1 alone: listen on [::1] at that port."""
     try:
-        squatter.bind(("::1", 0))
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
     except OSError:
-        squatter.close()
         pytest.skip("this host has no IPv6 loopback, so nobody can take [::1]")
-    squatter.listen()
-    return squatter
+    with second_user() as mallory:
+        squatter = subprocess.Popen(
+            ["/usr/bin/python3", "-c", SQUAT], user=mallory, cwd="/", stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert squatter.stdout is not None
+            yield int(squatter.stdout.readline())
+        finally:
+            squatter.kill()
+            squatter.wait()
 
 
 def test_a_port_taken_on_either_loopback_family_is_refused_before_the_slow_checks(tmp_path: Path) -> None:
-    squatter = squat_ipv6_loopback()
-    port = squatter.getsockname()[1]
+    with squatter_on_ipv6_loopback() as port:
+        refused_at(port, tmp_path)
+
+
+def refused_at(port: int, tmp_path: Path) -> None:
     slow = tmp_path / "slow-python"  # an interpreter that takes a minute to answer: the port is said first
     slow.write_text("#!/bin/sh\nsleep 60\n")
     slow.chmod(0o755)
-    try:
-        began = time.monotonic()
-        done = subprocess.run(
-            [RIGCHECK, "serve", "--device", "cpu", "--port", str(port), "--python", str(slow)],
-            capture_output=True,
-            text=True,
-            env=serve_env(tmp_path),
-            timeout=120,
-        )
-        took = time.monotonic() - began
-    finally:
-        squatter.close()
+    began = time.monotonic()
+    done = subprocess.run(
+        [RIGCHECK, "serve", "--device", "cpu", "--port", str(port), "--python", str(slow)],
+        capture_output=True,
+        text=True,
+        env=serve_env(tmp_path),
+        timeout=120,
+    )
+    took = time.monotonic() - began
     assert done.returncode == EXIT_PORT_TAKEN, done
     assert done.stderr.splitlines() == [done.stderr.strip()] and f"[::1]:{port}" in done.stderr, done.stderr
     assert took < 30, f"the taken port was said after {took:.1f} s"
