@@ -62,6 +62,11 @@ CASES: dict[str, tuple[tuple[str, ...], dict[str, str], str]] = {
     "json empty": (("run", "probe", "--device", "cpu", "--json", ""), {}, "--json"),
     "export -o empty": (("export", "last", "-o", ""), {}, "--output"),
     "serve device empty": (("serve", "--device", ""), {}, "--device"),
+    "fleet id huge": (
+        ("fleet", "--nnodes", "2", "--endpoint", "127.0.0.1:29400", "--id", "a" * 5000, "probe"),
+        {},
+        "--id",
+    ),
 }
 
 
