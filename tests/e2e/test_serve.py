@@ -346,7 +346,7 @@ def test_open_host_with_the_flag_warns_and_binds_it(tmp_path: Path) -> None:
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     cases = {
         ("--profile", "bogus"): "bad profile",
-        ("--port", "0"): "bad --port",
+        ("--port", "0"): "--port",
         ("--store", str(tmp_path / "missing" / "s.db")): "does not exist",
     }
     for extra, expected in cases.items():
