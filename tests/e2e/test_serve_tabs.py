@@ -203,3 +203,30 @@ def refused_at(port: int, tmp_path: Path) -> None:
     assert done.returncode == EXIT_PORT_TAKEN, done
     assert done.stderr.splitlines() == [done.stderr.strip()] and f"[::1]:{port}" in done.stderr, done.stderr
     assert took < 30, f"the taken port was said after {took:.1f} s"
+
+
+def test_an_app_dies_with_serve_even_on_kill_9(tmp_path: Path) -> None:
+    """serve killed outright cannot end its tabs: each app asked the kernel to end it with its parent."""
+    served = start(tmp_path)
+    try:
+        wait_listening(served)
+        tab = socket.create_connection(("127.0.0.1", served.port), timeout=30)
+        headers = {**WEBSOCKET, "Host": f"127.0.0.1:{served.port}"}
+        request = f"GET /{served.token}/ws?width=80&height=24 HTTP/1.1\r\n"
+        tab.sendall((request + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n").encode())
+        deadline = time.monotonic() + 60
+        while not apps_of(tmp_path):
+            assert time.monotonic() < deadline, "the tab's app never started"
+            time.sleep(0.1)
+        served.process.kill()
+        served.process.wait(30)
+        deadline = time.monotonic() + 30
+        while apps_of(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = apps_of(tmp_path)
+        tab.close()
+    finally:
+        if served.process.poll() is None:
+            served.process.kill()
+        kill_all(apps_of(tmp_path))
+    assert left == [], f"{len(left)} app processes outlived a serve killed with -9"
