@@ -42,7 +42,9 @@ def command_export(args: argparse.Namespace) -> int:
 
     if args.format not in FORMATS:
         raise UsageError(f"bad format {args.format!r}: use one of {', '.join(FORMATS)}")
-    output = check_output_file("--output", args.output) if args.output else None  # None: stdout (`-` or no -o)
+    output = (
+        check_output_file("--output", args.output) if args.output is not None else None
+    )  # None: stdout (`-` or no -o)
     store = open_store(args.store)
     run_id = resolve_run_id(store, args.run)
     if args.format == "html":  # it draws the run's telemetry samples too, from the store

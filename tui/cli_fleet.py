@@ -41,7 +41,9 @@ def launch_argv(args: argparse.Namespace, rest: list[str]) -> list[str]:
             "the rendezvous)"
         )
     if not args.id or not all(ch.isascii() and (ch.isalnum() or ch in "-_.") for ch in args.id):
-        raise UsageError(f"--id {args.id!r} must be letters, digits, '-', '_' or '.'")
+        raise UsageError(f"--id {args.id[:40]!r} must be letters, digits, '-', '_' or '.'")
+    if len(args.id) > 128:  # torchrun makes a file name of it (File name too long)
+        raise UsageError(f"--id is {len(args.id)} characters long: use 128 at most")
     argv = [
         sys.executable,
         "-P",  # never import from the caller's folder (a `torch` or `rigcheck` there would run as this user)

@@ -103,7 +103,9 @@ def command_run(args: argparse.Namespace) -> int:
         owned.listen(display)
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, raise_interrupt)
-        code = owned.run_to_end(lambda: err.print("interrupted: stopping the stage child", style="magenta"))
+        code = owned.run_to_end(
+            lambda: err.print("interrupted: stopping the stage child", style="magenta"), settle=True
+        )  # settle: Ctrl-C after the end no longer cuts off the summary and the reports (issue 35.12)
     if owned.session.store_error:
         err.print(f"rigcheck: {owned.session.store_error}", markup=False, style="red")
     report = store.report(run_id)

@@ -11,12 +11,17 @@ A websocket starts an app that can start runs, and browsers let any page open on
 whose Origin is another site, or (when bound to loopback) whose Host is not a loopback name, as in DNS
 rebinding, is refused too. The page's links use the address the browser asked for, not `http://HOST:PORT`,
 so an SSH forward to another local port or a bind to 0.0.0.0 works.
+
+Each tab's app is a serve_tabs.TabApp (no shell, isolated start, always ended); serve's log goes through
+serve_log's redacting handler, and its sockets are bound beforehand by serve_bind.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
+import socket
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
@@ -24,7 +29,9 @@ import aiohttp_jinja2
 import jinja2
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
+from rigcheck.tui import serve_log
 from rigcheck.tui.loopback import is_loopback
+from rigcheck.tui.serve_tabs import TabApp
 from rigcheck.tui.serve_token import token_matches
 from textual_serve.server import Server, to_int
 
@@ -51,8 +58,10 @@ class AccessLog(AbstractAccessLogger):
     """One line a request, naming the route and never the path or query, which hold the token."""
 
     def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
-        route = getattr(getattr(request, "match_info", None), "route", None)
-        name = getattr(route, "name", None) or "no such path"
+        try:  # a request that could not be parsed has no match_info: reading it raises
+            name = getattr(request.match_info.route, "name", None) or "no such path"
+        except Exception:
+            name = "unreadable request"
         self.logger.info('%s "%s %s" %s', request.remote, request.method, name, response.status)
 
 
@@ -67,12 +76,25 @@ class RigcheckServer(Server):
     """A textual-serve Server behind a token, that links to itself as the browser reached it."""
 
     def __init__(
-        self, command: str, host: str, port: int, title: str, token: str, on_listening: Callable[[], None]
+        self,
+        argv: list[str],
+        sockets: list[socket.socket],
+        host: str,
+        title: str,
+        token: str,
+        on_listening: Callable[[], None],
     ) -> None:
-        super().__init__(command, host=host, port=port, title=title)
+        super().__init__(" ".join(argv), host=host, port=sockets[0].getsockname()[1], title=title)
+        self.argv = argv
+        self.sockets = sockets
         self.loopback_only = is_loopback(host)
         self.token = token
         self.on_listening = on_listening
+        self.tabs: set[TabApp] = set()
+
+    def initialize_logging(self) -> None:
+        """Plain lines on stderr, the token hidden in each, no traceback locals (textual-serve shows them)."""
+        serve_log.install(self.token, debug=self.debug)
 
     async def _make_app(self) -> web.Application:
         @web.middleware
@@ -89,7 +111,42 @@ class RigcheckServer(Server):
             ]
         )
         app.on_response_prepare.append(private_headers)
+        app.on_shutdown.append(self.end_tabs)
         return app
+
+    async def end_tabs(self, _app: web.Application | None = None) -> None:
+        """At shutdown, end every tab's app (each asked, then signalled), together, within their grace."""
+        await asyncio.gather(*(tab.stop() for tab in list(self.tabs)), return_exceptions=True)
+
+    async def handle_websocket(self, request: web.Request) -> web.StreamResponse:
+        """The tab's socket, driving its own app; a request that is not a websocket gets 400, not a traceback."""
+        websocket = web.WebSocketResponse(heartbeat=15)
+        if not websocket.can_prepare(request).ok:
+            raise web.HTTPBadRequest(text="rigcheck serve: this address is the page's websocket\n")
+        tab: TabApp | None = None
+        try:
+            await websocket.prepare(request)
+            tab = TabApp(
+                self.argv,
+                self.tabs,
+                write_bytes=websocket.send_bytes,
+                write_str=websocket.send_str,
+                close=websocket.close,
+                download_manager=self.download_manager,
+                debug=self.debug,
+            )
+            await tab.start(to_int(request.query.get("width", "80"), 80), to_int(request.query.get("height", "24"), 24))
+            await self._process_messages(websocket, tab)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await websocket.close()
+            raise
+        except (ConnectionError, ValueError, TypeError, KeyError, IndexError, AssertionError):
+            pass  # a socket gone, or a message that is not textual-serve's: the tab ends
+        finally:
+            if tab is not None:
+                await tab.stop()
+        return websocket
 
     async def guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """403 for a foreign Origin, a rebound Host, or a missing or wrong token; else the route's handler."""
@@ -123,21 +180,27 @@ class RigcheckServer(Server):
         return web.FileResponse(path)
 
     def serve(self, debug: bool = False) -> None:
-        """Listen until SIGINT or SIGTERM; an address that cannot be bound raises OSError before anything is said."""
+        """Listen on the sockets bound before until SIGINT or SIGTERM; every tab's app ends before this returns."""
         self.debug = debug
         self.initialize_logging()
         loop = asyncio.new_event_loop()
         for stop in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(stop, self.request_exit)
+        try:
+            self.run(loop)
+        finally:
+            for tab in list(self.tabs):  # whatever the loop could not end in time
+                tab.kill_now()
+
+    def run(self, loop: asyncio.AbstractEventLoop) -> None:
         web.run_app(
             self._make_app(),
-            host=self.host,
-            port=self.port,
+            sock=self.sockets,
             handle_signals=False,
             loop=loop,
             # an open tab's websocket handler would keep aiohttp waiting up to its 60 s default after Ctrl-C;
             # past this its handler is cancelled, which stops that tab's app process
             shutdown_timeout=SHUTDOWN_S,
-            print=lambda _message: self.on_listening(),  # called once every socket is bound
+            print=lambda _message: self.on_listening(),  # called once the server listens
             access_log_class=AccessLog,
         )

@@ -13,6 +13,8 @@ import secrets
 import stat
 from pathlib import Path
 
+from rigcheck.engine.store.folders import FolderRefused, check_folders
+
 KINDS = {
     stat.S_IFLNK: "a symbolic link",
     stat.S_IFDIR: "a folder",
@@ -39,7 +41,11 @@ def owned_by_someone_else(info: os.stat_result) -> bool:
 
 def existing_target(path: Path) -> os.stat_result | None:
     """What is at `path` now (not following a link), or None when nothing is; RefusedTarget when it is
-    anything but a regular file of this user's."""
+    anything but a regular file of this user's, or when a folder on the way may be changed by another user."""
+    try:
+        check_folders(path.parent)
+    except FolderRefused as refused:
+        raise RefusedTarget(str(refused)) from None
     try:
         info = os.lstat(path)
     except FileNotFoundError:

@@ -13,7 +13,8 @@ import psutil
 
 _ENGINE_DIR = Path(__file__).resolve().parent.parent
 PREFIX = "rigcheck-child-"
-_OWNED = re.compile(rf"^{PREFIX}(\d+)-")
+EARLY_PREFIX = "rigcheck-early-"  # warm_pool's folder for the child parked beside the preflight
+_OWNED = re.compile(rf"^(?:{PREFIX}|{EARLY_PREFIX})(\d+)-")
 _shim: Path | None = None
 
 
@@ -32,9 +33,11 @@ def _owner_gone(pid: int, folder: Path) -> bool:
 
 
 def sweep_stale(folder: Path | None = None) -> list[Path]:
-    """Remove shim folders left by processes that died without running atexit (SIGKILL, a crash)."""
+    """Remove shim and early-child folders left by processes that died without running atexit (SIGKILL, a
+    crash): each carries its owner's pid in its name."""
     removed = []
-    for path in Path(folder or tempfile.gettempdir()).glob(f"{PREFIX}*"):
+    base = Path(folder or tempfile.gettempdir())
+    for path in [*base.glob(f"{PREFIX}*"), *base.glob(f"{EARLY_PREFIX}*")]:
         match = _OWNED.match(path.name)
         if match and int(match.group(1)) != os.getpid() and _owner_gone(int(match.group(1)), path):
             shutil.rmtree(path, ignore_errors=True)

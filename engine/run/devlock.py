@@ -4,9 +4,11 @@ The store already refuses a second run on a device among its own runs; these loc
 another store. A lock is held by the engine's open file, so it goes with the engine however the
 engine ends (`kill -9` included). The folder is per user (engine/run/runtime.py: `$TMPDIR/rigcheck-UID`,
 ours and mode 0700), so runs of other users are not seen here: a folder all users could write
-would let any of them hold every GPU's lock. Another user's work on the GPU shows up in the
-contention check instead. The CPU is not locked: many runs may share it, each marked by the
-contention check.
+would let any of them hold every GPU's lock. When no lock can be taken (another user took that folder's
+name and no fallback is free), the run is refused, since a neighbour could otherwise switch the lock off
+and let a second run share the GPU; `--force` goes on, and every figure says the GPU may be shared.
+Another user's work on the GPU shows up in the contention check instead. The CPU is not locked: many runs
+may share it, each marked by the contention check.
 """
 
 from __future__ import annotations
@@ -56,14 +58,13 @@ class DeviceLocks:
         try:
             folder = lock_dir()
         except FolderRefused as refused:
-            self.note = f"no machine-wide device lock: {refused}"
-            return self
+            return self._unlocked(f"no machine-wide device lock: {refused}", force)
         self._who = {"store": store, "pid": os.getpid()}
         for name in gpus:
             try:
                 fd = os.open(folder / name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             except OSError as error:
-                self.note = f"no machine-wide lock for {name}: {error.strerror or error}"
+                self._unlocked(f"no machine-wide lock for {name}: {error.strerror or error}", force)
                 continue
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -76,6 +77,18 @@ class DeviceLocks:
                 raise DeviceLocked(_busy(name, holder)) from None
             self._files.append(fd)
             _write(fd, self._who)
+        return self
+
+    def _unlocked(self, why: str, force: bool) -> DeviceLocks:
+        """No lock could be taken: with --force a note (the run is marked as sharing anyway), else refused."""
+        if not force:
+            self.release()
+            raise DeviceLocked(
+                f"{why}; another user may have taken that name so that a second run shares the GPU: remove it, "
+                "or set XDG_RUNTIME_DIR to a private folder of yours, or add --force "
+                "(every figure will say the GPU may be shared)"
+            )
+        self.note = why
         return self
 
     def name_run(self, run_id: int) -> None:

@@ -26,8 +26,8 @@ def parse_decimal(text: str) -> float | None:
 
 def parse_count(text: str, maximum: int = SQLITE_MAX_INT) -> int | None:
     """`text` as a whole number when it is ASCII digits from 0 to `maximum`, else None."""
-    if not DIGITS.fullmatch(text):
-        return None
+    if not DIGITS.fullmatch(text) or len(text.lstrip("0")) > len(str(maximum)):
+        return None  # before int(): 5,000 digits are a ValueError of Python's own limit
     value = int(text)
     return value if value <= maximum else None
 

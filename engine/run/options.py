@@ -16,6 +16,7 @@ from rigcheck.engine.registry import UnknownStage, default_stages, resolve
 from rigcheck.engine.report.atomic_write import write_atomic
 from rigcheck.engine.report.export import to_json
 from rigcheck.engine.report.junit import to_junit
+from rigcheck.engine.run.given import GivenError, checked, file_path, nonempty, read_small
 from rigcheck.engine.run.numbers import WEEK_S, bounded_float
 from rigcheck.engine.run.preflight import (
     PYTHON_TIMEOUT_S,
@@ -44,7 +45,9 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     """The options of `rigcheck run`, which a fleet agent takes too."""
     parser.add_argument("stages", nargs="*", metavar="STAGE", help="stages to run (default: all)")
     parser.add_argument(
-        "--device", help="cpu, cuda:N, a list like cuda:0,cuda:3, or all (default: every GPU torch sees, else cpu)"
+        "--device",
+        type=nonempty,
+        help="cpu, cuda:N, a list like cuda:0,cuda:3, or all (default: every GPU torch sees, else cpu)",
     )
     parser.add_argument(
         "--serial", action="store_true", help="on several GPUs, measure one after another, not all at once"
@@ -63,15 +66,21 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--baseline",
+        type=nonempty,
         metavar="FILE",
         help="judge each GPU figure against this known-good machine's or fleet's (`export RUN --format baseline`), "
         "not the model table's",
     )
     parser.add_argument("--profile", default="standard", help=f"one of {', '.join(PROFILES)}")
-    parser.add_argument("--python", help="run the stages under this interpreter (it needs torch)")
-    parser.add_argument("--json", metavar="FILE", help="also write the run's report as JSON here (- for stdout)")
+    parser.add_argument("--python", type=nonempty, help="run the stages under this interpreter (it needs torch)")
     parser.add_argument(
-        "--junit", metavar="FILE", help="also write JUnit XML here: one test case per verdict, for CI (- for stdout)"
+        "--json", type=nonempty, metavar="FILE", help="also write the run's report as JSON here (- for stdout)"
+    )
+    parser.add_argument(
+        "--junit",
+        type=nonempty,
+        metavar="FILE",
+        help="also write JUnit XML here: one test case per verdict, for CI (- for stdout)",
     )
     parser.add_argument("--strict", action="store_true", help="a WARN verdict fails the run (exit 1), for CI")
     parser.add_argument("--timeout", type=bounded_float(0, WEEK_S, above=True), help="time limit per stage in seconds")
@@ -97,20 +106,29 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 
 
 def read_baseline(path: str) -> dict[str, Any]:
-    """A --baseline file's figures, checked before the run; UsageError (one line, exit 2) when it will not do."""
+    """A --baseline file's figures, checked before the run; UsageError (one line, exit 2) when it will not do:
+    a FIFO, a device or a file over 16 MiB is refused unread, and a nesting too deep is said so."""
     try:
-        text = Path(path).expanduser().read_text()
+        text = read_small(file_path(path, "--baseline")).decode("utf-8")
+    except GivenError as error:
+        raise UsageError(str(error)) from None
     except (OSError, UnicodeDecodeError) as error:
         raise UsageError(f"--baseline {path}: cannot read it ({getattr(error, 'strerror', None) or error})") from None
     try:
-        return parse_baseline(text)
+        return checked(parse_baseline, text)  # type: ignore[return-value]
     except ValueError as error:
         raise UsageError(f"--baseline {path}: {error}") from None
 
 
 def check_report_files(args: argparse.Namespace) -> None:
     """--json and --junit can be written, tried before the run; `-` (standard output) for one of them at most."""
-    flags = [flag for flag in ("json", "junit") if getattr(args, flag)]
+    flags = [flag for flag in ("json", "junit") if getattr(args, flag) is not None]
+    if flags and getattr(args, "detach", False):  # the detached engine writes no report files: say so now
+        named = " and ".join(f"--{flag}" for flag in flags)
+        raise UsageError(
+            f"{named} with --detach: a detached run writes no report file; once it ends, "
+            "write one with `rigcheck export RUN --format json -o FILE` (or --format junit)"
+        )
     if sum(getattr(args, flag) == STDOUT for flag in flags) > 1:
         raise UsageError("--json - and --junit -: only one report can go to standard output")
     for flag in flags:
@@ -140,7 +158,7 @@ def request_from_args(args: argparse.Namespace, early_child: bool = False) -> tu
         raise UsageError("--duration must be a positive number of seconds (under a week)")
     if args.peer_tolerance is not None and not 0 < args.peer_tolerance < 100:
         raise UsageError("--peer-tolerance must be a percentage between 0 and 100")
-    baseline = read_baseline(args.baseline) if getattr(args, "baseline", None) else None
+    baseline = read_baseline(args.baseline) if getattr(args, "baseline", None) is not None else None
     python = args.python or sys.executable
     gpus: tuple[str, ...] = ()
     asked = None

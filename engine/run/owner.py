@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from rigcheck.engine.run.control import ControlError, ControlServer, new_control_path
 from rigcheck.engine.run.devlock import DeviceLocked, DeviceLocks
@@ -20,8 +23,30 @@ from rigcheck.engine.run.runner import Listener, RunPlan
 from rigcheck.engine.run.session import RunSession, settle_s, start_sampler
 from rigcheck.engine.run.sockets import sweep_stale
 from rigcheck.engine.run.stream import Broadcast
-from rigcheck.engine.store import Store
+from rigcheck.engine.store import Store, StoreError
+from rigcheck.engine.store.errors import free_kib
 from rigcheck.engine.store.run_end import run_end
+
+MIN_FREE_KIB = 256  # below this a run could not keep its results and its end: it is refused, not begun
+
+
+def room_to_begin(store: Store) -> None:
+    """Refuse to begin a run on a store whose disk is all but full: it would stop at its first write and could
+    not even store why (SQLite's log needs pages of room for the end). StoreError, one line."""
+    free = free_kib(store.path.parent)
+    if 0 <= free < MIN_FREE_KIB and not store.read_only:
+        raise StoreError(
+            f"store {store.path}: its disk has {free} KiB free, less than the {MIN_FREE_KIB} KiB a run needs to "
+            "keep its results and its end; nothing was run: free some space or point --store elsewhere"
+        )
+
+
+def settled() -> Any:
+    """From here on Ctrl-C is ignored (main thread only: the app runs runs in threads), so the run's end and
+    its reports are written whole and the exit code said is the one stored; the handler it replaced, or None."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class DeviceBusy(Exception):
@@ -52,6 +77,7 @@ class OwnedRun:
         self.request = request
         names = [info.name for info in request.stages]
         sweep_stale(store)  # sockets that engines killed with -9 left behind
+        room_to_begin(store)
         try:  # one run per GPU on this machine, whatever store each run writes to
             self.locks = DeviceLocks().take(request.devices, str(store.path), request.force)
         except DeviceLocked as locked:
@@ -143,19 +169,30 @@ class OwnedRun:
     def wait(self, timeout: float | None = None) -> bool:
         return self.session.wait(timeout)
 
-    def run_to_end(self, on_interrupt: Callable[[], None] = lambda: None) -> int:
-        """Start, wait for the end, and on Ctrl-C (or a signal made into it) stop the stage child; the exit code."""
+    def run_to_end(self, on_interrupt: Callable[[], None] = lambda: None, settle: bool = False) -> int:
+        """Start, wait for the end, and on Ctrl-C (or a signal made into it) stop the stage child; the exit code.
+
+        Once the run has ended (or the first Ctrl-C came), Ctrl-C no longer interrupts the main thread while the
+        end is stored: a Ctrl-C in that last moment once gave exit 130 with nothing said and no report
+        written, while the store said `complete`, exit 0. `settle`: leave it so after returning, for a caller
+        that still writes the summary and the reports (the CLI); else Ctrl-C is given back as it was."""
         interrupted = False
         self.start()
+        before = None
         try:
             while not self.wait(0.2):
                 pass
+            before = settled()
         except KeyboardInterrupt:
             interrupted = True
+            before = settled()
             on_interrupt()
             self.cancel()
             self.wait(10)
-        return self.finish(interrupted)
+        code = self.finish(interrupted)
+        if before is not None and not settle:
+            signal.signal(signal.SIGINT, before)
+        return code
 
     def finish(self, interrupted: bool = False) -> int:
         """Write the run's end (the runner wrote 'complete' or 'cancelled' already, unless cut off) and
@@ -170,6 +207,8 @@ class OwnedRun:
             self.sampler.stop()  # type: ignore[attr-defined]
         run = self.session.run
         end = run_end(run.status, run.exit_code, interrupted, self.session.store_error)
+        if self.session.store_error is not None:
+            self.session.room_for_the_end()  # the disk filled: the end is written into the room kept for it
         try:
             if end.status != run.status:  # otherwise the runner's own end, stored with its RunFinished, stands
                 self.store.write_end(self.run_id, end)

@@ -18,6 +18,7 @@ from typing import Any
 from rigcheck.engine.hw.gpu_nodes import NO_DRIVER_WORDS
 from rigcheck.engine.report.atomic_write import RefusedTarget, existing_target, temp_name
 from rigcheck.engine.run.childpath import absolute_program, child_env
+from rigcheck.engine.run.given import GivenError, file_path
 from rigcheck.engine.run.numbers import parse_count
 from rigcheck.engine.run.torch_question import MARK, PROBE_CODE
 from rigcheck.engine.store import STORE_ENV, Store, StoreError, default_store_path
@@ -146,7 +147,10 @@ def check_output_file(flag: str, path: str) -> Path | None:
     (a FIFO is refused, never opened: opening one waits for a reader)."""
     if path == STDOUT:
         return None
-    target = Path(path).expanduser()
+    try:
+        target = file_path(path, flag)
+    except GivenError as error:
+        raise UsageError(str(error)) from None
     try:
         info = existing_target(target)
         if not os.path.isdir(target.parent):
@@ -182,9 +186,12 @@ def check_folder_takes_files(flag: str, folder: str, target: Path) -> None:
 def open_store(path: str | None) -> Store:
     """The store named by --store, else $RIGCHECK_STORE, else the default. Only the default's folder is
     made: a store named in a folder that does not exist is a typo far more often than a wish."""
-    explicit = path or os.environ.get(STORE_ENV)
-    target = Path(explicit).expanduser() if explicit else default_store_path()
-    source = "--store" if path else STORE_ENV if explicit else "the store"
+    explicit = path if path is not None else os.environ.get(STORE_ENV)
+    source = "--store" if path is not None else STORE_ENV if explicit is not None else "the store"
+    try:
+        target = file_path(explicit, source) if explicit is not None else default_store_path()
+    except GivenError as error:
+        raise UsageError(str(error)) from None
     try:
         if explicit and not os.path.isdir(target.parent):
             raise UsageError(f"{source} {explicit}: folder {target.parent} does not exist; create it first")
@@ -205,7 +212,8 @@ def resolve_run_id(store: Store, text: str) -> int:
         return run_id
     number = parse_count(text)
     if number is None:
-        raise UsageError(f"bad run {text!r}: give a run number or 'last'")
+        shown = text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+        raise UsageError(f"bad run {shown!r}: give a run number or 'last'")
     if store.run(number) is None:
         raise UsageError(f"no run {number} in the store at {store.path}")
     return number

@@ -93,16 +93,33 @@ def new_socket_dir(room: int = 0) -> tuple[Path, bool]:
         raise FolderRefused(f"cannot make a private folder in {base}: {error.strerror or error}") from None
 
 
+# Root's last place for device locks: only root can make a name in /run, so no neighbour can pre-empt it.
+ROOT_LOCKS = Path("/run/rigcheck-locks")
+
+
+def lock_fallbacks() -> list[Path]:
+    """Where device locks go when `$TMPDIR/rigcheck-UID` was taken: the runtime folder's `rigcheck`, and for
+    root a folder in /run."""
+    places = []
+    xdg = xdg_runtime()
+    if xdg is not None:
+        places.append(xdg / "rigcheck")
+    if os.getuid() == 0:
+        places.append(ROOT_LOCKS)
+    return places
+
+
 def lock_dir() -> Path:
     """The per-user folder that device locks live in, the same whatever XDG_RUNTIME_DIR a shell has:
-    `$TMPDIR/rigcheck-UID`, else (when another user took that name) the runtime folder's `rigcheck`."""
+    `$TMPDIR/rigcheck-UID`, else (when another user took that name) a fallback no one else can take.
+    FolderRefused, naming the taken folder, when there is none: the caller refuses the run (or, with
+    --force, goes on marked as sharing)."""
     try:
         return private_dir(shared_fixed_dir())
     except FolderRefused as refused:
-        xdg = xdg_runtime()
-        if xdg is None:
-            raise
-        try:
-            return private_dir(xdg / "rigcheck")
-        except FolderRefused:
-            raise refused from None
+        for place in lock_fallbacks():
+            try:
+                return private_dir(place)
+            except FolderRefused:
+                continue
+        raise refused from None

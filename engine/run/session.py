@@ -16,7 +16,7 @@ from rigcheck.engine.store import Store
 from rigcheck.engine.store.errors import is_full
 from rigcheck.engine.store.held import HeldWrites
 from rigcheck.engine.store.history import earlier_clean_figures
-from rigcheck.engine.store.reserve import SpaceReserve
+from rigcheck.engine.store.reserve import END_RESERVE_NAME, SpaceReserve
 from rigcheck.engine.store.run_end import run_end
 from rigcheck.engine.telemetry.sample import Sample
 from rigcheck.engine.telemetry.sampler import Sampler
@@ -62,7 +62,10 @@ class RunSession:
         )
         self.run.history = lambda m: earlier_clean_figures(store, plan.run_id, m)  # issue 32: drift from its own runs
         folder = store.log_dir(plan.run_id)  # the room is kept only where the owner made the run's folder
-        reserve = SpaceReserve.make(folder) if folder.is_dir() and not store.read_only else None
+        keeps = folder.is_dir() and not store.read_only
+        reserve = SpaceReserve.make(folder) if keeps else None
+        # the end's own room: the held writes' reserve may be spent on a failing stage's results before the end
+        self.end_room = SpaceReserve.make(folder, END_RESERVE_NAME) if keeps else None
         self.writes = HeldWrites(store, plan.run_id, reserve, self._store_failed, _say)
         self._missed_at_start = getattr(sampler, "missed", 0)
         self._stage = ""  # the stage running now: a drop of held results is that stage's finding
@@ -235,8 +238,14 @@ class RunSession:
         _say(self.store_error)
         return True
 
+    def room_for_the_end(self) -> None:
+        """Give back the room kept for the run's end, just before the end is written."""
+        if self.end_room is not None:
+            self.end_room.release()
+
     def close(self) -> None:
         """The run is over and stored: give the disk back the room kept for its end."""
+        self.room_for_the_end()
         self.writes.close()
 
     def cancel(self) -> None:

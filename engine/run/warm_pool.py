@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from rigcheck.engine.run.childpath import absolute_program, child_env, shim_dir
+from rigcheck.engine.run.childpath import EARLY_PREFIX, absolute_program, child_env, shim_dir
 from rigcheck.engine.run.order import READY, StageOrder
 
 CLOSE_GRACE_S = 5.0  # an idle child leaves at once when its orders pipe closes; this is for a busy one
@@ -207,7 +207,8 @@ def park_early(python: str) -> None:
     the run adopts it for its first stage. Never fails: a child that could not start is simply not there."""
     if python in _parked:
         return
-    folder = Path(tempfile.mkdtemp(prefix="rigcheck-early-"))  # an empty folder: `-m` imports from it
+    # an empty folder (`-m` imports from it), named with our pid so childpath.sweep_stale removes it after a kill -9
+    folder = Path(tempfile.mkdtemp(prefix=f"{EARLY_PREFIX}{os.getpid()}-"))
     try:
         child = start_warm(absolute_program(python), child_environment(), folder, folder / "early.log", "answer")
     except OSError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 import sqlite3
 from pathlib import Path
 
@@ -53,3 +54,26 @@ def is_full(error: BaseException) -> bool:
         or "disk is full" in str(error)
         or getattr(error, "errno", None) in (errno.ENOSPC, errno.EDQUOT)
     )
+
+
+FULL_BELOW_KIB = 1024  # a new store that could not be made with less free than this met a full disk
+
+
+def free_kib(folder: Path) -> int:
+    try:
+        info = os.statvfs(folder)
+    except OSError:
+        return -1
+    return info.f_bavail * info.f_frsize // 1024
+
+
+def no_room_for_a_new_store(path: Path, error: BaseException) -> bool:
+    """Whether making a new store failed for want of room: SQLite said so, or said something that follows
+    from it (a rollback with no transaction, a read-only or half-made file) on a disk all but full."""
+    return is_full(error) or 0 <= free_kib(path.parent) < FULL_BELOW_KIB
+
+
+def is_refused_write(error: BaseException) -> bool:
+    """SQLITE_READONLY on a file whose mode allows writing: an append-only or immutable file (chattr)."""
+    name = getattr(error, "sqlite_errorname", "")
+    return name.startswith("SQLITE_READONLY") or "readonly database" in str(error)

@@ -16,12 +16,16 @@ from rigcheck.engine.store.errors import (
     STORE_ENV,
     StoreDamaged,
     StoreError,
+    StoreLocked,
     StoreReadOnly,
     damaged_message,
+    free_kib,
     is_damage,
     is_full,
+    is_locked,
+    no_room_for_a_new_store,
 )
-from rigcheck.engine.store.paths import check_own_path, check_store_paths, make_private_folder
+from rigcheck.engine.store.paths import check_own_path, check_store_paths, make_journals, make_private_folder
 
 BUSY_TIMEOUT_S = 30.0
 
@@ -188,10 +192,34 @@ class StoreBase:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self._lock = threading.RLock()  # re-entered: a transaction's statements take it again
+        existed = os.path.lexists(self.path)
+        try:
+            self._open()
+        except (StoreError, sqlite3.Error, OSError) as error:
+            if existed or not no_room_for_a_new_store(self.path, error):
+                raise
+            self._forget_new()
+            raise StoreError(
+                f"store {self.path} cannot be made: the disk holding it is full "
+                f"({free_kib(self.path.parent)} KiB free); nothing was left there: "
+                f"free some space or point --store / {STORE_ENV} elsewhere"
+            ) from None
+
+    def _forget_new(self) -> None:
+        """A store this process began making on a full disk: its file and journals go, so the disk is not
+        left fuller and a later open does not find an empty file that is no store."""
+        with contextlib.suppress(Exception):
+            self._db.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(OSError):
+                os.unlink(self.path.with_name(self.path.name + suffix))
+
+    def _open(self) -> None:
         try:
             check_store_paths(self.path, self.log_dir(0).parent)
             if not self.path.parent.is_dir():
                 self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_journals(self.path)
             _create_private(self.path)
             self.read_only = not _writable(self.path)  # then opening it writes nothing at all
             self.full = False  # its disk had no room for the files SQLite keeps beside it: read as it stands
@@ -210,6 +238,11 @@ class StoreBase:
         except sqlite3.DatabaseError as error:
             if is_damage(error):
                 raise StoreDamaged(damaged_message(self.path, error)) from None
+            if is_locked(error):  # another process holds it (a new store being made, a long write): no damage
+                raise StoreLocked(
+                    f"store {self.path} is held by another process (waited {BUSY_TIMEOUT_S:.0f} s); "
+                    "it was left as it is: try again once it lets go"
+                ) from None
             raise StoreError(
                 f"store {self.path} is unreadable or corrupt ({error}); it was left as it is: "
                 f"move it aside or point --store / {STORE_ENV} elsewhere"

@@ -21,7 +21,7 @@ from rigcheck.engine.events import (
     event_kind,
     event_to_dict,
 )
-from rigcheck.engine.store.errors import StoreLocked, is_locked
+from rigcheck.engine.store.errors import StoreError, StoreLocked, is_full, is_locked, is_refused_write
 from rigcheck.engine.store.liveness import process_alive
 from rigcheck.engine.store.run_end import RunEnd, RunEnds
 from rigcheck.engine.store.schema import BUSY_TIMEOUT_S, _dumps
@@ -83,8 +83,19 @@ class StoreWriter(RunEnds):
                     ),
                 ).lastrowid
                 self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
+            except BaseException as error:
+                if self._db.in_transaction:  # SQLite itself rolls back on a full disk
+                    self._db.execute("ROLLBACK")
+                if isinstance(error, sqlite3.OperationalError) and is_full(error):
+                    raise StoreError(
+                        f"store {self.path} is on a full disk: the run could not be begun and nothing was run; "
+                        "free some space or point --store elsewhere"
+                    ) from None
+                if isinstance(error, sqlite3.OperationalError) and is_refused_write(error):
+                    raise StoreError(
+                        f"store {self.path} cannot be written ({error}), though its mode allows it: it may be "
+                        "append-only or immutable (`lsattr` shows, `chattr -a` clears); nothing was run"
+                    ) from None
                 raise
         return run_id, taken
 

@@ -6,7 +6,6 @@ import argparse
 import http.client
 import os
 import re
-import shlex
 import shutil
 import signal
 import socket
@@ -22,7 +21,8 @@ import psutil
 import pytest
 from rigcheck.engine.exits import EXIT_PORT_TAKEN, EXIT_USAGE
 from rigcheck.tui.loopback import is_loopback
-from rigcheck.tui.serve import INSTALL_HINT, OPEN_FLAG, app_command
+from rigcheck.tui.serve import INSTALL_HINT, OPEN_FLAG, app_args
+from rigcheck.tui.serve_argv import APP_BOOTSTRAP, app_argv
 
 RIGCHECK = str(Path(sys.executable).with_name("rigcheck"))
 
@@ -67,7 +67,13 @@ def wait_listening(served: Served, timeout: float = 60) -> None:
     raise AssertionError(f"serve never said where it listens:\n{served.log.read_text()}")
 
 
-def start(tmp_path: Path, *extra: str, env: dict[str, str] | None = None, argv: list[str] | None = None) -> Served:
+def start(
+    tmp_path: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    argv: list[str] | None = None,
+    cwd: Path | None = None,
+) -> Served:
     port = free_port()
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
@@ -76,6 +82,7 @@ def start(tmp_path: Path, *extra: str, env: dict[str, str] | None = None, argv: 
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env or serve_env(tmp_path),
+            cwd=cwd,
         )
     return Served(process, port, log)
 
@@ -122,7 +129,7 @@ WEBSOCKET = {
 def test_listens_on_loopback_only_and_ctrl_c_exits_130(served: Served) -> None:
     listening = [c for c in psutil.Process(served.process.pid).net_connections("inet") if c.status == "LISTEN"]
     assert listening, "serve holds no listening socket"
-    assert {c.laddr.ip for c in listening} == {"127.0.0.1"}
+    assert {c.laddr.ip for c in listening} == {"127.0.0.1", "::1"}  # nobody else can take [::1]:PORT
     assert {c.laddr.port for c in listening} == {served.port}
     status, page = get(served.port, f"/?token={served.token}", {"Host": f"127.0.0.1:{served.port}"})
     assert status == 200
@@ -320,6 +327,7 @@ def test_non_loopback_host_without_the_flag_is_one_line_and_exit_2(tmp_path: Pat
     assert done.stdout == ""
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and OPEN_FLAG in lines[0] and "ssh -L" in lines[0], done.stderr
+    assert f"ssh -L {port}:127.0.0.1:{port}" in lines[0]
 
 
 def test_open_host_with_the_flag_warns_and_binds_it(tmp_path: Path) -> None:
@@ -338,7 +346,7 @@ def test_open_host_with_the_flag_warns_and_binds_it(tmp_path: Path) -> None:
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     cases = {
         ("--profile", "bogus"): "bad profile",
-        ("--port", "0"): "bad --port",
+        ("--port", "0"): "--port",
         ("--store", str(tmp_path / "missing" / "s.db")): "does not exist",
     }
     for extra, expected in cases.items():
@@ -359,28 +367,20 @@ def test_is_loopback() -> None:
     assert not any(is_loopback(h) for h in ("0.0.0.0", "::", "10.0.0.1", "192.0.2.7", "example.com", ""))
 
 
-def test_app_command_passes_the_app_options_quoted(tmp_path: Path) -> None:
+def test_app_argv_passes_the_app_options_without_a_shell(tmp_path: Path) -> None:
     store = tmp_path / "a folder" / "it's.db"
     args = argparse.Namespace(
         store=str(store), device="cuda:0,cuda:1", profile="full", python="/opt/py 3/python", ascii=True
     )
-    words = shlex.split(app_command(args, python="/venv/bin/python"))
+    words = app_argv(app_args(args), python="/venv/bin/python")
     assert words == [
-        "exec",
         "/venv/bin/python",
-        *("-m", "rigcheck.tui.cli", "app", "--profile", "full", "--store", str(store)),
+        *("-c", APP_BOOTSTRAP, str(os.getpid()), "app", "--profile", "full", "--store", str(store)),
         *("--device", "cuda:0,cuda:1", "--python", "/opt/py 3/python", "--ascii"),
     ]
     bare = argparse.Namespace(store=None, device=None, profile="standard", python=None, ascii=False)
-    assert shlex.split(app_command(bare, python="py")) == [
-        "exec",
-        "py",
-        "-m",
-        "rigcheck.tui.cli",
-        "app",
-        "--profile",
-        "standard",
-    ]
+    assert app_args(bare) == ["--profile", "standard"]
+    assert app_argv([], python="venv/bin/python")[0] == str(Path.cwd() / "venv/bin/python")  # absolute
 
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")

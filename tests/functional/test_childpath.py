@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from rigcheck.engine.run import childpath
 
 
@@ -60,3 +61,42 @@ def test_a_process_that_ends_normally_leaves_nothing(tmp_path: Path) -> None:
     assert shim.parent == tmp_path and shim.name.startswith(f"{childpath.PREFIX}")
     assert not shim.exists()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_early_childs_folder_left_by_a_kill_9_is_swept(tmp_path: Path) -> None:
+    """park_early's folder carries its owner's pid, so the next run removes it once that owner is gone."""
+    import subprocess
+
+    from rigcheck.engine.run.childpath import EARLY_PREFIX, sweep_stale
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale = tmp_path / f"{EARLY_PREFIX}{gone.pid}-abcd1234"
+    stale.mkdir()
+    (stale / "early.log").write_text("the child's log")
+    alive = tmp_path / f"{EARLY_PREFIX}{os.getppid()}-efgh5678"  # an owner still running, older than its folder
+    alive.mkdir()
+    assert sweep_stale(tmp_path) == [stale]
+    assert not stale.exists() and alive.exists()
+
+
+def test_park_early_names_its_folder_with_its_pid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    from rigcheck.engine.run import warm_pool
+
+    made: list[str] = []
+    real = tempfile.mkdtemp
+
+    def recorded(prefix: str) -> str:
+        made.append(prefix)
+        return real(prefix=prefix, dir=tmp_path)
+
+    def no_child(*_args: object) -> None:
+        raise OSError("no child here")
+
+    monkeypatch.setattr(warm_pool.tempfile, "mkdtemp", recorded)
+    monkeypatch.setattr(warm_pool, "start_warm", no_child)
+    warm_pool.park_early("/no/such/python")
+    assert f"rigcheck-early-{os.getpid()}-" in made
+    assert not list(tmp_path.glob("rigcheck-early-*"))  # a child that could not start leaves no folder

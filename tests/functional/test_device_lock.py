@@ -85,11 +85,24 @@ def test_an_engine_of_another_store_is_refused_and_its_lock_dies_with_it(tmp_pat
         time.sleep(0.1)
 
 
-def test_a_taken_lock_folder_never_stops_a_run(tmp_path: Path, own_tmpdir: Path) -> None:
+def test_a_taken_lock_folder_refuses_the_run_unless_forced(
+    tmp_path: Path, own_tmpdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no fallback free (XDG_RUNTIME_DIR unset, root's /run place taken too), a neighbour's plant would
+    switch the lock off: the run is refused in one line, and --force goes on with a note."""
+    from rigcheck.engine.run import runtime
+
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setattr(runtime, "ROOT_LOCKS", own_tmpdir / "root-locks")
+    (own_tmpdir / "root-locks").write_text("taken too")
     (own_tmpdir / f"rigcheck-{os.getuid()}").write_text("taken")
-    owned = OwnedRun(Store(tmp_path / "a.db"), on("cuda:0", "ok"))
-    code = owned.run_to_end()
-    assert code == 0
+    with pytest.raises(DeviceBusy) as refused:
+        OwnedRun(Store(tmp_path / "a.db"), on("cuda:0", "ok"))
+    said = str(refused.value)
+    assert "\n" not in said and "no machine-wide device lock" in said and "--force" in said, said
+    assert Store(tmp_path / "a.db").latest_run_id() is None
+    owned = OwnedRun(Store(tmp_path / "a.db"), on("cuda:0", "ok", force=True))
+    assert owned.run_to_end() == 0
     assert any("no machine-wide device lock" in e for e in owned.session.run.listener_errors)
 
 
@@ -129,3 +142,27 @@ def test_the_cli_refuses_in_one_line_with_exit_2(tmp_path: Path) -> None:
     assert done.stderr.count("\n") == 1 and f"in use by run {run_id} of store" in done.stderr
     with sqlite3.connect(tmp_path / "b.db") as db:
         assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+
+
+def test_a_neighbours_plant_does_not_switch_roots_lock_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second real user makes `$TMPDIR/rigcheck-0` in a shared TMPDIR, XDG_RUNTIME_DIR unset (cron, sudo): root's
+    locks move to a place only root can make, and a second run on the same GPU is still refused."""
+    from other_user import as_user, second_user, shared_folder
+    from rigcheck.engine.run import runtime
+
+    with second_user() as mallory, shared_folder() as base:
+        shared_tmp = base / "tmp"
+        shared_tmp.mkdir()
+        os.chmod(shared_tmp, 0o1777)
+        monkeypatch.setenv("TMPDIR", str(shared_tmp))
+        monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+        monkeypatch.setattr(runtime, "ROOT_LOCKS", tmp_path / "run-rigcheck-locks")  # /run's, for this test only
+        as_user(mallory, "mkdir", "-m", "0777", str(shared_tmp / f"rigcheck-{os.getuid()}"))
+        first = OwnedRun(Store(tmp_path / "a.db"), on("cuda:0", "ok"))
+        try:
+            assert first.locks.note is None, first.locks.note
+            with pytest.raises(DeviceBusy, match=f"in use by run {first.run_id} of store"):
+                OwnedRun(Store(tmp_path / "b.db"), on("cuda:0", "ok"))
+        finally:
+            first.finish()
+        assert (tmp_path / "run-rigcheck-locks" / "gpu-0.lock").is_file()
