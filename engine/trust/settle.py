@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from rigcheck.engine.events import Measurement, Status, Verdict
 from rigcheck.engine.trust.cause import Expectation, likely_cause
+from rigcheck.engine.trust.view import Conditions
 
 JUDGED = (Status.PASS, Status.WARN, Status.FAIL)
 
@@ -33,6 +34,8 @@ def settle(verdict: Verdict, figures: Sequence[Measurement]) -> Verdict:
     figure = figure_of(verdict, figures)
     if figure is None:
         return verdict
+    if verdict.check.startswith("figure "):  # the figure is not a result: its timer broke, or the work was not asked
+        return _not_a_result(verdict, figure)
     numbers = verdict.numbers
     reference = numbers.get("reference")
     expectation = None
@@ -52,3 +55,30 @@ def settle(verdict: Verdict, figures: Sequence[Measurement]) -> Verdict:
     if verdict.status in (Status.NOT_JUDGED, Status.PASS) and not found.judges_hardware:
         return replace(verdict, explanation=f"{verdict.explanation}; its figure: {found.text}", numbers=said)
     return verdict
+
+
+def other_user(figure: Measurement) -> str | None:
+    """Words for someone else who worked on the figure's GPU while it was measured, or None: a process rigcheck
+    cannot see that worked (or may have), a listed process on the GPU, or a reason outside the hardware."""
+    c = Conditions.from_dict(figure.conditions)
+    unseen = c.raw.get("unseen_user")
+    if isinstance(unseen, dict) and unseen.get("worked") is not False:
+        return f"another process that rigcheck cannot see used {figure.device} ({unseen.get('gpu_memory', '?')})"
+    if c.other_gpu_processes:
+        named = ", ".join(f"{p.get('name', '?')} (pid {p.get('pid', '?')})" for p in c.other_gpu_processes[:3])
+        return f"other processes on {figure.device}: {named}"
+    return c.outside[0] if c.outside else None
+
+
+def _not_a_result(verdict: Verdict, figure: Measurement) -> Verdict:
+    """A figure that is not a result FAILs, unless someone else used its GPU meanwhile: a device timer and the wall
+    clock around it disagree when another process holds the GPU between them, so that says nothing of this GPU."""
+    other = other_user(figure) if verdict.status is Status.FAIL else None
+    if other is None:
+        return verdict
+    return replace(
+        verdict,
+        status=Status.INCONCLUSIVE,
+        explanation=f"{verdict.explanation}; could not be judged: {other}; next: stop it and run again",
+        numbers=verdict.numbers | {"would_be": verdict.status.value, "cause_kind": "outside", "cause": other},
+    )

@@ -86,7 +86,12 @@ def checked(
             f"figure {measurement.name}",
             Status.FAIL,
             f"{measurement.name} on {where}: {cause.text}; the figure is not a result; next: {cause.next_step}",
-            {"value": measurement.value, "unit": measurement.unit, "limit": params["limit"]},
+            {
+                "value": measurement.value,
+                "unit": measurement.unit,
+                "limit": params["limit"],
+                "figure": measurement.name,
+            },
             device=where,
         )
 
