@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from pathlib import Path
@@ -41,6 +42,8 @@ from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.stage import PROFILES
 from rigcheck.engine.store import Store
 from rigcheck.themes.themes import DEFAULT_THEME, THEMES, VARIABLE_DEFAULTS
+from rigcheck.tui.app_keys import BINDINGS as APP_BINDINGS
+from rigcheck.tui.app_keys import TABS, tab_label
 from rigcheck.tui.ascii_screen import AsciiOnly
 from rigcheck.tui.glyphs import ASCII, UNICODE
 from rigcheck.tui.messages import EngineSamples, RunEnded, RunEvent, RunProgress
@@ -50,16 +53,16 @@ from rigcheck.tui.screens.history import HistoryScreen
 from rigcheck.tui.screens.too_small import TooSmallScreen, too_small
 from rigcheck.tui.settings import load_settings, save_setting
 from rigcheck.tui.widgets.bench_panel import BenchPanel
-from rigcheck.tui.widgets.burn_plot import BurnPlot
+from rigcheck.tui.widgets.burn_tab import BurnTab
 from rigcheck.tui.widgets.clocks_panel import ClocksPanel
 from rigcheck.tui.widgets.device_panel import DevicePanel
 from rigcheck.tui.widgets.host_panel import HostPanel
 from rigcheck.tui.widgets.log_panel import LogPanel
 from rigcheck.tui.widgets.processes_panel import ProcessesPanel
 from rigcheck.tui.widgets.results_panel import ResultsPanel
+from rigcheck.tui.widgets.running_panel import RunningPanel
 from rigcheck.tui.widgets.stages_panel import StagesPanel
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.events import Resize
@@ -69,37 +72,20 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 
 W = TypeVar("W", bound=Widget)
+IDLE_ACTIONS = ("start_stage", "start_all", "cycle_device", "cycle_profile")
 REDRAW_S = 0.25
 IDLE_REDRAW_EVERY = 2  # with no run live, gauges and plots redraw at every second tick (2 Hz): the idle app's cost
+TIME_EVERY = 4  # the time line moves once a second (every 4th redraw tick)
 IDLE_SAMPLE_S = 0.5  # ...and the app's own sampler reads the hardware twice a second, not ten times
 PLOT_WINDOW_S = 60.0
 FIGURES_S = 0.5  # new figures go into their tables at most this often: each new row lays out the whole screen
 THEME_CSS = Path(rigcheck.themes.__file__).parent / "app.tcss"
-# The tabs without a key of their own elsewhere (Results is r, Processes o): (key, tab id, title, palette help)
-TABS = (
-    ("n", "tab-running", "Running", "the running stage's figures as they arrive"),
-    ("i", "tab-device", "Device", "what probe found: GPUs, driver, torch, CPU (i)"),
-    ("l", "tab-log", "Log", "the run's log lines and each stage's start and end (l)"),
-    ("b", "tab-burn", "Burn", "the burn stage's plot: throughput and SM clock over time (b)"),
-)
 
 
 class RigcheckApp(App[int]):
     CSS_PATH = str(THEME_CSS)
     TITLE = "rigcheck"
-    BINDINGS = [
-        Binding("a", "start_all", "Run all"),
-        Binding("c", "cancel", "Cancel"),
-        Binding("d", "cycle_device", "Device"),
-        Binding("p", "cycle_profile", "Profile"),
-        Binding("h", "history", "History"),
-        Binding("g", "next_gpu", "GPU", show=False),
-        Binding("o", "show_processes", "Processes", show=False),
-        Binding("r", "results", "Results"),
-        *(Binding(key, f"show_tab('{tab}')", title, show=False) for key, tab, title, _ in TABS),
-        Binding("ctrl+q,ctrl+c", "request_quit", "Quit", priority=True),
-        *(Binding(str(n), f"start_stage({n - 1})", f"Stage {n}", show=False) for n in range(1, 10)),
-    ]
+    BINDINGS = APP_BINDINGS
 
     def __init__(
         self,
@@ -140,6 +126,9 @@ class RigcheckApp(App[int]):
         self.fingerprint: str | None = None
         self.probe_warnings: list[str] = []
         self.current_stage: str | None = None
+        self.run_started: float | None = None  # wall time, from the store, of the run followed now
+        self.run_stages: list[str] = []
+        self.stage_started: float | None = None  # wall time of the current stage's StageStarted
         self.cancelled_stages: set[str] = set()
         self._figures: list[Measurement] = []  # waiting for the next FIGURES_S
         self._figures_held = False
@@ -152,18 +141,18 @@ class RigcheckApp(App[int]):
                 yield ClocksPanel(id="clocks")
                 yield HostPanel(self.glyphs, id="host")
         with TabbedContent(id="bottom", initial="tab-running"):
-            with TabPane("Running", id="tab-running"):
-                yield BenchPanel(self.glyphs, id="bench")
-            with TabPane("Results", id="tab-results"):
+            with TabPane(tab_label("tab-running", "Running"), id="tab-running"):
+                yield RunningPanel(self.glyphs, id="running")
+            with TabPane(tab_label("tab-results", "Results"), id="tab-results"):
                 yield ResultsPanel(id="results")
-            with TabPane("Device", id="tab-device"):
+            with TabPane(tab_label("tab-device", "Device"), id="tab-device"):
                 yield DevicePanel(id="device")
-            with TabPane("Log", id="tab-log"):
+            with TabPane(tab_label("tab-log", "Log"), id="tab-log"):
                 yield LogPanel(id="log")
-            with TabPane("Processes", id="tab-processes"):
+            with TabPane(tab_label("tab-processes", "Processes"), id="tab-processes"):
                 yield ProcessesPanel(id="processes")
-            with TabPane("Burn", id="tab-burn"):
-                yield BurnPlot(id="burn-plot")
+            with TabPane(tab_label("tab-burn", "Burn"), id="tab-burn"):
+                yield BurnTab([i.name for i in self.stage_infos], id="burn")
         yield Footer(compact=True)  # every key fits at 80 columns
 
     def get_line_filters(self) -> Sequence[LineFilter]:
@@ -225,6 +214,7 @@ class RigcheckApp(App[int]):
     def _refresh_choice(self) -> None:
         durations = self.store.stage_durations(self.device, self.profile)
         self.panel(StagesPanel).set_choice(self.device, self.profile, self.running, durations)
+        self.refresh_bindings()  # the footer shows the keys that do something now
 
     def _load_last_probe(self) -> None:
         latest = self.store.latest_probe()  # one query at start-up, not a full report per past run
@@ -241,8 +231,17 @@ class RigcheckApp(App[int]):
             return link.telemetry
         return self.sampler
 
+    def _show_times(self) -> None:
+        """The Stages panel's time line: the stage's and the run's elapsed time against earlier runs'."""
+        run = (self.run_started, self.run_stages) if self.running and self.run_started is not None else None
+        stage = (self.current_stage, self.stage_started) if self.current_stage and self.stage_started else None
+        self.panel(StagesPanel).set_times(run, stage, time.time())
+
     def _refresh_live_tick(self) -> None:
         self._ticks += 1
+        if self._ticks % TIME_EVERY == 0 or not self.running:
+            with suppress(NoMatches):
+                self._show_times()
         if self.sampler is not None and hasattr(self.sampler, "pace"):
             self.sampler.pace(self._idle_sample_s if not self.running else self._live_sample_s)
         if self.running or self._ticks % IDLE_REDRAW_EVERY == 0:
@@ -270,7 +269,7 @@ class RigcheckApp(App[int]):
 
     def start(self, infos: list[StageInfo]) -> None:
         if self.running:
-            self.notify("a run is in progress: cancel it (c) first", severity="warning")
+            self.action_why_not("a run is in progress: cancel it (c) first")
             return
         gpus = self.gpus if self.device == "all" else tuple(d for d in self.device.split(",") if d != "cpu")
         request = RunRequest(
@@ -297,14 +296,16 @@ class RigcheckApp(App[int]):
 
     def _attach(self, link: RunLink, names: list[str]) -> None:
         self.link, self.run_id = link, link.run_id
-        run = self.store.run(link.run_id)  # once, for the engine's pid
+        run = self.store.run(link.run_id)  # once, for the engine's pid and the run's start
         if run is not None:
             self._track(run["pid"])
+        self.run_started = float(run["started"]) if run is not None and run.get("started") else time.time()
+        self.run_stages, self.stage_started = list(names), None
         self.stage_verdicts = {}
         self.current_stage, self.cancelled_stages = None, set()
         self.panel(StagesPanel).reset(names)  # each run starts clean: nothing of the last run stays beside it
         self._figures = []
-        self.panel(BenchPanel).clear_figures()
+        self.panel(RunningPanel).clear()
         self._show_results_of(self.run_id, [])
         self.panel(LogPanel).line(f"run {self.run_id}: {', '.join(names)} on {self.device} ({self.profile})")
         self._refresh_choice()
@@ -361,8 +362,9 @@ class RigcheckApp(App[int]):
         log = self.panel(LogPanel)
         if isinstance(event, StageStarted):
             self._track(event.pid)
-            self.current_stage = event.stage
+            self.current_stage, self.stage_started = event.stage, event.t
             stages.set_running(event.stage)
+            self._show_times()
             log.line(f"{event.stage}: started on {event.device} (pid {event.pid}, {event.python})")
         elif isinstance(event, Verdict):
             self.stage_verdicts.setdefault(event.stage, []).append(event.status)
@@ -375,7 +377,7 @@ class RigcheckApp(App[int]):
             if event.stage == "probe" and event.status != Status.PASS:
                 self.probe_warnings.append(event.explanation)
         elif isinstance(event, Measurement):
-            self.panel(BurnPlot).add(event)
+            self.panel(BurnTab).add(event)
             self._figures.append(event)
             if not self._figures_held:  # the first after a quiet spell at once, later ones together
                 self._add_figures()
@@ -392,7 +394,7 @@ class RigcheckApp(App[int]):
         elif isinstance(event, StageFinished):
             cancelled = event.stage in self.cancelled_stages and event.status == Status.SKIP
             stages.set_verdict(event.stage, event.status, cancelled)
-            self.current_stage = None
+            self.current_stage, self.stage_started = None, None
             log.line(f"{event.stage}: {'cancelled' if cancelled else event.status.value}")
             if event.stage == "probe":
                 self.panel(DevicePanel).show(self.probe_facts, self.fingerprint, self.probe_warnings, self.links_facts)
@@ -444,7 +446,7 @@ class RigcheckApp(App[int]):
 
     def action_cancel(self) -> None:
         if self.link is None:
-            self.notify("nothing is running")
+            self.action_why_not("nothing is running")
             return
         said = "cancel asked: stopping the running stage"
         try:
@@ -490,6 +492,31 @@ class RigcheckApp(App[int]):
 
     def action_show_tab(self, tab: str) -> None:
         self.panel(TabbedContent).active = tab
+        if tab == "tab-running":  # up and down then move through its figures, and the line below says why
+            self.panel(BenchPanel).focus()
+
+    def action_toggle_keys(self) -> None:
+        if self.screen.query("HelpPanel"):
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()
+
+    def action_hide_keys(self) -> None:
+        self.action_hide_help_panel()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The footer shows what can be done now (at 80 columns it cannot hold every key at once): starting
+        and choosing while idle, cancelling while a run goes on. Hidden keys still answer, and say why not."""
+        if action == "hide_keys":  # esc is the Keys panel's only while it shows
+            return bool(self.screen.query("HelpPanel"))
+        if action in IDLE_ACTIONS and self.screen is getattr(self, "_main_screen", None):
+            return not self.running  # when False, the key's why_not binding answers it
+        if action == "cancel":
+            return self.running
+        return True
+
+    def action_why_not(self, said: str) -> None:
+        self.notify(said, severity="warning")
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The Processes panel marks what ran beside the figure highlighted in Results."""
@@ -515,7 +542,8 @@ class RigcheckApp(App[int]):
         results.clear()
         for row in rows:
             results.add(row)
-        self.panel(TabbedContent).get_tab("tab-results").label = f"Results: run {run_id}" if run_id else "Results"
+        label = f"Results: run {run_id}" if run_id else "Results"
+        self.panel(TabbedContent).get_tab("tab-results").label = tab_label("tab-results", label)
 
     def action_results(self) -> None:
         self.panel(TabbedContent).active = "tab-results"
