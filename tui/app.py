@@ -46,6 +46,7 @@ from rigcheck.tui.app_keys import BINDINGS as APP_BINDINGS
 from rigcheck.tui.app_keys import TABS, tab_label
 from rigcheck.tui.ascii_screen import AsciiOnly
 from rigcheck.tui.glyphs import ASCII, UNICODE
+from rigcheck.tui.live_watch import LiveRunFound, LiveWatch
 from rigcheck.tui.messages import EngineSamples, RunEnded, RunEvent, RunProgress
 from rigcheck.tui.run_link import RunLink
 from rigcheck.tui.screens.confirm_quit import ConfirmQuit
@@ -80,6 +81,15 @@ IDLE_SAMPLE_S = 0.5  # ...and the app's own sampler reads the hardware twice a s
 PLOT_WINDOW_S = 60.0
 FIGURES_S = 0.5  # new figures go into their tables at most this often: each new row lays out the whole screen
 THEME_CSS = Path(rigcheck.themes.__file__).parent / "app.tcss"
+
+
+def ended_words(run_id: int | None, status: str, cancelled: list[str]) -> str:
+    """What the toast says at a run's end: a run whose stages were cancelled is not called complete."""
+    if not cancelled:
+        return f"run {run_id} {status}"
+    return f"run {run_id} ended: {', '.join(cancelled)} cancelled" + (
+        " (run cancelled)" if status == "cancelled" else ""
+    )
 
 
 class RigcheckApp(App[int]):
@@ -129,9 +139,11 @@ class RigcheckApp(App[int]):
         self.run_started: float | None = None  # wall time, from the store, of the run followed now
         self.run_stages: list[str] = []
         self.stage_started: float | None = None  # wall time of the current stage's StageStarted
-        self.cancelled_stages: set[str] = set()
+        self.cancelled_stages: set[str] = set()  # asked to cancel
+        self.stages_cancelled: list[str] = []  # ...and ended cancelled
         self._figures: list[Measurement] = []  # waiting for the next FIGURES_S
         self._figures_held = False
+        self._footer_running = False  # what the footer's keys were last chosen for
 
     # -- layout --
     def compose(self) -> ComposeResult:
@@ -184,6 +196,20 @@ class RigcheckApp(App[int]):
         self.refresh_live()
         self.call_after_refresh(self.refresh_live)  # again once laid out, with the panels' real sizes
         self._check_size(*self.size)
+        self._watch = LiveWatch(self.store, self.post_message)
+        self._attach_live()
+        self._watch.start()
+
+    def on_live_run_found(self, message: LiveRunFound) -> None:
+        """A run another process started while this app followed none: follow it, as at start."""
+        run = message.run
+        if self.running or not self._main_screen.is_attached:
+            return
+        names = json.loads(run["stages"] or "[]")
+        if any(name not in self.panel_stages for name in names):
+            self.notify(f"run {run['id']} is in progress with stages this app lacks: `rigcheck follow` shows it")
+            return
+        self._live = run
         self._attach_live()
 
     def on_resize(self, event: Resize) -> None:
@@ -214,7 +240,9 @@ class RigcheckApp(App[int]):
     def _refresh_choice(self) -> None:
         durations = self.store.stage_durations(self.device, self.profile)
         self.panel(StagesPanel).set_choice(self.device, self.profile, self.running, durations)
-        self.refresh_bindings()  # the footer shows the keys that do something now
+        if self.running != self._footer_running:  # the footer shows the keys that do something now
+            self._footer_running = self.running
+            self.refresh_bindings()
 
     def _load_last_probe(self) -> None:
         latest = self.store.latest_probe()  # one query at start-up, not a full report per past run
@@ -296,13 +324,15 @@ class RigcheckApp(App[int]):
 
     def _attach(self, link: RunLink, names: list[str]) -> None:
         self.link, self.run_id = link, link.run_id
+        self._watch.known.add(link.run_id)
+        self._watch.following.set()
         run = self.store.run(link.run_id)  # once, for the engine's pid and the run's start
         if run is not None:
             self._track(run["pid"])
         self.run_started = float(run["started"]) if run is not None and run.get("started") else time.time()
         self.run_stages, self.stage_started = list(names), None
         self.stage_verdicts = {}
-        self.current_stage, self.cancelled_stages = None, set()
+        self.current_stage, self.cancelled_stages, self.stages_cancelled = None, set(), []
         self.panel(StagesPanel).reset(names)  # each run starts clean: nothing of the last run stays beside it
         self._figures = []
         self.panel(RunningPanel).clear()
@@ -394,6 +424,8 @@ class RigcheckApp(App[int]):
         elif isinstance(event, StageFinished):
             cancelled = event.stage in self.cancelled_stages and event.status == Status.SKIP
             stages.set_verdict(event.stage, event.status, cancelled)
+            if cancelled:
+                self.stages_cancelled.append(event.stage)
             self.current_stage, self.stage_started = None, None
             log.line(f"{event.stage}: {'cancelled' if cancelled else event.status.value}")
             if event.stage == "probe":
@@ -417,6 +449,7 @@ class RigcheckApp(App[int]):
     def _run_ended(self, status: str, error: str | None = None) -> None:
         self._add_figures()  # every figure of the run is in its tables when the run is seen to end
         link, self.link = self.link, None
+        self._watch.following.clear()
         if link is not None:
             link.close()
         self._refresh_choice()
@@ -424,11 +457,12 @@ class RigcheckApp(App[int]):
             self.panel(LogPanel).line(f"run {self.run_id} ended in error: {error}", "bold")
             self.notify(f"run {self.run_id} ended in error: {error}", severity="error", timeout=15)
         else:
-            self.notify(f"run {self.run_id} {status}")
+            self.notify(ended_words(self.run_id, status, self.stages_cancelled))
 
     def stop_run(self) -> None:
         """Ask the run's engine to stop the run; what was measured is already stored."""
         link, self.link = self.link, None
+        self._watch.following.clear()
         if link is None:
             return
         link.close()
@@ -566,6 +600,8 @@ class RigcheckApp(App[int]):
         self.push_screen(ConfirmQuit(), answer)
 
     def on_unmount(self) -> None:
+        if getattr(self, "_watch", None) is not None:
+            self._watch.stop()
         if self.link is not None:  # the run goes on in its engine; only our view of it closes
             self.link.close()
 

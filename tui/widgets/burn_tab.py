@@ -24,6 +24,15 @@ def burn_hint(stage_names: list[str]) -> str:
 
 class BurnTab(Vertical):
     DEFAULT_CSS = """
+    BurnTab > BurnPlot {
+        display: none;
+    }
+    BurnTab.burned > BurnPlot {
+        display: block;
+    }
+    BurnTab.burned > #burn-hint {
+        display: none;
+    }
     BurnTab > #burn-hint {
         height: auto;
         padding: 1 2;
@@ -39,12 +48,8 @@ class BurnTab(Vertical):
         yield Static(burn_hint(self.stage_names), id="burn-hint")
         yield BurnPlot(id="burn-plot")
 
-    def on_mount(self) -> None:
-        self.query_one(BurnPlot).display = False
-
     def add(self, measurement: Measurement) -> None:
         plot = self.query_one(BurnPlot)
         plot.add(measurement)
-        if plot.rates and not plot.display:
-            self.query_one("#burn-hint").display = False
-            plot.display = True
+        if plot.rates and not self.has_class("burned"):
+            self.add_class("burned")

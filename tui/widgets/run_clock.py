@@ -48,8 +48,13 @@ def time_line(
     stage: str | None = None,
     stage_started: float | None = None,
 ) -> str:
-    """`stage 1m12s of ~2m30s · run 3m40s of ~9m05s`; `(no estimate)` where nothing earlier says."""
-    run = f"run {clock_text(now - run_started)} {expected_words(run_expected(run_stages, durations))}"
+    """`matmul 1m12s of ~2m30s · run 3m40s of ~9m05s`; `(no estimate)` where no earlier run says (once, at
+    the end, where neither has one: the line fits the Stages panel at 80 columns)."""
+    expected = run_expected(run_stages, durations)
+    run = f"run {clock_text(now - run_started)} {expected_words(expected)}"
     if stage is None or stage_started is None:
         return run
-    return f"{stage} {clock_text(now - stage_started)} {expected_words(durations.get(stage))} · {run}"
+    stage_expected = durations.get(stage)
+    if stage_expected is None and expected is None:
+        return f"{stage} {clock_text(now - stage_started)} · run {clock_text(now - run_started)} ({NO_ESTIMATE})"
+    return f"{stage} {clock_text(now - stage_started)} {expected_words(stage_expected)} · {run}"

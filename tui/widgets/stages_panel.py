@@ -49,7 +49,6 @@ class StagesPanel(Vertical):
         yield table
 
     def on_mount(self) -> None:
-        self.query_one("#stages-time").display = False
         table = self.query_one(DataTable)
         table.styles.scrollbar_size_vertical = 0  # the bottom border says which rows show; the verdict keeps its room
         table.add_column("#", key="key", width=1)

@@ -23,6 +23,7 @@ class WhyLine(Widget):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self._text = Text(text)
         self.min_lines = min_lines  # room kept for the usual one or two lines: no new layout as they change
+        self.styles.height = min_lines  # from the start: the first drawing lays out nothing anew
         self.keep_below = keep_below  # rows of the parent left to what sits beside it (a table's header and rows)
 
     @property
