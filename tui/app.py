@@ -46,6 +46,7 @@ from rigcheck.tui.app_keys import BINDINGS as APP_BINDINGS
 from rigcheck.tui.app_keys import TABS, tab_label
 from rigcheck.tui.ascii_screen import AsciiOnly
 from rigcheck.tui.glyphs import ASCII, UNICODE
+from rigcheck.tui.gpu_answer import GpusAnswered, ask_in_background
 from rigcheck.tui.live_watch import LiveRunFound, LiveWatch
 from rigcheck.tui.messages import EngineSamples, RunEnded, RunEvent, RunProgress
 from rigcheck.tui.run_link import RunLink
@@ -108,6 +109,7 @@ class RigcheckApp(App[int]):
         ascii_only: bool = False,
         gpus: tuple[str, ...] | None = None,
         engine_telemetry: bool = True,
+        ask_gpus: bool = False,
     ) -> None:
         super().__init__()
         self.engine_telemetry = engine_telemetry  # the engine's own sampler, whose readings the figures carry
@@ -123,6 +125,9 @@ class RigcheckApp(App[int]):
         self.glyphs = ASCII if ascii_only else UNICODE
         self._ascii_filter = AsciiOnly()
         self.device = device or self._default_device()
+        self.asking_gpus = ask_gpus  # torch's answer is on its way (tui/gpu_answer.py); telemetry's guess meanwhile
+        self._device_chosen = False  # the user changed the device with d: torch's answer does not override it
+        self._waiting: list[StageInfo] | None = None  # a run asked for before torch answered
         self._live = RunLink.live_run(store)  # a run in progress to open on: its stages get rows too
         names = [i.name for i in self.stage_infos]
         live_names = json.loads(self._live["stages"] or "[]") if self._live else []
@@ -197,6 +202,8 @@ class RigcheckApp(App[int]):
         self.call_after_refresh(self.refresh_live)  # again once laid out, with the panels' real sizes
         self._check_size(*self.size)
         self._watch = LiveWatch(self.store, self.post_message)
+        if self.asking_gpus:  # once the first screen is drawn: on 2 cores, torch's import would slow that down
+            self.call_after_refresh(ask_in_background, self.python, self.post_message)
         self._attach_live()
         self._watch.start()
 
@@ -239,7 +246,8 @@ class RigcheckApp(App[int]):
 
     def _refresh_choice(self) -> None:
         durations = self.store.stage_durations(self.device, self.profile)
-        self.panel(StagesPanel).set_choice(self.device, self.profile, self.running, durations)
+        asking = self.asking_gpus and not self._device_chosen
+        self.panel(StagesPanel).set_choice(self.device, self.profile, self.running, durations, asking)
         if self.running != self._footer_running:  # the footer shows the keys that do something now
             self._footer_running = self.running
             self.refresh_bindings()
@@ -295,9 +303,29 @@ class RigcheckApp(App[int]):
     def running(self) -> bool:
         return self.link is not None
 
+    def on_gpus_answered(self, answer: GpusAnswered) -> None:
+        """Torch has said which GPUs it sees: they are the choices from now on, and a waiting run starts."""
+        self.asking_gpus = False
+        waiting, self._waiting = self._waiting, None
+        if answer.error:
+            self.panel(LogPanel).line(f"which GPUs torch sees could not be asked: {answer.error}", "bold")
+            self.notify(answer.error, severity="error", timeout=15)
+        else:
+            self._gpus = answer.gpus
+            if not self._device_chosen and not self.running:
+                self.device = answer.device
+        if not self.running:
+            self._refresh_choice()
+        if waiting is not None:
+            self.start(waiting)
+
     def start(self, infos: list[StageInfo]) -> None:
         if self.running:
             self.action_why_not("a run is in progress: cancel it (c) first")
+            return
+        if self.asking_gpus and not self._device_chosen:
+            self._waiting = infos
+            self.notify("asking torch which GPUs it sees: the run starts when it answers")
             return
         gpus = self.gpus if self.device == "all" else tuple(d for d in self.device.split(",") if d != "cpu")
         request = RunRequest(
@@ -511,6 +539,7 @@ class RigcheckApp(App[int]):
             self.notify("the device is fixed while a run is in progress", severity="warning")
             return
         choices = self._device_choices()
+        self._device_chosen = True
         self.device = choices[(choices.index(self.device) + 1) % len(choices)] if self.device in choices else "cpu"
         self._refresh_choice()
 
@@ -543,7 +572,9 @@ class RigcheckApp(App[int]):
         and choosing while idle, cancelling while a run goes on. Hidden keys still answer, and say why not."""
         if action == "hide_keys":  # esc is the Keys panel's only while it shows
             return bool(self.screen.query("HelpPanel"))
-        if action in IDLE_ACTIONS and self.screen is getattr(self, "_main_screen", None):
+        if action in (*IDLE_ACTIONS, "cancel", "why_not") and self.screen is not getattr(self, "_main_screen", None):
+            return False  # history, compare, a result's detail: their own keys, not the main screen's
+        if action in IDLE_ACTIONS:
             return not self.running  # when False, the key's why_not binding answers it
         if action == "cancel":
             return self.running

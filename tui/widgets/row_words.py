@@ -104,7 +104,8 @@ def conditions_text(conditions: dict[str, Any]) -> str:
 
 
 def detail_words(row: Row) -> str:
-    """Everything known about one row: sentences first, then fields, one subject a line."""
+    """Everything known about one row: why it has its status first, in sentences, then fields, one subject a
+    line (a pane too small for all of it shows the why)."""
     if row["kind"] == "verdict":
         lines = [why_text(row)]
         lines.extend(sentence(line) for line in (row.get("explanation") or "").splitlines()[1:] if line.strip())
@@ -115,7 +116,9 @@ def detail_words(row: Row) -> str:
     spread = spread_text(row.get("value"), row.get("spread"))
     repeats = f" over {row['repeats']} repeats" if row.get("repeats") and row["repeats"] > 1 else ""
     spread_words = f", its rate spread ±{spread} of the median" if spread else ""
-    lines = [f"{row['name']}: {value_text(row)}{repeats}{spread_words}.", why_text(row)]
+    lines = [why_text(row), f"Value: {value_text(row)}{repeats}{spread_words}."]
+    verified = {True: "yes", False: "no, Verify has not passed on this device with this environment"}
+    lines.append(f"Verified: {verified.get(conditions.get('verified'), 'unknown')}.")
     lines.extend(f"Note: {sentence(note)}" for note in conditions.get("notes") or [])
     lines.append(f"Conditions: {conditions_text(conditions)}.")
     if row.get("params"):

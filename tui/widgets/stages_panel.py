@@ -79,9 +79,12 @@ class StagesPanel(Vertical):
         if self.border_subtitle != extent:
             self.border_subtitle = extent
 
-    def set_choice(self, device: str, profile: str, running: bool, durations: dict[str, float]) -> None:
-        """The device and profile a run would use, and how long each stage took there before."""
-        state = "running" if running else "idle"
+    def set_choice(
+        self, device: str, profile: str, running: bool, durations: dict[str, float], asking: bool = False
+    ) -> None:
+        """The device and profile a run would use, and how long each stage took there before; `asking`:
+        the device is telemetry's guess until torch says which GPUs it sees."""
+        state = "running" if running else "asking torch" if asking else "idle"
         self.border_title = f"Stages: {device}, {profile} ({state})"  # in the border: one more stage shows
         self.durations = durations
         if not running:
