@@ -560,12 +560,19 @@ class RigcheckApp(App[int]):
 
     def action_toggle_keys(self) -> None:
         if self.screen.query("HelpPanel"):
-            self.action_hide_help_panel()
-        else:
-            self.action_show_help_panel()
+            self.action_hide_keys()
+            return
+        # With no widget focused the panel lists rigcheck's own keys first, not a table's cursor keys
+        # (at 80x24 those filled it); focus comes back when it closes.
+        self._focus_before_keys = self.screen.focused
+        self.screen.set_focus(None)
+        self.action_show_help_panel()
 
     def action_hide_keys(self) -> None:
         self.action_hide_help_panel()
+        before, self._focus_before_keys = getattr(self, "_focus_before_keys", None), None
+        if before is not None and before.is_attached:
+            self.screen.set_focus(before)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The footer shows what can be done now (at 80 columns it cannot hold every key at once): starting

@@ -26,8 +26,9 @@ def tab_label(tab: str, title: str) -> str:
 
 
 BINDINGS = [
+    # 2-9 are system keys: out of the Keys panel, where `1-9 Stage` stands for all nine
     Binding("1", "start_stage(0)", "Stage", key_display="1-9", tooltip="run one stage: its number in Stages"),
-    *(Binding(str(n), f"start_stage({n - 1})", f"Run stage {n}", show=False) for n in range(2, 10)),
+    *(Binding(str(n), f"start_stage({n - 1})", f"Run stage {n}", show=False, system=True) for n in range(2, 10)),
     Binding("a", "start_all", "Run all", tooltip="every stage of the profile"),
     Binding("c", "cancel", "Cancel", tooltip="the running stage; the next one still runs"),
     Binding("d", "cycle_device", "Device", tooltip="run on the next device: cpu, each GPU, all"),
