@@ -19,7 +19,8 @@ from rigcheck.engine.run import cancel
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.torch_question import MARK
 from rigcheck.engine.store import Store
-from rigcheck.tui.app import RigcheckApp, ended_words
+from rigcheck.tui.app import RigcheckApp
+from rigcheck.tui.app_follow import ended_words
 from rigcheck.tui.run_link import RunLink
 from rigcheck.tui.widgets.run_clock import clock_text, time_line
 from screen_text import screen_text
