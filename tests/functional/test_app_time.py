@@ -141,3 +141,26 @@ async def test_the_app_draws_before_torch_answers_and_takes_the_answer_when_it_c
     async with again.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: not again.asking_gpus, 30)
         assert again.device == "all" and "Stages: all, quick (idle)" in screen_text(again)
+
+
+@pytest.mark.needs("tmux")
+def test_the_real_command_draws_before_it_asks_torch(tmp_path: Path) -> None:
+    """`rigcheck` with no --device in a terminal: its first screen is up while torch is still being asked
+    (before, it drew nothing until a fresh Python had imported torch: 6 s on a busy 2-core host)."""
+    import subprocess
+
+    from tmux_screen import wait_for
+
+    session = f"rigcheck-ask-{os.getpid()}"
+    command = (
+        f"RIGCHECK_STORE={tmp_path / 's.db'} RIGCHECK_CONFIG={tmp_path / 'settings.json'} TEXTUAL_ANIMATIONS=none "
+        f"{sys.executable} -m rigcheck.tui.cli --profile quick"
+    )
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command], check=True)
+    try:
+        first = wait_for(session, lambda text: "Stages" in text, 90)
+        assert "quick (asking torch)" in first, first  # drawn first; the answer comes after
+        answered = wait_for(session, lambda text: "quick (idle)" in text, 120)
+        assert "Stages: cpu, quick (idle)" in answered  # this host's torch sees no GPU
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
