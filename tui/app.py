@@ -5,101 +5,79 @@ run's events as the engine pushes them and posts them to the app as messages (tu
 app's thread never reads the store on a timer. The app opens on a run in progress. Plots and gauges
 redraw at 4 Hz while a run is live, from the samples its engine streams (those its trust labels are
 made from); otherwise at 2 Hz from the app's own sampler.
+
+Split by job: following a run (app_follow.py), the device and profile a run would use (app_choice.py),
+keys that only show or tell (app_keys.py); this module lays out the screen and starts and stops runs.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
 import rigcheck.themes
 from rigcheck.engine.events import (
-    Facts,
-    Fingerprint,
-    LogLine,
     Measurement,
-    Progress,
-    RunFinished,
-    StageFinished,
-    StageStarted,
     Status,
-    Verdict,
-    worst,
 )
 from rigcheck.engine.exits import EXIT_INTERRUPTED
 from rigcheck.engine.registry import STAGES, StageInfo
 from rigcheck.engine.report.fleet_view import host_labelled
-from rigcheck.engine.report.rows import measurement_row, report_rows, verdict_row
+from rigcheck.engine.report.rows import report_rows
 from rigcheck.engine.run.cancel import Queued
 from rigcheck.engine.run.control import ControlError
 from rigcheck.engine.run.detach import StartFailed
 from rigcheck.engine.run.request import RunRequest
-from rigcheck.engine.stage import PROFILES
 from rigcheck.engine.store import Store
 from rigcheck.themes.themes import DEFAULT_THEME, THEMES, VARIABLE_DEFAULTS
+from rigcheck.tui.app_choice import RunChoice
+from rigcheck.tui.app_follow import FollowRun
+from rigcheck.tui.app_keys import BINDINGS as APP_BINDINGS
+from rigcheck.tui.app_keys import TABS, KeyActions, tab_label
 from rigcheck.tui.ascii_screen import AsciiOnly
 from rigcheck.tui.glyphs import ASCII, UNICODE
-from rigcheck.tui.messages import EngineSamples, RunEnded, RunEvent, RunProgress
+from rigcheck.tui.gpu_answer import ask_in_background
+from rigcheck.tui.live_watch import LiveWatch
 from rigcheck.tui.run_link import RunLink
 from rigcheck.tui.screens.confirm_quit import ConfirmQuit
 from rigcheck.tui.screens.history import HistoryScreen
 from rigcheck.tui.screens.too_small import TooSmallScreen, too_small
 from rigcheck.tui.settings import load_settings, save_setting
-from rigcheck.tui.widgets.bench_panel import BenchPanel
-from rigcheck.tui.widgets.burn_plot import BurnPlot
+from rigcheck.tui.widgets.burn_tab import BurnTab
 from rigcheck.tui.widgets.clocks_panel import ClocksPanel
 from rigcheck.tui.widgets.device_panel import DevicePanel
 from rigcheck.tui.widgets.host_panel import HostPanel
 from rigcheck.tui.widgets.log_panel import LogPanel
 from rigcheck.tui.widgets.processes_panel import ProcessesPanel
 from rigcheck.tui.widgets.results_panel import ResultsPanel
+from rigcheck.tui.widgets.running_panel import RunningPanel
 from rigcheck.tui.widgets.stages_panel import StagesPanel
-from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.events import Resize
 from textual.filter import LineFilter
-from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 
 W = TypeVar("W", bound=Widget)
+__all__ = ["TABS", "RigcheckApp"]  # TABS: tests read the tabs from here
 REDRAW_S = 0.25
 IDLE_REDRAW_EVERY = 2  # with no run live, gauges and plots redraw at every second tick (2 Hz): the idle app's cost
+TIME_EVERY = 4  # the time line moves once a second (every 4th redraw tick)
 IDLE_SAMPLE_S = 0.5  # ...and the app's own sampler reads the hardware twice a second, not ten times
 PLOT_WINDOW_S = 60.0
-FIGURES_S = 0.5  # new figures go into their tables at most this often: each new row lays out the whole screen
 THEME_CSS = Path(rigcheck.themes.__file__).parent / "app.tcss"
-# The tabs without a key of their own elsewhere (Results is r, Processes o): (key, tab id, title, palette help)
-TABS = (
-    ("n", "tab-running", "Running", "the running stage's figures as they arrive"),
-    ("i", "tab-device", "Device", "what probe found: GPUs, driver, torch, CPU (i)"),
-    ("l", "tab-log", "Log", "the run's log lines and each stage's start and end (l)"),
-    ("b", "tab-burn", "Burn", "the burn stage's plot: throughput and SM clock over time (b)"),
-)
 
 
-class RigcheckApp(App[int]):
+class RigcheckApp(FollowRun, RunChoice, KeyActions, App[int]):
     CSS_PATH = str(THEME_CSS)
     TITLE = "rigcheck"
-    BINDINGS = [
-        Binding("a", "start_all", "Run all"),
-        Binding("c", "cancel", "Cancel"),
-        Binding("d", "cycle_device", "Device"),
-        Binding("p", "cycle_profile", "Profile"),
-        Binding("h", "history", "History"),
-        Binding("g", "next_gpu", "GPU", show=False),
-        Binding("o", "show_processes", "Processes", show=False),
-        Binding("r", "results", "Results"),
-        *(Binding(key, f"show_tab('{tab}')", title, show=False) for key, tab, title, _ in TABS),
-        Binding("ctrl+q,ctrl+c", "request_quit", "Quit", priority=True),
-        *(Binding(str(n), f"start_stage({n - 1})", f"Stage {n}", show=False) for n in range(1, 10)),
-    ]
+    BINDINGS = APP_BINDINGS
 
     def __init__(
         self,
@@ -112,6 +90,7 @@ class RigcheckApp(App[int]):
         ascii_only: bool = False,
         gpus: tuple[str, ...] | None = None,
         engine_telemetry: bool = True,
+        ask_gpus: bool = False,
     ) -> None:
         super().__init__()
         self.engine_telemetry = engine_telemetry  # the engine's own sampler, whose readings the figures carry
@@ -127,6 +106,9 @@ class RigcheckApp(App[int]):
         self.glyphs = ASCII if ascii_only else UNICODE
         self._ascii_filter = AsciiOnly()
         self.device = device or self._default_device()
+        self.asking_gpus = ask_gpus  # torch's answer is on its way (tui/gpu_answer.py); telemetry's guess meanwhile
+        self._device_chosen = False  # the user changed the device with d: torch's answer does not override it
+        self._waiting: list[StageInfo] | None = None  # a run asked for before torch answered
         self._live = RunLink.live_run(store)  # a run in progress to open on: its stages get rows too
         names = [i.name for i in self.stage_infos]
         live_names = json.loads(self._live["stages"] or "[]") if self._live else []
@@ -140,9 +122,14 @@ class RigcheckApp(App[int]):
         self.fingerprint: str | None = None
         self.probe_warnings: list[str] = []
         self.current_stage: str | None = None
-        self.cancelled_stages: set[str] = set()
+        self.run_started: float | None = None  # wall time, from the store, of the run followed now
+        self.run_stages: list[str] = []
+        self.stage_started: float | None = None  # wall time of the current stage's StageStarted
+        self.cancelled_stages: set[str] = set()  # asked to cancel
+        self.stages_cancelled: list[str] = []  # ...and ended cancelled
         self._figures: list[Measurement] = []  # waiting for the next FIGURES_S
         self._figures_held = False
+        self._footer_running = False  # what the footer's keys were last chosen for
 
     # -- layout --
     def compose(self) -> ComposeResult:
@@ -152,18 +139,18 @@ class RigcheckApp(App[int]):
                 yield ClocksPanel(id="clocks")
                 yield HostPanel(self.glyphs, id="host")
         with TabbedContent(id="bottom", initial="tab-running"):
-            with TabPane("Running", id="tab-running"):
-                yield BenchPanel(self.glyphs, id="bench")
-            with TabPane("Results", id="tab-results"):
+            with TabPane(tab_label("tab-running", "Running"), id="tab-running"):
+                yield RunningPanel(self.glyphs, id="running")
+            with TabPane(tab_label("tab-results", "Results"), id="tab-results"):
                 yield ResultsPanel(id="results")
-            with TabPane("Device", id="tab-device"):
+            with TabPane(tab_label("tab-device", "Device"), id="tab-device"):
                 yield DevicePanel(id="device")
-            with TabPane("Log", id="tab-log"):
+            with TabPane(tab_label("tab-log", "Log"), id="tab-log"):
                 yield LogPanel(id="log")
-            with TabPane("Processes", id="tab-processes"):
+            with TabPane(tab_label("tab-processes", "Processes"), id="tab-processes"):
                 yield ProcessesPanel(id="processes")
-            with TabPane("Burn", id="tab-burn"):
-                yield BurnPlot(id="burn-plot")
+            with TabPane(tab_label("tab-burn", "Burn"), id="tab-burn"):
+                yield BurnTab([i.name for i in self.stage_infos], id="burn")
         yield Footer(compact=True)  # every key fits at 80 columns
 
     def get_line_filters(self) -> Sequence[LineFilter]:
@@ -195,7 +182,11 @@ class RigcheckApp(App[int]):
         self.refresh_live()
         self.call_after_refresh(self.refresh_live)  # again once laid out, with the panels' real sizes
         self._check_size(*self.size)
+        self._watch = LiveWatch(self.store, self.post_message)
+        if self.asking_gpus:  # once the first screen is drawn: on 2 cores, torch's import would slow that down
+            self.call_after_refresh(ask_in_background, self.python, self.post_message)
         self._attach_live()
+        self._watch.start()
 
     def on_resize(self, event: Resize) -> None:
         if getattr(self, "_main_screen", None) is not None:  # from on_mount on: it checks the first size
@@ -205,26 +196,6 @@ class RigcheckApp(App[int]):
         """Below 80x24 say so, rather than show a layout that silently loses rows."""
         if too_small(width, height) and not any(isinstance(s, TooSmallScreen) for s in self.screen_stack):
             self.push_screen(TooSmallScreen())
-
-    @property
-    def gpus(self) -> tuple[str, ...]:
-        if self._gpus is not None:
-            return self._gpus
-        latest = self.sampler.latest() if self.sampler is not None else None
-        return tuple(f"cuda:{i}" for i in range(len(latest.gpus))) if latest is not None else ()
-
-    def _default_device(self) -> str:
-        """Every GPU there is (all of them at once), else the CPU."""
-        gpus = self.gpus
-        return "all" if len(gpus) > 1 else gpus[0] if gpus else "cpu"
-
-    def _device_choices(self) -> list[str]:
-        gpus = list(self.gpus)
-        return ["cpu", *gpus, *(["all"] if len(gpus) > 1 else [])]
-
-    def _refresh_choice(self) -> None:
-        durations = self.store.stage_durations(self.device, self.profile)
-        self.panel(StagesPanel).set_choice(self.device, self.profile, self.running, durations)
 
     def _load_last_probe(self) -> None:
         latest = self.store.latest_probe()  # one query at start-up, not a full report per past run
@@ -243,6 +214,9 @@ class RigcheckApp(App[int]):
 
     def _refresh_live_tick(self) -> None:
         self._ticks += 1
+        if self._ticks % TIME_EVERY == 0 or not self.running:
+            with suppress(NoMatches):
+                self._show_times()
         if self.sampler is not None and hasattr(self.sampler, "pace"):
             self.sampler.pace(self._idle_sample_s if not self.running else self._live_sample_s)
         if self.running or self._ticks % IDLE_REDRAW_EVERY == 0:
@@ -270,7 +244,11 @@ class RigcheckApp(App[int]):
 
     def start(self, infos: list[StageInfo]) -> None:
         if self.running:
-            self.notify("a run is in progress: cancel it (c) first", severity="warning")
+            self.action_why_not("a run is in progress: cancel it (c) first")
+            return
+        if self.asking_gpus and not self._device_chosen:
+            self._waiting = infos
+            self.notify("asking torch which GPUs it sees: the run starts when it answers")
             return
         gpus = self.gpus if self.device == "all" else tuple(d for d in self.device.split(",") if d != "cpu")
         request = RunRequest(
@@ -284,156 +262,6 @@ class RigcheckApp(App[int]):
             return
         self._attach(link, [i.name for i in infos])
 
-    def _attach_live(self) -> None:
-        """Open on the run an engine is carrying now, if any: its earlier events first, then the new ones."""
-        run, self._live = self._live, None
-        if run is None:
-            return
-        self.device, self.profile = run["device"], run["profile"]
-        self._attach(RunLink(self.store, run["id"]), json.loads(run["stages"] or "[]"))
-        self.notify(
-            f"attached to run {run['id']}, in progress (started by {' '.join(json.loads(run['argv'] or '[]'))})"
-        )
-
-    def _attach(self, link: RunLink, names: list[str]) -> None:
-        self.link, self.run_id = link, link.run_id
-        run = self.store.run(link.run_id)  # once, for the engine's pid
-        if run is not None:
-            self._track(run["pid"])
-        self.stage_verdicts = {}
-        self.current_stage, self.cancelled_stages = None, set()
-        self.panel(StagesPanel).reset(names)  # each run starts clean: nothing of the last run stays beside it
-        self._figures = []
-        self.panel(BenchPanel).clear_figures()
-        self._show_results_of(self.run_id, [])
-        self.panel(LogPanel).line(f"run {self.run_id}: {', '.join(names)} on {self.device} ({self.profile})")
-        self._refresh_choice()
-        link.begin(self.post_message)
-
-    def _followed(self, run_id: int) -> bool:
-        """Is this message about the run we follow now (not one we left), with the panels still there?"""
-        return self.link is not None and run_id == self.link.run_id and self._main_screen.is_attached
-
-    def on_run_event(self, message: RunEvent) -> None:
-        if self._followed(message.run_id):
-            with suppress(NoMatches):  # a message that lands while the app shuts down: it is stored already
-                self.show(message.event)
-
-    def on_run_progress(self, message: RunProgress) -> None:
-        if self._followed(message.run_id):
-            with suppress(NoMatches):
-                self.show(message.event)
-
-    def on_engine_samples(self, message: EngineSamples) -> None:
-        if self._followed(message.run_id):
-            assert self.link is not None
-            self.link.telemetry.notes = message.notes
-            self.link.telemetry.add(message.samples)
-
-    def on_run_ended(self, message: RunEnded) -> None:
-        if self._followed(message.run_id):
-            with suppress(NoMatches):
-                self._run_ended(message.status, message.error)
-
-    def show(self, event: Any) -> None:
-        """Put one engine event on the panels (on the app's thread), as it comes from the followed run."""
-        if isinstance(event, Progress):
-            self._show_progress(event)
-        else:
-            self._show_event(event)
-
-    def _track(self, pid: int) -> None:
-        """The engine and its stage children count as rigcheck's own load, also when this app did not start them."""
-        host = getattr(self.sampler, "host", None)
-        if host is not None and pid:
-            host.track(pid)
-
-    def _show_progress(self, event: Progress) -> None:
-        stages = self.panel(StagesPanel)
-        if event.device:  # one of several GPUs measured at once
-            stages.set_device_progress(event.stage, event.device, event.done, event.total)
-            return
-        stages.set_progress(event.stage, event.done, event.total)
-        stages.set_step(f"{event.stage}: {event.what}")
-
-    def _show_event(self, event: Any) -> None:
-        stages = self.panel(StagesPanel)
-        log = self.panel(LogPanel)
-        if isinstance(event, StageStarted):
-            self._track(event.pid)
-            self.current_stage = event.stage
-            stages.set_running(event.stage)
-            log.line(f"{event.stage}: started on {event.device} (pid {event.pid}, {event.python})")
-        elif isinstance(event, Verdict):
-            self.stage_verdicts.setdefault(event.stage, []).append(event.status)
-            current = worst(self.stage_verdicts[event.stage])
-            if current is not None:
-                stages.set_interim(event.stage, current)
-            self.panel(ResultsPanel).add(verdict_row(event))
-            if event.status in (Status.FAIL, Status.CRASH, Status.TIMEOUT, Status.INCONCLUSIVE, Status.WARN):
-                log.line(f"{event.status.value} {event.stage}/{event.check}: {event.explanation}", "bold")
-            if event.stage == "probe" and event.status != Status.PASS:
-                self.probe_warnings.append(event.explanation)
-        elif isinstance(event, Measurement):
-            self.panel(BurnPlot).add(event)
-            self._figures.append(event)
-            if not self._figures_held:  # the first after a quiet spell at once, later ones together
-                self._add_figures()
-        elif isinstance(event, Facts) and event.stage == "links":
-            self.links_facts = event.data
-            self.panel(DevicePanel).show(self.probe_facts, self.fingerprint, self.probe_warnings, self.links_facts)
-        elif isinstance(event, Facts) and event.stage == "probe":
-            self.probe_facts, self.probe_warnings = event.data, []
-            self.panel(DevicePanel).show(self.probe_facts, self.fingerprint, self.probe_warnings, self.links_facts)
-        elif isinstance(event, Fingerprint):
-            self.fingerprint = event.digest
-        elif isinstance(event, LogLine):
-            log.line(f"{event.stage}: {event.text}", "bold" if event.level == "error" else "")
-        elif isinstance(event, StageFinished):
-            cancelled = event.stage in self.cancelled_stages and event.status == Status.SKIP
-            stages.set_verdict(event.stage, event.status, cancelled)
-            self.current_stage = None
-            log.line(f"{event.stage}: {'cancelled' if cancelled else event.status.value}")
-            if event.stage == "probe":
-                self.panel(DevicePanel).show(self.probe_facts, self.fingerprint, self.probe_warnings, self.links_facts)
-        elif isinstance(event, RunFinished):
-            pass  # the follower's RunEnded message, with the run's stored error, ends the run in the app
-
-    def _add_figures(self) -> None:
-        """Put the waiting figures in the Running and Results tables, then hold new ones for FIGURES_S."""
-        figures, self._figures = self._figures, []
-        self._figures_held = bool(figures)
-        if not figures:
-            return
-        with suppress(NoMatches):
-            results = self.panel(ResultsPanel)
-            self.panel(BenchPanel).add_measurements(figures)
-            for figure in figures:
-                results.add(measurement_row(figure))
-        self.set_timer(FIGURES_S, self._add_figures)
-
-    def _run_ended(self, status: str, error: str | None = None) -> None:
-        self._add_figures()  # every figure of the run is in its tables when the run is seen to end
-        link, self.link = self.link, None
-        if link is not None:
-            link.close()
-        self._refresh_choice()
-        if error:
-            self.panel(LogPanel).line(f"run {self.run_id} ended in error: {error}", "bold")
-            self.notify(f"run {self.run_id} ended in error: {error}", severity="error", timeout=15)
-        else:
-            self.notify(f"run {self.run_id} {status}")
-
-    def stop_run(self) -> None:
-        """Ask the run's engine to stop the run; what was measured is already stored."""
-        link, self.link = self.link, None
-        if link is None:
-            return
-        link.close()
-        problem = link.stop()
-        if problem:
-            self.notify(f"run {link.run_id}: {problem}", severity="error")
-
     # -- actions --
     def action_start_stage(self, index: int) -> None:
         if 0 <= index < len(self.stage_infos):
@@ -444,7 +272,7 @@ class RigcheckApp(App[int]):
 
     def action_cancel(self) -> None:
         if self.link is None:
-            self.notify("nothing is running")
+            self.action_why_not("nothing is running")
             return
         said = "cancel asked: stopping the running stage"
         try:
@@ -458,38 +286,6 @@ class RigcheckApp(App[int]):
         if self.current_stage is not None:
             self.cancelled_stages.add(self.current_stage)
         self.panel(LogPanel).line(said)
-
-    def action_next_gpu(self) -> None:
-        """The Clocks panel follows the next GPU."""
-        source = self.telemetry
-        latest = source.latest() if source is not None else None
-        indices = [g.index for g in latest.gpus] if latest is not None else []
-        if len(indices) < 2:
-            self.notify("one GPU or none: nothing to switch to")
-            return
-        chosen = self.panel(ClocksPanel).cycle_gpu(indices)
-        self.notify(f"Clocks: GPU {chosen}")
-
-    def action_cycle_device(self) -> None:
-        if self.running:
-            self.notify("the device is fixed while a run is in progress", severity="warning")
-            return
-        choices = self._device_choices()
-        self.device = choices[(choices.index(self.device) + 1) % len(choices)] if self.device in choices else "cpu"
-        self._refresh_choice()
-
-    def action_cycle_profile(self) -> None:
-        if self.running:
-            self.notify("the profile is fixed while a run is in progress", severity="warning")
-            return
-        self.profile = PROFILES[(PROFILES.index(self.profile) + 1) % len(PROFILES)]
-        self._refresh_choice()
-
-    def action_show_processes(self) -> None:
-        self.panel(TabbedContent).active = "tab-processes"
-
-    def action_show_tab(self, tab: str) -> None:
-        self.panel(TabbedContent).active = tab
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The Processes panel marks what ran beside the figure highlighted in Results."""
@@ -515,11 +311,8 @@ class RigcheckApp(App[int]):
         results.clear()
         for row in rows:
             results.add(row)
-        self.panel(TabbedContent).get_tab("tab-results").label = f"Results: run {run_id}" if run_id else "Results"
-
-    def action_results(self) -> None:
-        self.panel(TabbedContent).active = "tab-results"
-        self.panel(ResultsPanel).query_one(DataTable).focus()
+        label = f"Results: run {run_id}" if run_id else "Results"
+        self.panel(TabbedContent).get_tab("tab-results").label = tab_label("tab-results", label)
 
     def action_request_quit(self) -> None:
         if not self.running:
@@ -538,22 +331,7 @@ class RigcheckApp(App[int]):
         self.push_screen(ConfirmQuit(), answer)
 
     def on_unmount(self) -> None:
+        if getattr(self, "_watch", None) is not None:
+            self._watch.stop()
         if self.link is not None:  # the run goes on in its engine; only our view of it closes
             self.link.close()
-
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
-        for index, info in enumerate(self.stage_infos):
-            yield SystemCommand(f"Run stage {info.name}", info.summary, lambda i=index: self.action_start_stage(i))
-        yield SystemCommand("Run all stages", "every stage in order", self.action_start_all)
-        yield SystemCommand("Cancel the running stage", "the next stage still runs", self.action_cancel)
-        yield SystemCommand("Next device", f"now {self.device}", self.action_cycle_device)
-        yield SystemCommand("Next profile", f"now {self.profile}", self.action_cycle_profile)
-        yield SystemCommand("History", "past runs; compare two side by side", self.action_history)
-        yield SystemCommand("Next GPU", "the Clocks panel follows the next GPU (g)", self.action_next_gpu)
-        yield SystemCommand("Processes", "other processes on each GPU and the host (o)", self.action_show_processes)
-        yield SystemCommand(
-            "Results", "the run's verdicts and figures; enter shows one in full (r)", self.action_results
-        )
-        for _, tab, title, help_text in TABS:
-            yield SystemCommand(title, help_text, lambda tab=tab: self.action_show_tab(tab))

@@ -169,13 +169,20 @@ def command_app(args: argparse.Namespace) -> int:
     gpus: tuple[str, ...] | None = None
     if not args.python and device != "cpu" and surely_no_gpu():
         device = no_gpu_device(device)  # no torch could see a GPU here: told without importing one
-    if args.python or device != "cpu":
+    if args.python or device not in (None, "cpu"):  # a device or Python named: refused before the app opens
         device, gpus = run_devices(device, inspect_python(python))
     store = open_store(args.store)
     sampler = start_sampler()
     try:
         app = RigcheckApp(
-            store, sampler, device=device, profile=args.profile, python=python, ascii_only=args.ascii, gpus=gpus
+            store,
+            sampler,
+            device=device,
+            profile=args.profile,
+            python=python,
+            ascii_only=args.ascii,
+            gpus=gpus,
+            ask_gpus=device is None,  # the app draws at once and asks torch which GPUs it sees meanwhile
         )
         code = app.run() or 0
         if app.left_running is not None:

@@ -209,12 +209,12 @@ async def test_results_tell_devices_apart_keep_units_and_show_why_a_figure_is_su
             await pilot.press("down")
         await pilot.pause(0.1)
         text = screen_text(app)
-        assert "trust: SUSPECT: SM clock at 73% of max: power cap" in text  # the highlighted row's detail
+        assert "matmul fp32 4096 on cuda:1 is SUSPECT: SM clock at 73% of max: power cap." in text  # its detail
         await pilot.press("enter")
         await pilot.pause(0.1)
         assert isinstance(app.screen, DetailScreen)
         text = screen_text(app)
-        assert "note: power-limited at 700 W" in text and "verified: yes" in text
+        assert "Note: Power-limited at 700 W." in text and "Verified: yes." in text
         await pilot.press("escape")
         await pilot.pause(0.1)
         assert not isinstance(app.screen, DetailScreen)

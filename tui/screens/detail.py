@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from rich.text import Text
-from rigcheck.engine.report.rows import Row, detail_text
+from rigcheck.engine.report.rows import Row
+from rigcheck.tui.widgets.row_words import detail_words
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -20,7 +21,7 @@ class DetailScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="detail-box"):
-            yield Static(Text(detail_text(self.row)), id="detail-text")
+            yield Static(Text(detail_words(self.row)), id="detail-text")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -6,9 +6,9 @@ import datetime as dt
 import json
 from typing import Any
 
-from rigcheck.engine.report.compare import compare
 from rigcheck.engine.report.fleet_view import fleet_label
 from rigcheck.engine.store import Store
+from rigcheck.tui.screens.compare import CompareScreen, compare_rows
 from rigcheck.tui.screens.fleet import FleetScreen
 from rigcheck.tui.widgets.styling import status_text
 from textual.app import ComposeResult
@@ -17,37 +17,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 MARK = "*"
-
-
-def compare_rows(first: dict[str, Any], second: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    """(figure, ratio second/first, first, second) as table cells, from the engine's comparison: the ratio
-    beside the figure, so that it stays on screen at 80 columns however long the sides' words are."""
-    return [
-        (row.figure, row.ratio_text(), row.first.text() if row.first else "", row.second.text() if row.second else "")
-        for row in compare(first, second)
-    ]
-
-
-class CompareScreen(Screen[None]):
-    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back")]
-
-    def __init__(self, store: Store, first: int, second: int) -> None:
-        super().__init__()
-        self.store, self.first, self.second = store, first, second
-
-    def compose(self) -> ComposeResult:
-        yield Static(f"run {self.first} against run {self.second} (ratio = second / first)", classes="screen-title")
-        yield DataTable(id="compare-table", cursor_type="row")
-        yield Footer()
-
-    def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        for name in ("figure", "ratio", f"run {self.first}", f"run {self.second}"):
-            table.add_column(name)
-        first, second = self.store.report(self.first), self.store.report(self.second)
-        if first and second:
-            for row in compare_rows(first, second):
-                table.add_row(*row)
+__all__ = ["CompareScreen", "HistoryScreen", "compare_rows"]
 
 
 class RunsTable(DataTable[Any]):

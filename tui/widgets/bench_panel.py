@@ -1,10 +1,14 @@
-"""The Running-benchmark panel: each figure of the current run as it arrives, with its spread and trust."""
+"""The Running-benchmark table: each figure of the current run as it arrives, with its spread and trust.
+
+Why a figure has its trust is not a column (it would be cut): the line under the table says it in full
+(tui/widgets/running_panel.py).
+"""
 
 from __future__ import annotations
 
 from rich.text import Text
 from rigcheck.engine.events import Measurement
-from rigcheck.engine.report.rows import Row, meaning, measurement_row, spread_text, trust_of, value_text
+from rigcheck.engine.report.rows import Row, measurement_row, spread_text, trust_of, value_text
 from rigcheck.tui.glyphs import UNICODE, Glyphs
 from rigcheck.tui.screens.detail import DetailScreen
 from rigcheck.tui.widgets.steady_table import SteadyTable
@@ -29,7 +33,7 @@ class BenchPanel(SteadyTable[Text | str]):
 
     def on_mount(self) -> None:
         self.cursor_type = "row"
-        for name in ("figure", "device", "value", self.glyphs.plus_minus, "trust", "why"):
+        for name in ("figure", "device", "value", self.glyphs.plus_minus, "trust"):
             self.add_column(name, key=name)
 
     def clear_figures(self) -> None:
@@ -37,10 +41,12 @@ class BenchPanel(SteadyTable[Text | str]):
         self.rows_shown = []
 
     def add_measurements(self, measurements: list[Measurement]) -> None:
-        """New figures at the end; the cursor moves once, to the newest, and the table scrolls to it at once."""
+        """New figures at the end; a cursor on the last row follows, once, to the newest, and the table scrolls
+        to it at once. A cursor moved up to read an earlier figure stays where it was put."""
+        following = self.cursor_row >= self.row_count - 1
         for measurement in measurements:
             self._add_row_of(measurement)
-        if measurements:
+        if measurements and following:
             self.measure_new_rows()
             self.move_cursor(row=self.row_count - 1)
 
@@ -57,7 +63,6 @@ class BenchPanel(SteadyTable[Text | str]):
             Text(value_text(row), justify="right"),
             Text(spread, justify="right"),
             status_text(self.app, trust_of(row)),
-            meaning(row),
         )
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from rich.text import Text
-from rigcheck.engine.report.rows import Row, detail_text, meaning, status_of, value_text
+from rigcheck.engine.report.rows import Row, meaning, status_of, value_text
 from rigcheck.tui.screens.detail import DetailScreen
+from rigcheck.tui.widgets.row_words import detail_words
 from rigcheck.tui.widgets.steady_table import SteadyTable
 from rigcheck.tui.widgets.styling import status_text
 from textual.app import ComposeResult
@@ -51,7 +52,7 @@ class ResultsPanel(Vertical):
 
     def _show_detail(self, index: int) -> None:
         if 0 <= index < len(self.rows):
-            self.query_one("#result-detail", Static).update(Text(detail_text(self.rows[index])))
+            self.query_one("#result-detail", Static).update(Text(detail_words(self.rows[index])))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

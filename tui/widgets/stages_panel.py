@@ -6,24 +6,16 @@ from rich.text import Text
 from rigcheck.engine.events import Status
 from rigcheck.tui.glyphs import UNICODE, Glyphs, bar
 from rigcheck.tui.widgets.live_text import LiveText
+from rigcheck.tui.widgets.run_clock import duration_text, time_line
 from rigcheck.tui.widgets.steady_table import SteadyTable
 from rigcheck.tui.widgets.styling import status_text
+from rigcheck.tui.widgets.why_line import WhyLine
 from textual.app import App, ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable
 
 BAR_WIDTH = 5
 PROGRESS_REDRAW_S = 0.25  # a bar changes at most this often: each change repaints the whole table
-
-
-def duration_text(seconds: float) -> str:
-    """A rough wall time: ~45s, ~3m05s, ~1h20m."""
-    whole = round(seconds)
-    if whole < 60:
-        return f"~{whole}s"
-    if whole < 3600:
-        return f"~{whole // 60}m{whole % 60:02d}s"
-    return f"~{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
 def expected_text(stages: list[str], durations: dict[str, float]) -> str:
@@ -60,6 +52,7 @@ class StagesPanel(Vertical):
 
     def compose(self) -> ComposeResult:
         yield LiveText(id="stages-expected")  # changes with every progress event: repaints only its own line
+        yield WhyLine(id="stages-time")  # while a run goes on: its time and the stage's, against earlier runs
         table: SteadyTable[Text | str] = SteadyTable(id="stages-table", cursor_type="row", zebra_stripes=False)
         yield table
 
@@ -94,9 +87,12 @@ class StagesPanel(Vertical):
         if self.border_subtitle != extent:
             self.border_subtitle = extent
 
-    def set_choice(self, device: str, profile: str, running: bool, durations: dict[str, float]) -> None:
-        """The device and profile a run would use, and how long each stage took there before."""
-        state = "running" if running else "idle"
+    def set_choice(
+        self, device: str, profile: str, running: bool, durations: dict[str, float], asking: bool = False
+    ) -> None:
+        """The device and profile a run would use, and how long each stage took there before; `asking`:
+        the device is telemetry's guess until torch says which GPUs it sees."""
+        state = "running" if running else "asking torch" if asking else "idle"
         self.border_title = f"Stages: {device}, {profile} ({state})"  # in the border: one more stage shows
         self.durations = durations
         if not running:
@@ -106,6 +102,19 @@ class StagesPanel(Vertical):
             if self.states[name] in ("idle", "queued"):
                 self._bars.pop(name, None)
                 table.update_cell(name, "progress", duration_text(durations[name]) if name in durations else "")
+
+    def set_times(self, run: tuple[float, list[str]] | None, stage: tuple[str, float] | None, now: float) -> None:
+        """The time line: shown while a run goes on (`run` is its start and stages), hidden otherwise."""
+        line = self.query_one("#stages-time", WhyLine)
+        if run is None:
+            if line.display:
+                line.display = False
+            return
+        started, stages = run
+        name, since = stage if stage is not None else (None, None)
+        line.set(time_line(now, started, stages, self.durations, name, since))
+        if not line.display:
+            line.display = True
 
     def set_step(self, text: str) -> None:
         self.query_one("#stages-expected", LiveText).set(Text(text, no_wrap=True, overflow="ellipsis"))
