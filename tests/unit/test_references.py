@@ -78,7 +78,7 @@ def test_the_published_mamf_figures_and_every_entry_with_a_source() -> None:
     assert reference_for("NVIDIA A100-SXM4-80GB", "best-bf16").value == 271.2  # type: ignore[union-attr]
     assert reference_for("NVIDIA B200", "best-fp8").value == 3432.5  # type: ignore[union-attr]
     assert reference_for("AMD Instinct MI355X", "best-bf16").value == 1565.0  # type: ignore[union-attr]
-    assert reference_for(H200, "train c128 b8192 bf16").value == 166_000  # type: ignore[union-attr]
+    assert reference_for(H200, "train c128 b8192 bf16").value == 165_793.9  # type: ignore[union-attr]
     assert reference_for(H200, "host to device pageable 1 GiB") is None  # pageable copies are not judged
     keys = [(r.model, r.figure) for r in REFERENCES]
     assert len(keys) == len(set(keys))
@@ -127,13 +127,13 @@ def test_max_find_uses_the_same_reference() -> None:
 
 def test_the_rule_for_one_figure_and_its_reference() -> None:
     reference = reference_for(H200, "matmul bf16 8192")
-    assert reference is not None and reference.value == 756.0
+    assert reference is not None and reference.value == 779.4
     ok = reference_verdict(figure(750.0), reference)
     assert ok is not None and ok.status == Status.PASS
     slow = reference_verdict(figure(600.0, **CAPPED), reference)
     assert slow is not None and slow.status == Status.WARN
     text = slow.explanation
-    assert "79% of the H200's rigcheck-measured 756" in text
+    assert "77% of the H200's rigcheck-measured 779.4 (3 runs, 2026-12-03)" in text
     assert "likely cause: SM clock at 70% of max (power cap)" in text and "next: `nvidia-smi -q -d" in text
     assert "\n" not in text
     half = reference_verdict(figure(300.0), reference)
@@ -188,7 +188,10 @@ def test_a_slow_pinned_copy_on_a_narrow_link_names_the_link() -> None:
     link = {"pcie": {"gen": 3, "max_gen": 5, "width": 8, "max_width": 16}}
     m = replace(figure(40.0, "host to device pinned 1 GiB", "GB/s", **link), params={"bound": "link", "pinned": True})
     (verdict,) = reference_verdicts([m], "bandwidth")
-    assert verdict.status == Status.WARN and "73% of the H200's rigcheck-measured 55" in verdict.explanation
+    assert (
+        verdict.status == Status.WARN
+        and "72% of the H200's rigcheck-measured 55.39 (3 runs, 2026-12-03)" in verdict.explanation
+    )
     assert "reseat or check the riser: PCIe at Gen3 x8 of Gen5 x16" in verdict.explanation
 
 
@@ -299,7 +302,10 @@ def test_a_lone_gpu_is_judged_against_its_model_after_the_stage(tmp_path: Path) 
     events = run_lone(tmp_path, value=300.0, conditions=CAPPED)
     (verdict,) = [e for e in events if isinstance(e, Verdict) and e.check.startswith("reference")]
     assert verdict.status == Status.FAIL and verdict.check == "reference matmul bf16 4096"
-    assert "of the H200's rigcheck-measured 776" in verdict.explanation and "SM clock at 70%" in verdict.explanation
+    assert (
+        "of the H200's rigcheck-measured 792.1 (3 runs, 2026-12-03)" in verdict.explanation
+        and "SM clock at 70%" in verdict.explanation
+    )
     assert [e.status for e in events if isinstance(e, StageFinished)] == [Status.FAIL]
     fine = run_lone(tmp_path / "fine", value=780.0)
     assert [(e.check, e.status) for e in fine if isinstance(e, Verdict) and e.check.startswith("reference")] == [
