@@ -16,7 +16,7 @@ from rigcheck.engine.registry import UnknownStage, default_stages, resolve
 from rigcheck.engine.report.atomic_write import write_atomic
 from rigcheck.engine.report.export import to_json
 from rigcheck.engine.report.junit import to_junit
-from rigcheck.engine.run.numbers import WEEK_S, bounded_float
+from rigcheck.engine.run.numbers import WEEK_S, bounded_float, given
 from rigcheck.engine.run.preflight import (
     PYTHON_TIMEOUT_S,
     STDOUT,
@@ -44,7 +44,9 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     """The options of `rigcheck run`, which a fleet agent takes too."""
     parser.add_argument("stages", nargs="*", metavar="STAGE", help="stages to run (default: all)")
     parser.add_argument(
-        "--device", help="cpu, cuda:N, a list like cuda:0,cuda:3, or all (default: every GPU torch sees, else cpu)"
+        "--device",
+        type=given("a device"),
+        help="cpu, cuda:N, a list like cuda:0,cuda:3, or all (default: every GPU torch sees, else cpu)",
     )
     parser.add_argument(
         "--serial", action="store_true", help="on several GPUs, measure one after another, not all at once"
@@ -63,15 +65,26 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--baseline",
+        type=given("a baseline file"),
         metavar="FILE",
         help="judge each GPU figure against this known-good machine's or fleet's (`export RUN --format baseline`), "
         "not the model table's",
     )
     parser.add_argument("--profile", default="standard", help=f"one of {', '.join(PROFILES)}")
-    parser.add_argument("--python", help="run the stages under this interpreter (it needs torch)")
-    parser.add_argument("--json", metavar="FILE", help="also write the run's report as JSON here (- for stdout)")
     parser.add_argument(
-        "--junit", metavar="FILE", help="also write JUnit XML here: one test case per verdict, for CI (- for stdout)"
+        "--python", type=given("an interpreter"), help="run the stages under this interpreter (it needs torch)"
+    )
+    parser.add_argument(
+        "--json",
+        type=given("a file, or - for stdout"),
+        metavar="FILE",
+        help="also write the run's report as JSON here (- for stdout)",
+    )
+    parser.add_argument(
+        "--junit",
+        type=given("a file, or - for stdout"),
+        metavar="FILE",
+        help="also write JUnit XML here: one test case per verdict, for CI (- for stdout)",
     )
     parser.add_argument("--strict", action="store_true", help="a WARN verdict fails the run (exit 1), for CI")
     parser.add_argument("--timeout", type=bounded_float(0, WEEK_S, above=True), help="time limit per stage in seconds")
