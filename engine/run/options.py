@@ -109,10 +109,17 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+BASELINE_FILE_MAX_BYTES = 16 << 20  # the figures kept are capped far lower (baseline_file.BASELINE_MAX_BYTES)
+
+
 def read_baseline(path: str) -> dict[str, Any]:
     """A --baseline file's figures, checked before the run; UsageError (one line, exit 2) when it will not do."""
     try:
-        text = Path(path).expanduser().read_text()
+        with Path(path).expanduser().open("rb") as handle:  # at most a cap: /dev/zero once filled the memory
+            data = handle.read(BASELINE_FILE_MAX_BYTES + 1)
+        if len(data) > BASELINE_FILE_MAX_BYTES:
+            raise UsageError(f"--baseline {path}: over {BASELINE_FILE_MAX_BYTES >> 20} MiB: not a baseline file")
+        text = data.decode()
     except (OSError, UnicodeDecodeError) as error:
         raise UsageError(f"--baseline {path}: cannot read it ({getattr(error, 'strerror', None) or error})") from None
     try:
