@@ -134,7 +134,7 @@ def command_gpu_history(args: argparse.Namespace) -> int:
 
     rows = gpu_timeline(open_store(args.store), args.gpu)
     if not rows:
-        raise UsageError(f"no run in the store has a GPU with UUID {args.gpu}")
+        raise UsageError(f"no run in the store has a GPU with UUID {args.gpu!r}")  # repr: no terminal escape echoed
     print(f"{'run':>5}  {'when':<16}  {'kind':<8}  {'ECC corr':>8}  {'uncorr':>6}  {'remap':>5}  {'PCIe':<9}  XIDs")
     for row in rows:
         print(

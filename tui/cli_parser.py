@@ -6,7 +6,7 @@ import argparse
 import re
 
 from rigcheck.engine import exits
-from rigcheck.engine.run.numbers import bounded_float, bounded_int
+from rigcheck.engine.run.numbers import bounded_float, bounded_int, given
 from rigcheck.engine.run.options import UsageParser, add_run_options
 from rigcheck.engine.stage import PROFILES
 from rigcheck.tui.cli_fleet import add_fleet_parser
@@ -60,10 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     store_help = "results database (default: $RIGCHECK_STORE, else a per-user data folder)"
-    parser.add_argument("--store", help=store_help)
+    parser.add_argument("--store", type=given("a store file"), help=store_help)
     parser.add_argument("--version", action=VersionAction)
     common = UsageParser(add_help=False)
-    common.add_argument("--store", default=argparse.SUPPRESS, help=store_help)
+    common.add_argument("--store", type=given("a store file"), default=argparse.SUPPRESS, help=store_help)
     commands = parser.add_subparsers(dest="command", parser_class=UsageParser)
 
     run = commands.add_parser(
@@ -89,7 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     app = commands.add_parser("app", help="open the live app (the default with no command)", parents=[common])
-    app.add_argument("--device", help="cpu, cuda:N, a list like cuda:0,cuda:3, or all (default: every GPU torch sees)")
+    app.add_argument(
+        "--device",
+        type=given("a device"),
+        help="cpu, cuda:N, a list like cuda:0,cuda:3, or all (default: every GPU torch sees)",
+    )
     app.add_argument("--profile", default="standard", help=f"one of {', '.join(PROFILES)}")
     app.add_argument("--python", help="run the stages under this interpreter (it needs torch)")
     app.add_argument("--ascii", action="store_true", help="plain ASCII bars, for terminals without Unicode")
@@ -103,7 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
         history.add_argument(
             "--limit", type=bounded_int(1), default=30, metavar="N", help="list the newest N runs (default 30)"
         )
-        history.add_argument("--gpu", metavar="UUID", help="one GPU's health timeline across runs, by its UUID")
+        history.add_argument(
+            "--gpu", type=given("a GPU UUID"), metavar="UUID", help="one GPU's health timeline across runs, by its UUID"
+        )
     follow = commands.add_parser("follow", help="follow a run live (default: the newest live one)", parents=[common])
     follow.add_argument("run", nargs="?", metavar="RUN", help="a run number or 'last'")
     cancel = commands.add_parser("cancel", help="stop a live run (or only its running stage)", parents=[common])
@@ -118,7 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="json",
         help="json, csv, md, junit, prom (Prometheus text), baseline (for run --baseline) or html (one page, offline)",
     )
-    export.add_argument("--output", "-o", help="file to write, replaced in one step (default, or -: standard output)")
+    export.add_argument(
+        "--output",
+        "-o",
+        type=given("a file, or - for stdout"),
+        help="file to write, replaced in one step (default, or -: standard output)",
+    )
     compare = commands.add_parser("compare", help="compare two runs figure by figure", parents=[common])
     compare.add_argument("first", metavar="RUN", help="a run number or 'last'")
     compare.add_argument("second", metavar="RUN", help="another run number or 'last'")

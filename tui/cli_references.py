@@ -18,13 +18,19 @@ from rigcheck.engine.measure.references import (
     references_of,
     source_text,
 )
+from rigcheck.engine.run.numbers import given
 from rigcheck.engine.run.options import read_baseline
 
 
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser("references", help="list the reference figures this machine's GPUs are held to")
     parser.add_argument("--all", action="store_true", help="every model in the table, not only the GPUs present")
-    parser.add_argument("--baseline", metavar="FILE", help="a baseline file (`export RUN --format baseline`)")
+    parser.add_argument(
+        "--baseline",
+        type=given("a baseline file"),
+        metavar="FILE",
+        help="a baseline file (`export RUN --format baseline`)",
+    )
 
 
 def _row(reference: Reference, note: str = "") -> str:

@@ -76,8 +76,8 @@ def fit(text: str, limit: int = LINE_MAX) -> str:
 
 def summary(state: str, verdicts: list[Verdict], unknown: list[str], gpus: int) -> str:
     """The first line of output: the state and what made it, fit for a drain reason or a node condition."""
-    if state == OK:
-        return fit(f"OK: {gpus} GPU(s) healthy")
+    if state == OK:  # no GPU is OK only where none was asked for (`--expect-gpus 0`)
+        return fit(f"OK: {gpus} GPU(s) healthy" if gpus else "OK: no GPU, as expected (--expect-gpus 0)")
     if state == CRITICAL:
         causes = [_phrase(v) for v in verdicts if v.status in (Status.FAIL, Status.CRASH, Status.TIMEOUT)]
     elif state == UNKNOWN:

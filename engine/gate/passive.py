@@ -19,7 +19,7 @@ from rigcheck.engine.facts.health_model import Missing
 from rigcheck.engine.gate import checks, memory
 from rigcheck.engine.gate.kmsg import KernelLog
 from rigcheck.engine.gate.outcome import OK, exit_code, state_of, summary
-from rigcheck.engine.gate.read import GateGpu, NodeReading, read_node
+from rigcheck.engine.gate.read import GateGpu, NodeReading, no_gpu_found, read_node
 from rigcheck.engine.stages.health import checks as health
 from rigcheck.engine.stages.health.checks import STAGE
 
@@ -167,6 +167,9 @@ def passive_check(
         except Exception as error:  # a damaged store loses the history, not the answer
             store_error = f"history not read: {error}"
     reading = reading or read_node(kernel_log)
+    if expect_gpus == 0 and not reading.gpus and not reading.pci_gpus:
+        # asked for none and none anywhere, not even on the PCI bus: a CPU node of a mixed cluster, checked
+        reading.unknown = [why for why in reading.unknown if why != no_gpu_found(reading)]
     expected, source = _expected(earlier, expect_gpus)
     cursor = _cursor(earlier)
     history_rows = [(run_id, started, data) for run_id, started, _, data in earlier]

@@ -136,5 +136,10 @@ def read_node(kernel_log: Path | None = None, drm_root: Path = DRM_ROOT, pci_roo
     _nvidia(reading, reading.kernel_log)
     _amd(reading, drm_root)
     if not reading.gpus and not reading.unknown:  # nothing was checked: a gate that saw no GPU cannot say OK
-        reading.unknown.append(f"no GPU found ({'; '.join(reading.absent) or 'the driver lists none'})")
+        reading.unknown.append(no_gpu_found(reading))
     return reading
+
+
+def no_gpu_found(reading: NodeReading) -> str:
+    """Why a node with no GPU could not be checked (unless it was asked to have none: `--expect-gpus 0`)."""
+    return f"no GPU found ({'; '.join(reading.absent) or 'the driver lists none'})"

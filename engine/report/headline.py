@@ -8,7 +8,7 @@ from typing import Any
 
 from rigcheck.engine.report.rows import trust_of
 
-NEEDS_A_LOOK = ("CRASH", "TIMEOUT", "FAIL", "WARN")  # verdicts, worst first
+NEEDS_A_LOOK = ("CRASH", "TIMEOUT", "FAIL", "INCONCLUSIVE", "WARN")  # verdicts, worst first; each sets the exit code
 NOT_TRUSTED = ("BROKEN", "SUSPECT", "NOISY", "UNJUDGED")  # the trust words a headline counts
 
 
@@ -23,9 +23,9 @@ def counts(report: dict[str, Any]) -> tuple[list[tuple[str, int]], list[tuple[st
 
 
 def headline(report: dict[str, Any]) -> str:
-    """`2 FAIL, 1 WARN; 3 SUSPECT, 1 NOISY figures`, or `no FAIL or WARN verdict; every figure TRUSTED`."""
+    """`2 FAIL, 1 WARN; 3 SUSPECT, 1 NOISY figures`, or `no FAIL, INCONCLUSIVE or WARN verdict; ...`."""
     verdicts, figures = counts(report)
-    said = ", ".join(f"{n} {w}" for w, n in verdicts) or "no FAIL or WARN verdict"
+    said = ", ".join(f"{n} {w}" for w, n in verdicts) or "no FAIL, INCONCLUSIVE or WARN verdict"
     if figures:
         plural = "s" * (sum(n for _, n in figures) != 1)
         return f"{said}; {', '.join(f'{n} {w}' for w, n in figures)} figure{plural}"

@@ -70,3 +70,16 @@ def bounded_int(low: int, high: int = SQLITE_MAX_INT) -> Callable[[str], int]:
 
     parse.__name__ = "number"
     return parse
+
+
+def given(what: str) -> Callable[[str], str]:
+    """An argparse `type=` for a file, device or UUID: an empty value is refused, never read as "not given"
+    (`--json ''` would otherwise write nothing and `--baseline ''` judge against the table without a word)."""
+
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"{text!r}: empty; give {what}")
+        return text
+
+    parse.__name__ = "value"
+    return parse

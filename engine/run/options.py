@@ -105,6 +105,9 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+BASELINE_FILE_MAX_BYTES = 16 << 20  # the figures kept are capped far lower (baseline_file.BASELINE_MAX_BYTES)
+
+
 def read_baseline(path: str) -> dict[str, Any]:
     """A --baseline file's figures, checked before the run; UsageError (one line, exit 2) when it will not do:
     a FIFO, a device or a file over 16 MiB is refused unread, and a nesting too deep is said so."""

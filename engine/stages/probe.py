@@ -169,7 +169,7 @@ def verdicts(
         "cpu",
         Status.PASS,
         f"CPU usable: {cpu['model']}, {cpu['usable_cpus']} of {cpu['logical_cpus']} CPUs, "
-        f"torch {build['torch']} with {build['num_threads']} threads",
+        f"torch {build['torch']} with {build['num_threads']} thread{'s' * (build['num_threads'] != 1)}",
         {"usable_cpus": cpu["usable_cpus"], "torch_threads": build["num_threads"]},
         device="cpu",
     )

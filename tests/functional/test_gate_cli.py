@@ -80,7 +80,9 @@ def test_history_gpu_shows_one_gpus_timeline(gate_library: Path, tmp_path: Path)
     assert [row.split()[4] for row in rows] == ["12", "12", "400"]
     assert "check" in rows[0] and "Gen5 x16" in rows[0]
     missing = rigcheck(gate_library, state, "--store", store, "history", "--gpu", "GPU-nope")
-    assert missing.returncode == 2 and "no run in the store has a GPU with UUID GPU-nope" in missing.stderr
+    assert missing.returncode == 2 and "no run in the store has a GPU with UUID 'GPU-nope'" in missing.stderr
+    escape = rigcheck(gate_library, state, "--store", store, "history", "--gpu", "GPU\x1b[31mred")
+    assert escape.returncode == 2 and "\x1b" not in escape.stderr and "'GPU\\x1b[31mred'" in escape.stderr
 
 
 def test_every_gate_module_imports_without_torch() -> None:

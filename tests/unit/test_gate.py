@@ -274,3 +274,20 @@ def test_a_store_that_cannot_be_written_costs_the_history_not_the_answer(node: N
     result = passive_check(Broken(), 2, reading=reading)
     assert_state(result, WARN)
     assert result.run_id is None and result.store_error == "not stored: store x is read-only"
+
+
+def test_a_node_asked_to_have_no_gpu_and_that_has_none_is_ok(node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--expect-gpus 0` on a CPU node of a mixed cluster: before, UNKNOWN on every check, so Slurm drained it."""
+    monkeypatch.setattr(hw_nvml, "LIBRARY", str(node.folder / "absent.so"))
+    result = node.check(expect=0)
+    assert_state(result, OK)
+    assert fired(result, "gpu-count", "node").status == Status.PASS
+    assert result.line == "OK: no GPU, as expected (--expect-gpus 0)"
+    assert_state(node.check(expect=1), UNKNOWN)  # one expected, none readable: still not an OK
+    assert_state(node.check(), UNKNOWN)  # nothing asked: a gate that saw no GPU says UNKNOWN, as before
+    node.faults(gpus=0)  # a driver that lists no GPU, but one on the PCI bus: a GPU fell off, not a CPU node
+    (node.folder / "pci" / "0000:01:00.0").mkdir()
+    for name, text in (("vendor", "0x10de"), ("class", "0x030200")):
+        (node.folder / "pci" / "0000:01:00.0" / name).write_text(text + "\n")
+    monkeypatch.setattr(hw_nvml, "LIBRARY", str(node.folder / "absent.so"))
+    assert node.check(expect=0).state != OK

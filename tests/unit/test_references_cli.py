@@ -64,3 +64,19 @@ def test_no_gpu_says_where_to_look(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(present, "DRM_ROOT", tmp_path / "no-drm")
     assert main(["references"]) == 0
     assert "no GPU found" in capsys.readouterr().out
+
+
+def test_an_endless_or_huge_baseline_is_one_line_not_a_memory_blowup(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """`--baseline /dev/zero` read until the memory ran out (the kernel killed it); now it reads a capped amount."""
+    from rigcheck.engine.run import options
+
+    assert main(["references", "--all", "--baseline", "/dev/zero"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "over 16 MiB" in err
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * (options.BASELINE_FILE_MAX_BYTES + 1))
+    assert main(["references", "--all", "--baseline", str(big)]) == EXIT_USAGE
+    assert "over 16 MiB" in capsys.readouterr().err
+    big.write_bytes(b" " * options.BASELINE_FILE_MAX_BYTES)  # at the cap: read, and refused as not JSON instead
+    assert main(["references", "--all", "--baseline", str(big)]) == EXIT_USAGE
+    assert "not JSON" in capsys.readouterr().err

@@ -165,3 +165,11 @@ def test_probe_reads_persistence_mode_off_from_the_driver_facts() -> None:
     )
     on = host_settings(build, cpu, "0", devices[1:])
     assert "setting persistence mode" not in {v.check for v in verdicts("cpu", build, [], None, cpu, {}, on)}
+
+
+def test_probe_says_one_thread_not_one_threads() -> None:
+    cpu = {"model": "x", "usable_cpus": 2, "logical_cpus": 2, "governor": "performance", "physical_cores": 2}
+    for threads, said in ((1, "with 1 thread"), (2, "with 2 threads")):
+        build = {"torch": "2.13.0", "num_threads": threads, "build": "CPU"}
+        out = {v.check: v for v in verdicts("cpu", build, [], None, cpu, {}, host_settings(build, cpu))}
+        assert out["cpu"].explanation.endswith(said)
