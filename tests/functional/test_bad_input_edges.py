@@ -54,7 +54,7 @@ CASES: dict[str, tuple[tuple[str, ...], dict[str, str], str]] = {
     "port underscore": (("serve", "--port", "1_000"), {}, "--port"),
     "port fullwidth": (("serve", "--port", "１２"), {}, "--port"),
     "port plus": (("serve", "--port", "+3"), {}, "--port"),
-    "store empty": (("history", "--store", ""), {}, "--store is empty"),
+    "store empty": (("history", "--store", ""), {}, "--store: '': empty"),
     "env empty": (("history",), {"RIGCHECK_STORE": ""}, "RIGCHECK_STORE is empty"),
     "device empty": (("run", "probe", "--device", ""), {}, "--device"),
     "python empty": (("run", "probe", "--device", "cpu", "--python", ""), {}, "--python"),
