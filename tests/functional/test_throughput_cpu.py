@@ -56,8 +56,8 @@ def test_the_host_copy_figure_is_its_own_timing_and_passes(report: dict) -> None
     assert params["best"] >= copy["value"] and params["broken"] is None
     assert 0.05 < copy["value"] < 2000  # a host's memory, not a unit slip of a thousand either way
     found = verdicts(report, "bandwidth")
-    assert found["host-copy"]["status"] == "PASS"
-    assert found["host-copy"]["explanation"] == f"host memory copy: {copy['value']:.1f} GB/s"
+    assert found["host-copy"]["status"] == "NOT JUDGED"  # nothing to judge a host's memory against: never PASS
+    assert found["host-copy"]["explanation"].startswith(f"host memory copy: {copy['value']:.1f} GB/s; not judged")
     # the copy itself passed, but no reference holds this CPU's memory: the stage is NOT JUDGED, never a PASS
     assert {s["name"]: s["status"] for s in report["stages"]}["bandwidth"] == "NOT JUDGED"
     (count,) = [v for v in report["verdicts"] if v["stage"] == "bandwidth" and v["check_name"] == "expectations"]
@@ -99,7 +99,7 @@ def test_the_cpu_matmul_sweep_gives_each_point_and_the_best_of_each_dtype(report
 
 def test_a_host_copy_whose_clocks_disagree_is_broken_and_not_passed(monkeypatch: pytest.MonkeyPatch) -> None:
     clean = list(bandwidth.cpu_bandwidth(4 * MIB))
-    assert [type(e) for e in clean] == [Measurement, Verdict] and clean[1].status == Status.PASS
+    assert [type(e) for e in clean] == [Measurement, Verdict] and clean[1].status == Status.NOT_JUDGED
 
     real = bandwidth.time_calls
 
