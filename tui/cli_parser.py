@@ -37,14 +37,14 @@ class VersionAction(argparse.Action):
         parser.exit()
 
 
-EXIT_LINE = re.compile(r"^EXIT_\w+ = (\d+)\s*#\s*(.+)$", re.MULTILINE)
+EXITS_TABLE_LINE = re.compile(r"^EXIT_\w+ = (\d+)\s*#\s*(.+)$", re.MULTILINE)
 
 
 def exit_codes_help() -> str:
     """The exit codes with their meanings, read from engine/exits.py's own table, so a code added there shows here."""
     try:
         with open(exits.__file__, encoding="utf-8") as handle:
-            found = EXIT_LINE.findall(handle.read())
+            found = EXITS_TABLE_LINE.findall(handle.read())
     except OSError:
         found = []
     lines = [f"  {code:>3}  {words.strip()}" for code, words in found]

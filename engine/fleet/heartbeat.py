@@ -4,10 +4,16 @@ every few seconds while the agent lives; rank 0 calls an agent lost when it stop
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from rigcheck.engine.fleet.channel import FleetChannel
+
+class Beating(Protocol):
+    """What a heartbeat needs of the agent's channel (engine/fleet/channel.py's FleetChannel)."""
+
+    broken: Any
+
+    def beat_if_quiet(self, interval: float) -> float: ...
+
 
 GIVE_UP_AFTER = 5  # heartbeats that failed in a row before the store is taken to be gone
 
@@ -21,7 +27,7 @@ def heartbeat_interval(lost_after: float) -> float:
 class Heartbeat:
     """Raises this agent's sealed heartbeat every `interval` seconds while the agent lives."""
 
-    def __init__(self, channel: FleetChannel, interval: float = 1.0) -> None:
+    def __init__(self, channel: Beating, interval: float = 1.0) -> None:
         self.channel, self.interval = channel, interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="rigcheck-fleet-heartbeat", daemon=True)

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from prometheus_client.core import Metric
-from rigcheck.engine.report.prom import Gauge, Labels
+from rigcheck.engine.report.prom_families import Gauge, Labels
 
 STAGE = "health"
 STATUS_CODES = {"PASS": 0, "WARN": 1, "FAIL": 2, "SKIP": 3, "TIMEOUT": 4, "CRASH": 4}

@@ -13,7 +13,8 @@ from typing import Any
 
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
-from rigcheck.engine.report.prom import Gauge, Labels, render, with_samples
+from rigcheck.engine.report.prom import render, with_samples
+from rigcheck.engine.report.prom_families import Gauge, Labels
 from rigcheck.engine.report.prom_health import health_families
 from rigcheck.engine.telemetry.sample import GpuSample, Sample
 

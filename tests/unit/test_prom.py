@@ -16,7 +16,8 @@ from prometheus_client.registry import REGISTRY, CollectorRegistry
 from rigcheck.engine.events import Facts, Measurement, Status, Verdict
 from rigcheck.engine.exits import EXIT_ERROR
 from rigcheck.engine.report.atomic_write import write_atomic
-from rigcheck.engine.report.prom import TRUST_CODES, RunCollector, kept_labels, report_to_prom
+from rigcheck.engine.report.prom import TRUST_CODES, RunCollector, report_to_prom
+from rigcheck.engine.report.prom_families import kept_labels
 from rigcheck.engine.report.prom_telemetry import SampleCollector, sample_to_prom
 from rigcheck.engine.report.rows import report_rows
 from rigcheck.engine.store import Store
@@ -244,7 +245,8 @@ def gpu_samples(count: int) -> list[Sample]:
     """Two H200s held at the power cap and hot, whose power sensor does not answer."""
     nvml = FakeNvml(reasons=0x4 | 0x20, broken=("power",), bus_ids=(b"00000000:1B:00.0", b"00000000:2C:00.0"))
     host = HostSample(cpus=16, load1=2.5, busy_cpus=3.0, own_cpus=1.0, cpu_mhz=3100.0)
-    return [Sample(1_000_000.0 + t, host, tuple(NvmlSource(nvml).read())) for t in range(count)]
+    # 3 s apart: the monitor holds its first shown sample up to 2.6 s until the busy processes are named
+    return [Sample(1_000_000.0 + 3 * t, host, tuple(NvmlSource(nvml).read())) for t in range(count)]
 
 
 def test_monitor_keeps_a_textfile_that_parses_and_leaves_missing_readings_out(tmp_path: Path) -> None:

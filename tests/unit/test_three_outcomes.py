@@ -37,7 +37,7 @@ def test_every_status_has_a_class_and_inconclusive_is_neither_pass_nor_fail() ->
 
 
 def test_front_end_maps_style_the_new_classes() -> None:
-    from rigcheck.tui.cli_display import CLASS_STYLE
+    from rigcheck.tui.cli_live import CLASS_STYLE
     from rigcheck.tui.widgets.styling import CLASS_VARIABLE
 
     for kind in set(STATUS_CLASS.values()):
