@@ -130,4 +130,9 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         "core/ReplaceComparisonOperator_Eq_LtE",
         'if m.device == "cpu" and m.params.get("bound") == "host" and sound(m):',
     ): "devices are 'cpu' or 'cuda:N', and 'cuda:N' sorts after 'cpu': <= is ==",
+    (
+        "engine/fleet/compare_hosts.py",
+        "core/NumberReplacer",
+        "f\"{', '.join(hs)} differ from {', '.join(first)} in {_differing(bases[hs[0]], bases[first[0]])}\"",
+    ): "the hosts of one group share one print, so one basis (or, without bases, none): its first and last agree",
 }

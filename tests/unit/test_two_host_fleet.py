@@ -145,3 +145,36 @@ def test_two_cpu_hosts_compare_by_their_cpu_figures() -> None:
     assert by_model == []
     same = fleet_peer_verdicts(figures, cpu_models={"a": "EPYC 9654", "b": "EPYC 9654"})
     assert "CPU figures by CPU model" in same[-1][1].explanation
+
+
+def test_gpu_models_named_in_the_summary_are_gpu_models_only() -> None:
+    figures = gpus("a", [700.0, 700.0]) + gpus("b", [700.0, 700.0]) + [("a", host_copy(20.0)), ("b", host_copy(20.0))]
+    found = fleet_peer_verdicts(figures, cpu_models={"a": "AMD EPYC 9654", "b": "AMD EPYC 9654"})
+    assert found[-1][1].numbers["gpu_models"] == ["NVIDIA H200"]
+    assert found[-1][1].numbers["host_figures"] == 2
+
+
+def test_cpu_figures_that_name_their_cpu_model_are_grouped_by_it_without_the_hosts_probes() -> None:
+    named = [
+        (h, replace(host_copy(20.0), params=host_copy(20.0).params | {"cpu_model": "AMD EPYC 9654"})) for h in "ab"
+    ]
+    summary = fleet_peer_verdicts(named)[-1][1]
+    assert "CPU figures by CPU model" in summary.explanation
+    assert "CPU figures by name" in fleet_peer_verdicts([(h, host_copy(20.0)) for h in "ab"])[-1][1].explanation
+
+
+def test_a_model_on_one_host_listed_first_does_not_end_the_comparison_of_the_rest() -> None:
+    a100 = replace(matmul("cuda:2", 200.0), conditions=matmul("cuda:2", 200.0).conditions | {"gpu_name": A100})
+    figures = [("a", a100), *gpus("a", [700.0, 700.0]), *gpus("b", [600.0, 700.0])]
+    found = fleet_peer_verdicts(figures)
+    slow = [(h, v.device) for h, v in found if v.check.startswith("fleet-peers ") and v.status == Status.WARN]
+    assert slow == [("b", "cuda:0")]
+    assert found[-1][1].numbers["gpu_figures"] == 1
+
+
+def test_hosts_that_report_a_digest_without_its_basis_are_compared_by_the_digest() -> None:
+    facts = {"a": probe_facts(), "b": probe_facts()}
+    [(_, same)] = probe_differences(facts, {"a": ("d1", {}), "b": ("d1", {"host": "b"})})
+    assert same.status == Status.PASS and same.explanation.endswith("the environment fingerprint (all but its host)")
+    [(host, mixed)] = probe_differences(facts, {"a": ("d1", {}), "b": ("d2", {})})
+    assert host == "" and mixed.explanation.startswith("mixed fleet, no majority for the environment fingerprint")
