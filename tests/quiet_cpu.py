@@ -30,7 +30,7 @@ import psutil
 
 PROC = Path("/proc")
 RESWEEP_S = 0.1  # a task that widens its own affinity (or a new one from an unmoved parent) is moved again
-MOVER_TIMEOUT_S = 600.0  # the mover restores and exits by itself after this, should its test never say stop
+MOVER_TIMEOUT_S = 600.0  # the mover restores and exits by itself after this, or when its test process is gone
 
 
 def _tasks() -> Iterator[tuple[int, int]]:
@@ -205,7 +205,7 @@ def keep_off(cpu: int, folder: Path, rest: set[int], own: int) -> None:
     try:
         mover.sweep()
         (folder / "ready").write_text(type(mover).__name__)
-        while not (folder / "stop").exists() and time.monotonic() < deadline:
+        while not (folder / "stop").exists() and time.monotonic() < deadline and psutil.pid_exists(own):
             time.sleep(RESWEEP_S)
             mover.sweep()
     finally:
