@@ -4,6 +4,8 @@ or avx512_bf16 is twice fp32), the PCIe table by generation and by rate, and eac
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError
+
 import pytest
 from rigcheck.engine.measure.plausibility import (
     COUNT_MISMATCH,
@@ -11,6 +13,7 @@ from rigcheck.engine.measure.plausibility import (
     LIMIT_MARGIN,
     PCIE_GEN_GTS,
     PCIE_LANE_GBS,
+    Cause,
     Limit,
     MathMode,
     cpu_matmul_limit,
@@ -44,6 +47,15 @@ def test_the_margin_is_ten_percent_and_a_figure_past_it_is_impossible_at_any_rat
     assert over_limit(1e9, "GB/s", None, "none") is None and over_limit(1e9, "GB/s", 0.0, "none") is None
 
 
+def test_limits_and_causes_are_values_that_cannot_change_under_a_caller() -> None:
+    limit, cause = Limit(63.0, "PCIe Gen5 x16"), Cause("a", "b")
+    assert {limit, Limit(63.0, "PCIe Gen5 x16")} == {limit} and {cause, Cause("a", "b")} == {cause}
+    with pytest.raises(FrozenInstanceError):
+        limit.value = 1e9  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        cause.text = ""  # type: ignore[misc]
+
+
 def test_only_an_over_limit_reason_is_one() -> None:
     assert is_over_limit("impossible: 2 GB/s is 2x the limit of 1 (x)") is True
     assert is_over_limit("two host clocks disagree by 40%") is False
@@ -75,6 +87,7 @@ def test_the_cpu_rate_flag_by_flag_and_bf16_without_its_instructions() -> None:
     assert rate(["avx512f", "fma", "avx2"]) == 64 and rate(["fma"]) == 32 and rate(["avx2"]) == 32
     assert rate([]) == 16 and rate(["sse4_2"]) == 16
     assert rate([], machine="aarch64") == 32 and rate(["avx512f"], machine="aarch64") == 64
+    assert rate([], machine="") == 16 and rate([], machine="AMD64") == 16  # not read, or Windows' x86: not Arm
     # bf16: AMX tiles, else AVX-512 bf16, else twice the fp32 rate (converted to fp32 and run there, generously)
     assert rate(["avx512f", "amx_bf16", "avx512_bf16"], "bf16") == 2048
     assert rate(["avx512f", "avx512_bf16"], "bf16") == 128
