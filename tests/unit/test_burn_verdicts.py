@@ -235,3 +235,19 @@ def test_correctness_counts_checks_and_says_when_none_ran() -> None:
     # wrong elements come before a wrong copy in the verdict
     both = [dataclasses.replace(runs[0], wrong=[(7, 1)], copy_wrong=[(5, 2)]), runs[1]]
     assert correctness("cuda:0", both, 8).explanation.startswith("cuda:0 returned 1 wrong element(s) at iteration 7")
+
+
+def test_digests_are_compared_by_value_as_they_arrive_from_separate_children() -> None:
+    """Each GPU's digest comes over its own pipe: equal strings, never one object."""
+    digests = ["".join(["ab", "cd"]) for _ in range(3)]
+    assert digests[0] == digests[1] and digests[0] is not digests[1]
+    started = {f"cuda:{i}": Started(f"cuda:{i}", H200, digests[i], 8192, "bfloat16") for i in range(3)}
+    [verdict] = agreement(started)
+    assert verdict.status == Status.PASS and verdict.numbers["differing"] == []
+
+
+def test_the_window_rates_are_kept_to_four_decimals() -> None:
+    runs = [interval(i, r) for i, r in enumerate((700.123456, 700.123456, 629.987654, 629.987654))]
+    numbers = over_time("cpu", runs, lambda d, t0, t1: {}).numbers
+    assert (numbers["first_tflops"], numbers["last_tflops"]) == (700.1235, 629.9877)
+    assert numbers["change"] == round(629.987654 / 700.123456 - 1, 4) and numbers["window_s"] == 20.0
