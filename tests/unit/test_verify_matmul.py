@@ -41,7 +41,7 @@ def test_half_precision_errors_sit_where_their_rounding_puts_them(name: str, low
     assert verdicts[0].tolerance == TOLERANCES[name]
 
 
-@pytest.mark.parametrize("name", ["fp16", "bf16"])
+@pytest.mark.parametrize("name", ["".join(["fp", "16"]), "".join(["bf", "16"])])  # not the interned literals
 def test_both_sides_see_the_generators_matrices_rounded_to_the_dtype(name: str) -> None:
     expected = gen()
     a, b = torch.randn(32, 32, generator=expected), torch.randn(32, 32, generator=expected)
@@ -131,9 +131,9 @@ def test_unwritten_elements_fail_even_when_the_rest_is_exact(monkeypatch: pytest
         return out
 
     monkeypatch.setattr(torch, "matmul", writes_all_but_one_row)
-    result = device_matmul_into_poison(torch.float32, CPU)(torch.ones(4, 4), torch.ones(4, 4))
-    assert result.dtype == torch.float32 and int(torch.isnan(result).sum()) == 4
-    assert torch.equal(result[1:], torch.full((3, 4), 4.0))
+    result = device_matmul_into_poison(torch.float32, CPU)(torch.ones(3, 4), torch.ones(4, 5))  # not square
+    assert result.shape == (3, 5) and result.dtype == torch.float32 and int(torch.isnan(result).sum()) == 5
+    assert torch.equal(result[1:], torch.full((2, 5), 4.0))
     verdict = next(
         check_dtype(
             "fp32", 16, "cpu", gen(), device_matmul_into_poison(torch.float32, CPU), torch_cpu_float32_matmul, "torch"
