@@ -16,6 +16,8 @@ CI_TOOLS = {
     "chromium": "chromium",
     "chromedriver": "chromium-driver",
     "promtool": "prometheus",
+    "prometheus": "prometheus",
+    "gcc": "gcc",
     "xmllint": "libxml2-utils",
     "useradd": "passwd",
     # the gate's Slurm test (issue 33): a real slurmctld and slurmd, with munge

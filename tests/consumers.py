@@ -9,22 +9,20 @@ import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import pytest
+from ci_tools import need
 from prometheus_client.parser import text_string_to_metric_families
 
 JUNIT_XSD = Path(__file__).parent / "data" / "junit-10.xsd"
 XS = "{http://www.w3.org/2001/XMLSchema}"
 # what `promtool check metrics` asks of names: snake_case (its lint flags a lower-case letter before a capital)
 SNAKE_CASE = re.compile(r"^[a-z_][a-z0-9_]*$")
-# the Debian packages that hold each tool (`.ci/run` installs them)
-DEBIAN_PACKAGE = {"promtool": "prometheus", "xmllint": "libxml2-utils"}
 
 
 def tool(name: str) -> str:
-    """The tool's path, or the test is skipped saying what to install."""
+    """The tool's path; where it is missing the test skips saying what to install, or under CI=true fails."""
+    need(name)
     path = shutil.which(name)
-    if path is None:
-        pytest.skip(f"{name} is not installed (Debian: apt-get install {DEBIAN_PACKAGE[name]})")
+    assert path is not None
     return path
 
 

@@ -39,9 +39,8 @@ def chrome(user_data: Path):  # type: ignore[no-untyped-def]
     return webdriver.Chrome(options=options, service=Service(CHROMEDRIVER or ""))
 
 
-@pytest.mark.skipif(CHROMIUM is None or CHROMEDRIVER is None, reason="chromium and chromedriver are not installed")
+@pytest.mark.needs("chromium", "chromedriver")
 def test_the_page_opens_in_chromium_with_every_plot_drawn(tmp_path: Path) -> None:
-    pytest.importorskip("selenium", reason="selenium is not installed (pip install -e '.[test]')")
     gpu_run(Store(tmp_path / "s.db"))
     page = tmp_path / "run.html"
     done = rigcheck("export", "last", "--format", "html", "-o", str(page), store=tmp_path / "s.db")

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from consumers import DEBIAN_PACKAGE, readme_join_query, readme_relabel_config
+from consumers import readme_join_query, readme_relabel_config
 from fleet_driver import free_port
 from rigcheck.engine.events import Measurement
 from rigcheck.engine.report.prom import report_to_prom
@@ -55,10 +55,9 @@ def ask(port: int, query: str) -> list[dict]:
         return json.load(answer)["data"]["result"]
 
 
+@pytest.mark.needs("prometheus")
 def test_prometheus_joins_rigchecks_figures_to_dcgm_exporters_series(tmp_path: Path) -> None:
     prometheus = shutil.which("prometheus")
-    if prometheus is None:
-        pytest.skip(f"prometheus is not installed (Debian: apt-get install {DEBIAN_PACKAGE['promtool']})")
     store = Store(tmp_path / "s.db")
     run_id = store.begin_run(["matmul"], "all", "quick", "python3", [])
     for gpu, (value, trust) in enumerate(((771.5, "TRUSTED"), (690.25, "SUSPECT"))):

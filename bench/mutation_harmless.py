@@ -1,0 +1,155 @@
+"""The surviving mutants bench/mutation.py judges equivalent: each changes no verdict, label or word any caller
+can see, for the one-line reason given (bench/RESULTS.md lists them by run).
+
+Keyed by (module path, cosmic-ray operator, the original line stripped); tests/unit/test_mutation_list.py keeps
+every line a real line of its module, so a stale entry fails rather than excusing nothing.
+"""
+
+from __future__ import annotations
+
+# `is`/`is not` for `==`/`!=` on the same objects, or on strings no code compares by identity, change nothing.
+HARMLESS: dict[tuple[str, str, str], str] = {
+    (
+        "engine/trust/peers.py",
+        "core/ReplaceComparisonOperator_NotEq_IsNot",
+        "yield unit, [v for u, v in values.items() if u != unit], 1.0 - value / best",
+    ): "the keys compared are the very objects of one dict: identity and equality agree",
+    (
+        "engine/fleet/verdicts.py",
+        "core/ReplaceComparisonOperator_NotEq_IsNot",
+        'stage_figures = [(host, m) for host, m in figures if m.stage != "fleet-links"]',
+    ): "a fleet-links figure let through is bound 'link', which the host-against-host rule never groups",
+    (
+        "engine/trust/conditions.py",
+        "core/ReplaceFalseWithTrue",
+        "def interferes(self, others: float, threads: float, cpus: float, steady: bool = False, quota: bool = False)"
+        " -> bool:",
+    ): "a default no caller uses: both callers (contended, cpu_contention) pass `steady` themselves",
+    (
+        "engine/trust/conditions.py",
+        "core/ReplaceComparisonOperator_Eq_LtE",
+        'elif capped and busy and state == "default":',
+    ): "power_limit_state gives 'default', 'lowered' or 'unknown': none sorts before 'default', so <= is ==",
+    (
+        "engine/stages/health/checks.py",
+        "core/ReplaceComparisonOperator_Eq_LtE",
+        'if state["state"] == "completed" and state["status"] == 0:',
+    ): "NVML's fabric status is an nvmlReturn_t, never negative: <= 0 is == 0",
+    **{
+        ("engine/stages/hostbugs/stage.py", "core/NumberReplacer", line): "a workload size, not a rule: a verdict "
+        "judges whatever size ran (tests/functional/test_stages_cpu.py runs the quick plan)"
+        for line in (
+            '"quick": (256, 2, (32, 64, 7, 7), BoardNetConfig(32, 2), 64),',
+            '"standard": (1024, 6, (256, 128, 7, 7), BoardNetConfig(128, 6), 256),',
+            '"full": (1024, 20, (256, 128, 7, 7), BoardNetConfig(128, 6), 1024),',
+        )
+    },
+    (
+        "engine/stages/burn/verdicts.py",
+        "core/ReplaceComparisonOperator_Gt_NotEq",
+        "if len(wrong) > 1",
+    ): "inside `if wrong:`: the count is at least one, so != 1 is > 1",
+    (
+        "engine/stages/verify/memory.py",
+        "core/NumberReplacer",
+        "CHUNK = 2**30",
+    ): "the size of each allocation, a workload size: the checks judge whatever was written (tests use 1 MiB)",
+    (
+        "engine/stages/verify/model.py",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+        "if not math.isfinite(error) or error > worst:",
+    ): "only a tie changes: which of two parameters with the same worst error is named",
+    (
+        "engine/stages/verify/model.py",
+        "core/ReplaceComparisonOperator_Eq_Is",
+        "ok = finite and changed == total",
+    ): "two counts of a model's parameter tensors: small ints, which Python keeps one object each of",
+    (
+        "engine/stages/verify/model.py",
+        "core/ReplaceComparisonOperator_Eq_LtE",
+        "if step == 0:",
+    ): "steps count from 0: <= 0 is == 0",
+    (
+        "engine/stages/verify/model.py",
+        "core/ReplaceComparisonOperator_Eq_GtE",
+        "ok = finite and changed == total",
+    ): "`changed` counts tensors out of `total`: it is never more, so >= is ==",
+    (
+        "engine/fleet/compare_hosts.py",
+        "core/ReplaceComparisonOperator_Eq_Is",
+        'by_cpu = "by CPU model" if cpu_models or any(key[1] for key in groups if key[0] == "CPU") else "by name"',
+    ): "key[0] is this module's own literal 'CPU' or 'GPU': identity and equality agree",
+    (
+        "engine/fleet/compare_hosts.py",
+        "core/ReplaceComparisonOperator_Eq_LtE",
+        "if len(values) < 2 or len(counts) == 1:",
+    ): "no counts at all means fewer than two values, caught before: <= 1 is == 1",
+    (
+        "engine/trust/peers.py",
+        "core/ReplaceComparisonOperator_Eq_GtE",
+        'if not sound(m) or not (bound in ("compute", "memory") or (bound == "link" and m.params.get("pinned"))):',
+    ): "the bounds are compute, memory, link and host: none but link itself sorts at or after 'link'",
+    (
+        "engine/trust/peers.py",
+        "core/NumberReplacer",
+        "best = values[ranked[1] if unit == ranked[0] else ranked[0]]",
+    ): "ranked[1] -> ranked[0] sets the best unit against itself, and the best is never below the runner-up "
+    "either: no verdict changes (ranked[-1], which does change one, is killed)",
+    (
+        "engine/fleet/verdicts.py",
+        "core/ReplaceComparisonOperator_Eq_GtE",
+        'lost = {host for host, state in ((report.get("fleet") or {}).get("states") or {}).items() if state == "lost"}',
+    ): "rank 0 judges once every host is done or lost (collector.py): 'done' sorts before 'lost', so >= is ==",
+    (
+        "engine/trust/peers.py",
+        "core/NumberReplacer",
+        "ranked = sorted(values, key=lambda u: values[u], reverse=True)[:2]",
+    ): "only the first two of `ranked` are read: keeping three changes nothing",
+    (
+        "engine/stages/hostbugs/stage.py",
+        "core/NumberReplacer",
+        'cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)',
+    ): "the fallback of a platform without sched_getaffinity; rigcheck runs on Linux, which has it",
+    (
+        "engine/stages/hostbugs/stage.py",
+        "core/ReplaceOrWithAnd",
+        'cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)',
+    ): "the fallback of a platform without sched_getaffinity; rigcheck runs on Linux, which has it",
+    (
+        "engine/stages/hostbugs/stage.py",
+        "core/NumberReplacer",
+        "fraction, largest = repeat_twice(lambda: model(boards)[0])",
+    ): "which of the board net's two heads is compared: both come from the one forward pass that must repeat",
+    (
+        "engine/stages/hostbugs/stage.py",
+        "core/NumberReplacer",
+        "conv = torch.nn.Conv2d(shape[1], shape[1], 3, padding=1).to(device)",
+    ): "the GPU convolution's output channels: a workload shape, not a rule (its input channels must match)",
+    (
+        "engine/fleet/compare_hosts.py",
+        "core/ReplaceComparisonOperator_Eq_LtE",
+        'if m.device == "cpu" and m.params.get("bound") == "host" and sound(m):',
+    ): "devices are 'cpu' or 'cuda:N', and 'cuda:N' sorts after 'cpu': <= is ==",
+    (
+        "engine/fleet/compare_hosts.py",
+        "core/NumberReplacer",
+        "f\"{', '.join(hs)} differ from {', '.join(first)} in {_differing(bases[hs[0]], bases[first[0]])}\"",
+    ): "the hosts of one group share one print, so one basis (or, without bases, none): its first and last agree",
+    (
+        "engine/measure/plausibility.py",
+        "core/ReplaceComparisonOperator_Eq_LtE",
+        'as_what = "TF32" if precision == "high" else "TF32 or bf16"',
+    ): "only 'high' or 'medium' reach it, and 'medium' sorts after 'high': <= is ==",
+    (
+        "engine/stages/verify/matmul.py",
+        "core/ReplaceComparisonOperator_Eq_GtE",
+        'rounded = torch.float16 if name == "fp16" else torch.bfloat16',
+    ): "only 'fp16' or 'bf16' reach it, and 'bf16' sorts before 'fp16': >= is ==",
+    **{
+        ("engine/stages/verify/matmul.py", operator, "ok = within(device_error, tolerance) and unwritten == 0"): (
+            "an unwritten element keeps its NaN poison, so the error is NaN and never within: the count only words "
+            "the verdict (a count is never negative, so <= 0 is == 0)"
+        )
+        for operator in ("core/ReplaceComparisonOperator_Eq_LtE", "core/ReplaceComparisonOperator_Eq_GtE")
+    },
+}
