@@ -63,7 +63,9 @@ def other_user(figure: Measurement) -> str | None:
     c = Conditions.from_dict(figure.conditions)
     unseen = c.raw.get("unseen_user")
     if isinstance(unseen, dict) and unseen.get("worked") is not False:
-        return f"another process that rigcheck cannot see used {figure.device} ({unseen.get('gpu_memory', '?')})"
+        memory = unseen.get("gpu_memory")
+        held = f"{memory / 2**20:,.0f} MiB" if isinstance(memory, (int, float)) else str(memory or "memory unknown")
+        return f"another process that rigcheck cannot see used {figure.device} ({held})"
     if c.other_gpu_processes:
         named = ", ".join(f"{p.get('name', '?')} (pid {p.get('pid', '?')})" for p in c.other_gpu_processes[:3])
         return f"other processes on {figure.device}: {named}"

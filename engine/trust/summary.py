@@ -75,9 +75,13 @@ def _cpu_limits(hosts: list[HostSample]) -> dict[str, Any]:
     first = hosts[0]
     if first.cpu_limit:
         out["cpu_limit"] = first.cpu_limit
-    set_others = [h.set_others_cpus for h in hosts if h.set_others_cpus is not None]
-    if first.set_cpus and set_others:
-        out.update(cpu_set_size=first.set_cpus, cpu_set_others_cpus=round(statistics.fmean(set_others), 2))
+    # Others' load over the window, not sample by sample: /proc/stat and /proc/PID/stat can count rigcheck's own
+    # ticks in neighbouring samples, and clamping each sample's difference at zero only ever adds (a one-CPU set
+    # with nothing else on it read 0.05-0.08 CPU, at the floor that makes a figure SUSPECT).
+    within = [h for h in hosts if h.set_busy_cpus is not None]
+    if first.set_cpus and within:
+        others = statistics.fmean(h.set_busy_cpus or 0.0 for h in within) - statistics.fmean(h.own_cpus for h in within)
+        out.update(cpu_set_size=first.set_cpus, cpu_set_others_cpus=round(max(0.0, others), 2))
     group_others = [h.group_others_cpus for h in hosts if h.group_others_cpus is not None]
     if first.quota_cpus:
         out["cpu_quota"] = first.quota_cpus

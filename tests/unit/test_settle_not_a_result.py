@@ -40,7 +40,8 @@ def test_a_broken_figure_on_a_quiet_gpu_still_fails() -> None:
 
 
 def test_a_broken_figure_beside_a_user_rigcheck_cannot_see_is_inconclusive() -> None:
-    seen = figure(unseen_user={"gpu_memory": "888 MiB", "worked": True, "evidence": "GPU busy 100% before"})
+    # the stored memory is in bytes (931,528,704 on the H200, 2026-12-03)
+    seen = figure(unseen_user={"gpu_memory": 931_528_704, "worked": True, "evidence": "GPU busy 100% before"})
     settled = settle(broken_verdict(), [seen])
     assert settled.status is Status.INCONCLUSIVE
     assert "another process that rigcheck cannot see used cuda:0 (888 MiB)" in settled.explanation
