@@ -181,3 +181,24 @@ async def test_a_toast_at_80x24_covers_neither_the_tables_nor_the_why_line(tmp_p
         for selector in ("#bottom", "#stages-table", "#stages-expected"):
             assert not toast.overlaps(app.screen.query_one(selector).region), selector
         assert toast.width <= 32
+
+
+async def test_an_unstable_figure_keeps_the_trust_column_at_80x24_and_the_why_line_says_how_much(
+    tmp_path: Path,
+) -> None:
+    """Seen in tmux: 'unstable (spread 3x the figure)' in the ± column pushed the trust column off an 80-column
+    screen. The cell says "unstable"; the why line says how much and what the figure is worth."""
+    app = RigcheckApp(Store(tmp_path / "s.db"), FakeSampler(h200_samples()), device="cpu")
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.show(StageStarted("matmul", "cpu", 1, "python"))
+        wild = Measurement(
+            "matmul", "matmul fp32 512 (numpy)", 26.25, "GFLOP/s", 78.0, 5, "cpu", {}, {"trust": "SUSPECT"}
+        )
+        app.show(wild)
+        await pilot.pause(0.8)
+        await pilot.press("n")
+        await pilot.pause(0.2)
+        table = "\n".join(region_lines(app, "#bench"))
+        assert "SUSPECT" in table and "unstable" in table and "the figure)" not in table
+        shown = words("\n".join(region_lines(app, "#bench-why")))
+        assert "Its repeats are unstable (spread 3x the figure): take it as a rough size only" in shown

@@ -57,6 +57,8 @@ class BenchPanel(SteadyTable[Text | str]):
         row = measurement_row(measurement)
         self.rows_shown.append(row)
         spread = spread_text(measurement.value, measurement.spread)
+        if spread.startswith("unstable"):  # the cell stays narrow at 80 columns; the why line below says how much
+            spread = "unstable"
         self.add_row(
             measurement.name,
             measurement.device,

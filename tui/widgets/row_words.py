@@ -62,6 +62,9 @@ def why_text(row: Row) -> str:
         said = [f"{where}: no telemetry was recorded beside it, so nothing says whether it was disturbed."]
     else:
         said = [f"{head}."]
+    spread = spread_text(row.get("value"), row.get("spread"))
+    if spread.startswith("unstable"):  # the table's cell says only "unstable": how much, and what it is worth
+        said.append(f"Its repeats are {spread}: take it as a rough size only, and measure it again.")
     if unverified(row):
         said.append("Verify has not passed on this device with this environment, so it is unverified.")
     return " ".join(said)
