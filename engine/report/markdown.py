@@ -11,8 +11,8 @@ from rigcheck.engine.report.fleet_view import fleet_label
 from rigcheck.engine.report.headline import headline
 from rigcheck.engine.report.html_figures import references
 from rigcheck.engine.report.rows import (
-    CONDITION_WORDS,
     UNSTABLE_WORTH,
+    condition_phrases,
     has_hosts,
     is_unstable,
     signed_spread,
@@ -42,17 +42,7 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def conditions_words(row: dict[str, Any]) -> str:
-    conditions = row.get("conditions") or {}
-    shown = [
-        f"{words} {rounded(conditions[key])}{(' ' + unit) if unit else ''}"
-        for key, words, unit in CONDITION_WORDS
-        if conditions.get(key) is not None
-    ]
-    if conditions.get("throttle"):
-        shown.append(f"throttle: {', '.join(map(str, conditions['throttle']))}")
-    if conditions.get("other_gpu_pids"):
-        shown.append(f"other processes on the GPU: {', '.join(map(str, conditions['other_gpu_pids']))}")
-    return ", ".join(shown)
+    return ", ".join(condition_phrases(row.get("conditions") or {}, rounded))
 
 
 def _reasons(row: dict[str, Any]) -> str:

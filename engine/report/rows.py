@@ -6,6 +6,7 @@ The CLI, the app and the exporters all render these rows; none reshapes the stor
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from rigcheck.engine.events import Measurement, Verdict
@@ -155,6 +156,21 @@ def _number(value: Any) -> str:
     return f"{value:,.4g}" if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
 
 
+def condition_phrases(conditions: dict[str, Any], number: Callable[[Any], str]) -> list[str]:
+    """A figure's conditions as short phrases ("SM clock 1,980 MHz", "throttle: power cap"), each number written
+    by `number`: the one wording the CLI's detail, the Markdown export and the app's detail pane share."""
+    shown = [
+        f"{words} {number(conditions[key])}{(' ' + unit) if unit else ''}"
+        for key, words, unit in CONDITION_WORDS
+        if conditions.get(key) is not None
+    ]
+    if conditions.get("throttle"):
+        shown.append(f"throttle: {', '.join(map(str, conditions['throttle']))}")
+    if conditions.get("other_gpu_pids"):
+        shown.append(f"other processes on the GPU: {', '.join(map(str, conditions['other_gpu_pids']))}")
+    return shown
+
+
 def detail_text(row: Row) -> str:
     """Everything known about one row, in words, for the detail pane and the detail screen."""
     if row["kind"] == "verdict":
@@ -175,16 +191,7 @@ def detail_text(row: Row) -> str:
     verified = conditions.get("verified")
     verified_words = {True: "yes", False: "no: Verify has not passed on this device with this environment"}
     lines.append(f"verified: {verified_words.get(verified, 'unknown')}")
-    shown = [
-        f"{words} {_number(conditions[key])}{(' ' + unit) if unit else ''}"
-        for key, words, unit in CONDITION_WORDS
-        if conditions.get(key) is not None
-    ]
-    if conditions.get("throttle"):
-        shown.append(f"throttle: {', '.join(conditions['throttle'])}")
-    if conditions.get("other_gpu_pids"):
-        shown.append(f"other processes on the GPU: {', '.join(map(str, conditions['other_gpu_pids']))}")
-    lines.append(f"conditions: {', '.join(shown) or 'none recorded'}")
+    lines.append(f"conditions: {', '.join(condition_phrases(conditions, _number)) or 'none recorded'}")
     if row.get("params"):
         lines.append(f"parameters: {json.dumps(row['params'], default=str)}")
     return "\n".join(lines)

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from rigcheck.engine.report.rows import (
-    CONDITION_WORDS,
     NO_TELEMETRY,
     Row,
+    condition_phrases,
     spread_text,
     trust_of,
     trust_reasons,
@@ -94,16 +94,7 @@ def fields(mapping: dict[str, Any]) -> str:
 
 
 def conditions_text(conditions: dict[str, Any]) -> str:
-    shown = [
-        f"{words} {field_value(conditions[key])}{(' ' + unit) if unit else ''}"
-        for key, words, unit in CONDITION_WORDS
-        if conditions.get(key) is not None
-    ]
-    if conditions.get("throttle"):
-        shown.append(f"throttle: {', '.join(conditions['throttle'])}")
-    if conditions.get("other_gpu_pids"):
-        shown.append(f"other processes on the GPU: {', '.join(map(str, conditions['other_gpu_pids']))}")
-    return ", ".join(shown) or "none recorded"
+    return ", ".join(condition_phrases(conditions, field_value)) or "none recorded"
 
 
 def detail_words(row: Row) -> str:
