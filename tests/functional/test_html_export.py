@@ -78,16 +78,17 @@ def test_every_figure_with_its_trust_reasons_and_reference(gpu_page: tuple[str, 
     slow = page.row_of("figures", "matmul", "matmul bf16 8192", "cuda:1")
     assert slow[3:8] == ["612.3 TFLOP/s", "±0.4%", "20", "SUSPECT", slow[7]]
     assert slow[7] == "SM clock at 73% of max: sw power cap note: power-limited at 700 W"
-    assert slow[8] == "WARN 81% of the H200's rigcheck-measured 756 TFLOP/s [1]"
+    assert slow[8] == "WARN 79% of the H200's rigcheck-measured 779.4 TFLOP/s [1]"
     fast = page.row_of("figures", "matmul", "matmul bf16 8192", "cuda:0")
-    assert fast[6:] == ["TRUSTED", "", "PASS 100% of the H200's rigcheck-measured 756 TFLOP/s [1]"]
+    assert fast[6:] == ["TRUSTED", "", "PASS 97% of the H200's rigcheck-measured 779.4 TFLOP/s [1]"]
     copy = page.row_of("figures", "matmul", "device copy 4 GiB", "cuda:1")
-    assert copy[3] == "4,190 GB/s" and copy[8] == "PASS 99% of the H200's rigcheck-measured 4,251 GB/s [1]"
+    assert copy[3] == "4,190 GB/s" and copy[8] == "PASS 98% of the H200's rigcheck-measured 4,259 GB/s [1]"
     cpu = page.row_of("figures", "matmul", "matmul fp32 4096", "cpu")
     assert cpu[6:] == ["NOISY", "timing spread 14% of the median", ""]  # no reference for a CPU figure
-    assert "References: rigcheck on one H200 SXM" in page.sections["figures"].words()
+    cited = "References: rigcheck's quiet default run on one H200 SXM, in 3 separate device calls"
+    assert cited in page.sections["figures"].words()
     verdict = page.row_of("verdicts", "matmul", "reference matmul bf16 8192")
-    assert verdict[2:4] == ["cuda:1", "WARN"] and "81% of the H200's" in verdict[4]
+    assert verdict[2:4] == ["cuda:1", "WARN"] and "79% of the H200's" in verdict[4]
 
 
 def test_the_health_grid(gpu_page: tuple[str, Page]) -> None:
