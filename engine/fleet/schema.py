@@ -8,11 +8,10 @@ Standard library only.
 from __future__ import annotations
 
 import math
-import re
-import unicodedata
 from typing import Any
 
 from rigcheck.engine.events import Event, Status, event_from_dict
+from rigcheck.engine.store.inert import inert
 
 MAX_T = 1e11  # seconds since 1970: year 5138
 MAX_INT = 2**53
@@ -49,33 +48,9 @@ FIELDS: dict[str, dict[str, tuple[str, Any, bool]]] = {
                     "exit_code": ("int", (-255, 255), False), "t": ("t", None, False)},
 }  # fmt: skip
 
-_ESCAPES = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, erase
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: titles, hyperlinks, clipboard
-    r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"  # DCS, SOS, PM, APC strings
-    r"|\x1b."  # any other escape
-    r"|\x9b[0-?]*[ -/]*[@-~]"  # the 8-bit CSI
-)
-
 
 class Malformed(Exception):
     """A sealed value that is not what its kind must be; the message says what."""
-
-
-_PLAIN = re.compile(r"[ -~]*")  # printable ASCII: no escape, control or bidi character can be in it
-_PLAIN_LINES = re.compile(r"[\t\n -~]*")
-
-
-def inert(text: str, lines: bool = False) -> str:
-    """`text` without terminal escapes or control characters (with `lines`, tabs and newlines kept):
-    nothing in it can move a cursor, recolour or retitle a terminal, or hide text by bidi tricks."""
-    if (_PLAIN_LINES if lines else _PLAIN).fullmatch(text):
-        return text  # the common case, a thousand hosts' events a second: nothing to take out
-    text = _ESCAPES.sub("", text)
-    keep = "\t\n" if lines else ""
-    return "".join(
-        ch if ch in keep or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Zl", "Zp") else "" for ch in text
-    )
 
 
 def _text(value: Any, field: str, limit: int, lines: bool) -> str:

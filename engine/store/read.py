@@ -13,6 +13,7 @@ from typing import Any
 
 from rigcheck.engine.events import worst
 from rigcheck.engine.store.errors import StoreDamaged
+from rigcheck.engine.store.inert import inert_report
 from rigcheck.engine.store.liveness import process_alive
 from rigcheck.engine.store.schema import StoreBase
 from rigcheck.engine.trust.contention import contention_report
@@ -122,7 +123,7 @@ class StoreReader(StoreBase):
         """Everything the store holds for one run, as plain data (the source of every export); StoreDamaged
         (one line) where a value the store wrote as JSON no longer is."""
         try:
-            return self._report(run_id)
+            return inert_report(self._report(run_id))  # stored text is untrusted: no escape reaches a terminal
         except json.JSONDecodeError as error:
             raise StoreDamaged(
                 f"store {self.path}: run {run_id} is damaged (a value stored as JSON no longer is: {error}); "
