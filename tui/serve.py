@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_PORT_TAKEN
+from rigcheck.engine.hw.gpu_nodes import surely_no_gpu
 from rigcheck.engine.run.given import nonempty
 from rigcheck.engine.run.numbers import bounded_int
-from rigcheck.engine.run.preflight import UsageError, inspect_python, open_store, run_devices
+from rigcheck.engine.run.preflight import UsageError, inspect_python, no_gpu_device, open_store, run_devices
 from rigcheck.engine.stage import PROFILES, parse_device
 from rigcheck.tui.loopback import is_loopback
 from rigcheck.tui.serve_argv import app_argv
@@ -94,6 +95,8 @@ def check_setup(args: argparse.Namespace) -> None:
     """Refuse, before serving, what would make every tab fail: a store or interpreter that cannot serve."""
     device = parse_device(args.device) if args.device else None
     open_store(getattr(args, "store", None)).close()
+    if not args.python and device != "cpu" and surely_no_gpu():
+        device = no_gpu_device(device)  # as `run` and `app` say it: no torch could see a GPU on this host
     if args.python or device != "cpu":  # as `app` checks it: a GPU its interpreter's torch cannot see is refused
         run_devices(device, inspect_python(args.python or sys.executable))
 
