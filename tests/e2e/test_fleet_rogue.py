@@ -213,7 +213,9 @@ def test_a_heartbeat_deleted_every_10_ms_is_reported_as_tampering_not_a_lost_hos
     if report["fleet"]["states"][silenced] == "lost":  # its events did not come often enough to show it lived
         assert found["fleet-store"]["explanation"].startswith("the fleet store was tampered with: its heartbeat hb/1")
     else:  # its events kept it alive: all of them reached rank 0's run
-        assert [s["status"] for s in report["stages"] if s["host"] == silenced] == ["PASS"], report["stages"]
+        # its figures have no reference (a CPU): NOT JUDGED, which is not a fault either
+        statuses = [s["status"] for s in report["stages"] if s["host"] == silenced]
+        assert statuses in (["PASS"], ["NOT JUDGED"]), report["stages"]
     assert local_end(tmp_path / f"{silenced}.db") == ("complete", 0)  # the silenced host itself was healthy
 
 

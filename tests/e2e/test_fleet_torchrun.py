@@ -115,7 +115,8 @@ def test_a_killed_agent_is_lost_and_the_others_finish(tmp_path: Path) -> None:
     assert stages[(gone, "probe")] == "PASS"
     assert (gone, "matmul") not in stages or stages[(gone, "matmul")] == "INTERRUPTED"
     for host in set(HOSTS) - {gone}:
-        assert stages[(host, "matmul")] in ("PASS", "WARN"), stages
+        # a CPU figure has no reference (NOT JUDGED), and three agents on two cores disturb each other (INCONCLUSIVE)
+        assert stages[(host, "matmul")] in ("PASS", "WARN", "NOT JUDGED", "INCONCLUSIVE"), stages
         assert stages[(host, "fleet-links")] in ("PASS", "WARN"), stages  # the two left met without it
     [pair] = [m["params"]["pair"] for m in report["measurements"] if m["params"].get("pair")]
     assert gone not in pair
