@@ -24,7 +24,7 @@ CI_TOOLS = {
     "/usr/sbin/slurmctld": "slurm-wlm",
     "/usr/sbin/slurmd": "slurm-wlm",
     "/usr/sbin/munged": "munge",
-    "scontrol": "slurm-client",
+    "scontrol": "slurm-wlm",  # slurm-wlm brings slurm-client with it
 }
 
 
