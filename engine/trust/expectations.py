@@ -70,6 +70,11 @@ def coverage_verdict(
     return Verdict(stage, "expectations", Status.NOT_JUDGED, text, numbers | {"models": models})
 
 
+# A burn's figures are judged against the burn's own first minutes (stages/burn/verdicts.py), never a table's
+# reference: no "not judged against a reference" count for them.
+UNREFERENCED_STAGES = frozenset({"burn"})
+
+
 def expectation_verdicts(
     figures: Iterable[Measurement],
     stage: str,
@@ -94,6 +99,8 @@ def expectation_verdicts(
         if verdict is not None:
             yield verdict
     yield from history_verdicts(figures, stage, history)
+    if stage in UNREFERENCED_STAGES:
+        return
     counted = coverage_verdict(figures, stage, baseline, cpu_name, frozenset(roofed))
     if counted is not None:
         yield counted
