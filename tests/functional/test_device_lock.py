@@ -125,6 +125,7 @@ def test_the_cli_refuses_in_one_line_with_exit_2(tmp_path: Path) -> None:
         "import sys; sys.argv = ['rigcheck', 'run', 'ok', '--detach', '--no-telemetry'];"
         "from rigcheck.engine.run import preflight;"
         "preflight.run_devices = lambda device, interpreter: ('cuda:0', ('cuda:0',));"
+        "from rigcheck.engine.run import options; options.surely_no_gpu = lambda: False;"  # as on a GPU host
         "import runpy; runpy.run_path('cli_driver.py', run_name='__main__')"
     )
     try:
