@@ -20,13 +20,13 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         'stage_figures = [(host, m) for host, m in figures if m.stage != "fleet-links"]',
     ): "a fleet-links figure let through is bound 'link', which the host-against-host rule never groups",
     (
-        "engine/trust/conditions.py",
+        "engine/trust/policy.py",
         "core/ReplaceFalseWithTrue",
         "def interferes(self, others: float, threads: float, cpus: float, steady: bool = False, quota: bool = False)"
         " -> bool:",
     ): "a default no caller uses: both callers (contended, cpu_contention) pass `steady` themselves",
     (
-        "engine/trust/conditions.py",
+        "engine/trust/clocks.py",
         "core/ReplaceComparisonOperator_Eq_LtE",
         'elif capped and busy and state == "default":',
     ): "power_limit_state gives 'default', 'lowered' or 'unknown': none sorts before 'default', so <= is ==",

@@ -127,7 +127,7 @@ def test_windows_need_four_intervals_and_halve_a_short_burn() -> None:
     assert span == 60.0 and [i.index for i in first] == [0, 1, 2, 3, 4, 5] and len(last) == 6
     exact = [interval(i, 700.0) for i in range(12)]  # 120 s: halves of exactly a minute
     verdict = over_time("cpu", exact, lambda d, t0, t1: {"t0": t0, "t1": t1})
-    assert "first minute 700, last minute 700 TFLOP/s, +0%" in verdict.explanation
+    assert "first minute 700,000, last minute 700,000 GFLOP/s, +0%" in verdict.explanation
     assert verdict.numbers["window_s"] == 60.0
     assert verdict.numbers["first_conditions"] == {"t0": 1000.0, "t1": 1060.0}
     assert verdict.numbers["last_conditions"] == {"t0": 1060.0, "t1": 1120.0}
@@ -137,11 +137,12 @@ def test_a_fall_of_exactly_ten_percent_holds_and_past_it_warns() -> None:
     held = [interval(i, r) for i, r in enumerate((700.0, 700.0, 630.0, 630.0))]
     verdict = over_time("cpu", held, lambda d, t0, t1: {})
     assert verdict.status == Status.PASS and verdict.numbers["change"] == -0.1 and verdict.tolerance == FALL_LIMIT
-    assert verdict.explanation == "cpu throughput held over the burn (first 20 s 700, last 20 s 630 TFLOP/s, -10%)"
+    held_words = "cpu throughput held over the burn (first 20 s 700,000, last 20 s 630,000 GFLOP/s, -10%)"
+    assert verdict.explanation == held_words
     fell = [interval(i, r) for i, r in enumerate((700.0, 700.0, 629.0, 629.0))]
     verdict = over_time("cpu", fell, lambda d, t0, t1: {})
     assert verdict.status == Status.WARN and verdict.tolerance == FALL_LIMIT
-    assert verdict.explanation.startswith("cpu throughput fell 10% over the burn (first 20 s 700, last 20 s 629")
+    assert verdict.explanation.startswith("cpu throughput fell 10% over the burn (first 20 s 700,000, last 20 s 629,")
     zero = [interval(i, 0.0) for i in range(4)]  # a rate of nothing at the start: no change to compute
     assert over_time("cpu", zero, lambda d, t0, t1: {}).numbers["change"] == 0.0
 

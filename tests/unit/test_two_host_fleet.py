@@ -80,7 +80,7 @@ def test_two_hosts_a_gpu_exactly_ninety_percent_of_the_best_is_not_named_and_bel
     assert found[0][1].explanation == (
         "2 hosts compared: 1 GPU figure(s) across every GPU of the same model in the fleet, 1 figure(s) host against "
         "host (GPU figures as each host's median over its GPUs of the model, CPU figures by name); none more than "
-        "10% below the best of its peers (compared where the figure was sound and the device the bottleneck)"
+        "10% off the median of its peers (compared where the figure was sound and the device the bottleneck)"
     )
     assert found[0][1].numbers == {
         "hosts": ["a", "b"],
@@ -92,7 +92,8 @@ def test_two_hosts_a_gpu_exactly_ninety_percent_of_the_best_is_not_named_and_bel
     slow = [(h, v) for h, v in fleet_peer_verdicts(below) if v.status == Status.WARN]
     assert [(h, v.check, v.device) for h, v in slow] == [("b", "fleet-peers matmul bf16 4096", "cuda:0")]
     assert slow[0][1].explanation.startswith(
-        "b cuda:0 matmul bf16 4096 629 TFLOP/s, 10% below its peers across the fleet (700-700); its SM clock"
+        "b cuda:0 matmul bf16 4096 629 TFLOP/s, 10% below the median of its 3 peers across the fleet (700, MAD 0; "
+        "peers 700-700)"
     )
     assert slow[0][1].numbers["peer_count"] == 3 and slow[0][1].numbers["best"] == 700.0
 
@@ -123,10 +124,10 @@ def test_of_two_hosts_the_slow_one_is_named_against_the_other() -> None:
     assert [h for h, _ in named] == ["b"]
     verdict = named[0][1]
     assert verdict.explanation.startswith(
-        "b is the slow host: 1 of its 1 compared figure(s) more than 10% below the best other host; worst matmul "
-        "bf16 4096 605 TFLOP/s (median of its 2 NVIDIA H200 GPU(s)), 14% below 700 on a; "
+        "b is the slow host: 1 of its 1 compared figure(s) more than 10% below the other hosts' median; worst matmul "
+        "bf16 4096 605 TFLOP/s (median of its 2 NVIDIA H200 GPU(s)), 14% below their median 700; "
     )
-    assert verdict.numbers["best_host"] == "a" and verdict.numbers["slow_figures"] == ["matmul bf16 4096"]
+    assert verdict.numbers["median"] == 700.0 and verdict.numbers["slow_figures"] == ["matmul bf16 4096"]
     # a host just inside 10% of the other is not named
     close = gpus("a", [700.0, 700.0]) + gpus("b", [630.0, 630.0])
     assert not [v for _, v in fleet_peer_verdicts(close) if v.check == "fleet-host"]

@@ -150,6 +150,11 @@ def _power_cap(last: dict[str, Any]) -> tuple[str, str]:
     return "the power cap (the board's default limit is unknown)", "`nvidia-smi -q -d POWER` shows the limits"
 
 
+def rate_text(value: float) -> str:
+    """A rate as a person reads it: 4 significant digits, and whole thousands with commas (never '7e+05')."""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
 def rate_unit(device: str) -> tuple[float, str]:
     """(scale from TFLOP/s, unit) as matmul reports its figures: TFLOP/s on a GPU, GFLOP/s on the CPU."""
     return (1.0, "TFLOP/s") if device.startswith(("cuda", "hip")) else (1000.0, "GFLOP/s")
@@ -177,7 +182,7 @@ def over_time(device: str, intervals: list[Interval], conditions: Conditions) ->
         "last_conditions": conditions(device, last[0].t_start, last[-1].t_end),
     }
     scale, unit = rate_unit(device)
-    figures = f"first {window} {early * scale:.4g}, last {window} {late * scale:.4g} {unit}"
+    figures = f"first {window} {rate_text(early * scale)}, last {window} {rate_text(late * scale)} {unit}"
     if change < -FALL_LIMIT:
         cause = likely_cause(numbers["first_conditions"], numbers["last_conditions"])
         text = f"{device} throughput fell {-change:.0%} over the burn ({figures}): {cause}"
