@@ -448,6 +448,7 @@ def test_the_app_in_a_headless_browser(served: Served, tmp_path: Path) -> None:
     """Chromium opens the page; the app draws its Stages and Host load panels; a key typed in the page starts
     probe, which passes; closing the tab ends the tab's app."""
     pytest.importorskip("selenium", reason="selenium is not installed (pip install -e '.[test]')")
+    from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
 
     driver = chrome(tmp_path / "chromium-profile")
@@ -466,7 +467,9 @@ def test_the_app_in_a_headless_browser(served: Served, tmp_path: Path) -> None:
         wait_for(("Stages", "Host load", "probe", "idle"), 30)
         assert len(app_processes(served.process.pid)) == 1
         before = len(driver.execute_script("return window.__terminalText"))
-        driver.find_element(By.CSS_SELECTOR, "textarea.xterm-helper-textarea").send_keys("1")
+        # the key goes where the page's focus is (the terminal's own textarea, focused by the page or a click)
+        ActionChains(driver).move_to_element(driver.find_element(By.CSS_SELECTOR, ".xterm-screen")).click().perform()
+        ActionChains(driver).send_keys("1").perform()
         wait_for(("PASS", "run 1 complete"), 60, since=before)
         shot = Path(os.environ.get("RIGCHECK_SERVE_SCREENSHOT", tmp_path / "serve.png"))
         driver.save_screenshot(str(shot))
