@@ -272,7 +272,9 @@ def test_links_stage_end_to_end_through_the_cli(tmp_path: Path) -> None:
     reduce = figures["all_reduce 4 MiB busbw"]
     assert reduce["params"]["ranks"] == 2 and reduce["params"]["wrong"] == 0 and reduce["params"]["backend"] == "gloo"
     assert reduce["value"] == pytest.approx(reduce["params"]["algbw"] * 1.0)
-    assert {s["name"]: s["status"] for s in report["stages"]} == {"links": "PASS"}
+    assert {s["name"]: s["status"] for s in report["stages"]} == {
+        "links": "NOT JUDGED"
+    }  # gloo on the CPU: no reference to judge it against
 
 
 def test_a_copy_that_loses_data_is_counted() -> None:
