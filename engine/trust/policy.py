@@ -17,6 +17,9 @@ class TrustPolicy:
     # (an H200 host with 32 burners on 32 CPUs slowed a small-batch GPU figure by 22% at 0.98 of a CPU).
     others_cpus_min: float = 0.5
     floor_full_set_cpus: int = 16  # the set size from which the floor is the whole others_cpus_min
+    # a quiet CPU's own background (interrupts, kernel threads, a test harness) read 0.05-0.08 of a CPU on a set
+    # of one with nothing else on it (2026-12-03); a real neighbour on that CPU takes about half of it
+    others_cpus_background: float = 0.1
     others_share_of_threads: float = 0.05
     steady_cpus_min: float = 0.4
     saturation_slack_cpus: float = 0.5
@@ -33,7 +36,8 @@ class TrustPolicy:
     def floor(self, threads: float, cpus: float) -> float:
         """The least CPU time other processes must take to count, for a figure of `threads` on `cpus`."""
         by_threads = self.others_share_of_threads * min(threads, cpus)
-        return max(by_threads, self.others_cpus_min * min(1.0, cpus / self.floor_full_set_cpus))
+        by_set = self.others_cpus_min * min(1.0, cpus / self.floor_full_set_cpus)
+        return max(by_threads, by_set, self.others_cpus_background)
 
     def interferes(self, others: float, threads: float, cpus: float, steady: bool = False, quota: bool = False) -> bool:
         """`quota`: the pool is a cgroup's CPU time, not CPUs, so no core is shared with a busy sibling."""

@@ -188,7 +188,8 @@ def test_contention_report_bands_clock_by_host_load() -> None:
 
 def test_the_others_floor_grows_with_the_cpu_set_to_its_whole_at_sixteen() -> None:
     policy = TrustPolicy()
-    assert policy.floor(1, 2) == pytest.approx(0.5 * 2 / 16)  # a small set: a small share of the floor
+    assert policy.floor(1, 2) == pytest.approx(0.1)  # a small set: no less than a quiet CPU's own background
+    assert policy.floor(1, 8) == pytest.approx(0.5 * 8 / 16)  # past it, a share of the floor
     assert policy.floor(1, 16) == pytest.approx(0.5) and policy.floor(1, 64) == pytest.approx(0.5)
     assert policy.floor(64, 64) == pytest.approx(0.05 * 64)  # many threads: a share of them
 
