@@ -27,6 +27,8 @@ def test_chunks_that_disagree_keep_the_figure_going_to_its_ceiling(monkeypatch: 
     monkeypatch.setattr(training, "loss_fn", stalling_loss)
     monkeypatch.setattr(training, "CHUNK_S", 1e-6)  # one step a chunk
     started = time.perf_counter()
-    _rate, _steps, _start, extras = training.train_rate(8, 8, "fp32", torch.device("cpu"), max_seconds=0.6)
-    assert time.perf_counter() - started >= 0.6  # never stopped early on agreeing chunks
+    _rate, _steps, _start, extras = training.train_rate(
+        8, 8, "fp32", torch.device("cpu"), max_seconds=2.0
+    )  # room for 4+ chunks on a slow, busy host
+    assert time.perf_counter() - started >= 2.0  # never stopped early on agreeing chunks
     assert extras["chunks"] > training.MIN_CHUNKS and extras["chunk_spread"] > 0.5
