@@ -102,25 +102,25 @@ def _print(result: Any, verbose: bool, style: str) -> None:
         print(f"run {result.run_id} stored", file=sys.stderr)
 
 
-def command_check(args: argparse.Namespace) -> int:
+def _checked_and_printed(args: argparse.Namespace) -> Any:
+    """The passive check under its watchdog, printed in the style asked: what `check` and `slurm-health` share."""
     timer = _watchdog(args.timeout, args.exit_style)
     try:
         result = _run_check(args)
     finally:
         timer.cancel()
     _print(result, args.verbose, args.exit_style)
-    return result.code(args.exit_style)
+    return result
+
+
+def command_check(args: argparse.Namespace) -> int:
+    return _checked_and_printed(args).code(args.exit_style)
 
 
 def command_slurm_health(args: argparse.Namespace) -> int:
     from rigcheck.engine.gate.slurm import act, node_name
 
-    timer = _watchdog(args.timeout, args.exit_style)
-    try:
-        result = _run_check(args)
-    finally:
-        timer.cancel()
-    _print(result, args.verbose, args.exit_style)
+    result = _checked_and_printed(args)
     said, _ = act(node_name(args.node), result.state, result.line, dry_run=args.dry_run)
     print(f"slurm: {said}", file=sys.stderr)
     # a node that may take work exits 0 whatever the style: a WARN must not fail a job's prolog
