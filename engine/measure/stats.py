@@ -6,7 +6,11 @@ Standard library only, so the parent and tests can use it without torch.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
 
 NOISY_SPREAD = 0.05  # interquartile range above 5% of the median
 LAUNCH_BOUND_S = 50e-6  # a GPU call shorter than this can be paced by the host's launches (fp8 1024 on an H200: 25 us)
@@ -82,8 +86,7 @@ class TimingStats:
         # one clock and the other (common on a busy host) skews a few pairs, never the median one.
         pairs = self._unstepped_pairs()
         span = self._span_disagreement(pairs)
-        pairs.sort(key=lambda pair: pair[1] - pair[0])
-        primary, check = pairs[len(pairs) // 2]
+        primary, check = middle(sorted(pairs, key=lambda pair: pair[1] - pair[0]), lambda pair: pair[1] - pair[0])
         one = clocks_disagree(primary * self.calls_per_timing, check * self.calls_per_timing, self.primary, self.check)
         return one or span
 
@@ -99,7 +102,7 @@ class TimingStats:
         ratios = sorted(c / p for p, c in pairs if p > 0)
         if not ratios:
             return None
-        typical = ratios[len(ratios) // 2]
+        typical = middle(ratios, lambda ratio: ratio - 1.0)
         expected = typical * primary  # the check clock's span, had every call gone as the typical one
         if abs(expected - primary) > SPAN_SHARE * max(primary, expected) + SPAN_FLOOR_S:
             text = f"{self.primary} {_ms(primary)}, {self.check} {_ms(check)}; the typical call {typical:.2f}x"
@@ -131,6 +134,16 @@ class TimingStats:
             f"the second clock stepped: {self.check} jumped during {len(stepped)} of {len(self.times)} timings "
             "(an NTP or manual clock change), which were not compared; not a broken timer"
         )
+
+
+def middle(ordered: list[T], off: Callable[[T], float]) -> T:
+    """The median of `ordered`; of an even count's two middle ones, the one `off` finds nearer agreement. With
+    two calls, one preempted between its two clock reads must not be the median (the upper one was, and a
+    busy host's two-call figure broke on it); a clock that truly disagrees moves both middle ones."""
+    half = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[half]
+    return min(ordered[half - 1], ordered[half], key=lambda value: abs(off(value)))
 
 
 def clocks_disagree(primary_s: float, check_s: float, primary: str, check: str) -> str | None:

@@ -269,8 +269,10 @@ def test_pairwise_rounds_measure_each_healthy_pair_once_and_go_on_past_a_hung_on
 
 def test_a_pair_that_returns_wrong_elements_fails_on_that_host_and_a_clean_pair_does_not(store_port: int) -> None:
     out = _fleet(store_port, "run1/fleet-links/4", lambda plan: pairwise_rounds(plan, MIB, 2), fault="wrong:2")
-    failed = {(i, v.check) for i in range(3) for v in out[i] if isinstance(v, Verdict)}
-    assert failed == {(2, "pair h0-h2"), (2, "pair h1-h2")}  # h2 computes wrong; h0-h1 is clean
+    found = [(i, v) for i in range(3) for v in out[i] if isinstance(v, Verdict)]
+    failed = {(i, v.check) for i, v in found}
+    words = [(i, v.status, v.explanation) for i, v in found]
+    assert failed == {(2, "pair h0-h2"), (2, "pair h1-h2")}, words  # h2 computes wrong; h0-h1 is clean
     for verdict in (e for e in out[2] if isinstance(e, Verdict)):
         assert verdict.status == Status.FAIL and verdict.numbers["host"] == "h2" and verdict.numbers["wrong"] > 0
         assert f"{verdict.numbers['wrong']} wrong element(s) on h2; first at " in verdict.explanation

@@ -42,3 +42,18 @@ def test_a_monotonic_family_running_slow_is_two_clocks_that_disagree() -> None:
     # nearly stopped: every timing looks like a jump, which is no step (steps are rare), but a fault
     stopped = TimingStats(tuple([0.0001] * 12), tuple([0.2] * 12), *HOST)
     assert stopped.check_stepped() is None and stopped.disagreement() is not None
+
+
+def test_two_calls_one_preempted_between_its_clock_reads_is_no_broken_timer() -> None:
+    # a 1 MiB gloo all_reduce timed twice on a busy host: the second call's thread was preempted between its
+    # two end reads, so the wall clock read 3 ms more (under the step's 50 ms); the first call agrees
+    for checks in ((0.00501, 0.008), (0.008, 0.00501), (0.002, 0.00501)):
+        assert TimingStats((0.005, 0.005), checks, *HOST).disagreement() is None, checks
+    # both calls disagree, one just over the 1% + 50 us allowance: a clock that runs slow moves both middle calls
+    assert TimingStats((0.005, 0.005), (0.010, 0.0101), *HOST).disagreement() is not None
+    edge = 0.005 * 1.0106 + 50e-6  # 0.005 read longer by 1% of itself plus 50 us, and a little more
+    assert TimingStats((0.005, 0.005), (edge, edge), *HOST).disagreement() is not None
+    inside = 0.005 + 0.0099 * 0.005 + 50e-6
+    assert TimingStats((0.005, 0.005), (inside, inside), *HOST).disagreement() is None
+    # an odd count still takes the median: two of three calls preempted is a disagreement
+    assert TimingStats((0.005,) * 3, (0.005, 0.008, 0.008), *HOST).disagreement() is not None
