@@ -18,7 +18,7 @@ from rigcheck.engine.models.board_net import BoardNet, BoardNetConfig, loss_fn, 
 from rigcheck.engine.stage import StageContext
 from rigcheck.engine.stages.common.devices import resolve_devices
 from rigcheck.engine.stages.common.figures import checked, device_identity
-from rigcheck.engine.stages.common.timing import BENCHMARK_VERSION, CHECK_CLOCK, check_clock, on_device, synchronize
+from rigcheck.engine.stages.common.timing import BENCHMARK_VERSION, CHECK_CLOCK, both_clocks, on_device, synchronize
 
 STAGE = "training"
 BLOCKS = 6
@@ -84,7 +84,8 @@ def train_rate(
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     marks = ChunkMarks(device)
-    start, t0, r0 = time.time(), time.perf_counter(), check_clock()
+    start = time.time()
+    t0, r0 = both_clocks()
     marks.mark()
     steps = 0
     while True:
@@ -95,13 +96,14 @@ def train_rate(
         if enough(marks.finished(), time.perf_counter() - t0, MIN_CHUNKS, min_seconds, max_seconds):
             break
     synchronize(device)
-    elapsed = time.perf_counter() - t0
+    t1, r1 = both_clocks()
+    elapsed = t1 - t0
     chunks = marks.finished(every=True)
     if device.type == "cuda":
         # the first mark was queued just before t0, so the events must fit inside the wall time
         disagrees = clocks_disagree(sum(chunks), elapsed, "events", "wall clock")
     else:
-        disagrees = clocks_disagree(elapsed, check_clock() - r0, "perf_counter", CHECK_CLOCK)
+        disagrees = clocks_disagree(elapsed, r1 - r0, "perf_counter", CHECK_CLOCK)
     extras: dict[str, Any] = {
         "parameters": parameter_count(model),
         "timer_disagrees": disagrees,

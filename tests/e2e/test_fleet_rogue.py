@@ -182,7 +182,7 @@ def test_a_heartbeat_deleted_every_10_ms_is_reported_as_tampering_not_a_lost_hos
     """Issue 35.7 as it was tried: a client on the store deletes rank 1's heartbeat every 10 ms while both hosts
     burn. Rank 1's host is healthy (its own store complete): the fleet run never calls it lost, counts the
     tampering, and either keeps its events (they show it lives) or says the store was tampered with."""
-    args = ["burn", "--device", "cpu", "--duration", "30", "--profile", "quick", "--no-links", "--lost-after", "6"]
+    args = ["burn", "--device", "cpu", "--duration", "16", "--profile", "quick", "--no-links", "--lost-after", "6"]
     fleet = start_fleet(tmp_path, ["host-a", "host-b"], args)
     run_id = f"test-{fleet.port}"
     stop = threading.Event()
@@ -213,10 +213,20 @@ def test_a_heartbeat_deleted_every_10_ms_is_reported_as_tampering_not_a_lost_hos
     if report["fleet"]["states"][silenced] == "lost":  # its events did not come often enough to show it lived
         assert found["fleet-store"]["explanation"].startswith("the fleet store was tampered with: its heartbeat hb/1")
     else:  # its events kept it alive: all of them reached rank 0's run
-        # its figures have no reference (a CPU): NOT JUDGED, which is not a fault either
+        # rank 0 shows the stage as the host's own store ended it (NOT JUDGED on a CPU, or a WARN a busy machine's
+        # burn earned), and never a fault
         statuses = [s["status"] for s in report["stages"] if s["host"] == silenced]
-        assert statuses in (["PASS"], ["NOT JUDGED"]), report["stages"]
+        assert statuses == local_statuses(tmp_path / f"{silenced}.db"), report["stages"]
+        assert statuses[0] in ("PASS", "NOT JUDGED", "WARN"), report["stages"]
     assert local_end(tmp_path / f"{silenced}.db") == ("complete", 0)  # the silenced host itself was healthy
+
+
+def local_statuses(path: Path) -> list[str]:
+    """The stage statuses of a host's own run, as its own store holds them."""
+    [run] = [r for r in Store(path).runs() if r["device"] != "fleet"]
+    report = Store(path).report(int(run["id"]))
+    assert report is not None
+    return [stage["status"] for stage in report["stages"]]
 
 
 def local_end(path: Path) -> tuple[str, int] | None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from fleet_driver import FLEET_KEY, fleet_report, free_port, start_fleet
+from quiet_cpu import quiet_cpu
 from rigcheck.engine.fleet.verdicts import stored_figure
 from rigcheck.engine.store import Store
 from rigcheck.engine.trust.peers import PEER_TOLERANCE, sound
@@ -20,19 +22,22 @@ HOSTS = ["host-a", "host-b", "host-c"]
 
 
 def test_three_hosts_in_one_run_and_the_slow_one_named(tmp_path: Path) -> None:
-    """host-c shares its one CPU with three burners pinned to it in its own session; a and b share the other.
-    host-c must be named, and host-a and host-b must not: a detector naming every host fails here."""
-    fleet = start_fleet(
-        tmp_path,
-        HOSTS,
-        ["probe", "training", "--profile", "quick", "--lost-after", "60", "--collective-timeout", "60"],
-        cpus_for={"host-a": "0", "host-b": "0", "host-c": "1"},
-        burners_for={"host-c": 3},
-    )
-    try:
-        report = fleet_report(360, fleet)
-    finally:
-        fleet.stop()
+    """host-c shares its one CPU with three burners pinned to it in its own session; a and b share the other,
+    which every other task of the machine is kept off (tests/quiet_cpu.py), so what a busy machine does lands on
+    host-c's CPU, never on theirs. host-c must be named, and host-a and host-b must not: a detector naming every
+    host fails here. It never skips: a figure left out, or a host-c not held back, fails saying so."""
+    with quiet_cpu(tmp_path / "quiet-cpu", cpu=0):
+        fleet = start_fleet(
+            tmp_path,
+            HOSTS,
+            ["probe", "training", "--profile", "quick", "--lost-after", "60", "--collective-timeout", "60"],
+            cpus_for={"host-a": "0", "host-b": "0", "host-c": "1"},
+            burners_for={"host-c": 3},
+        )
+        try:
+            report = fleet_report(360, fleet)
+        finally:
+            fleet.stop()
     assert report["fleet"]["hosts"] == HOSTS
     assert report["fleet"]["states"] == dict.fromkeys(HOSTS, "done")
     stages = {(s["host"], s["name"]): s["status"] for s in report["stages"]}
@@ -52,8 +57,7 @@ def test_three_hosts_in_one_run_and_the_slow_one_named(tmp_path: Path) -> None:
     value = {host: m["value"] for host, m in training.items()}
     used = {host: (m["conditions"] or {}).get("host_own_cpus") for host, m in training.items()}
     found = f"{seen}; training figures {value}; CPUs each host's own processes got meanwhile {used}"
-    if len(value) < 2:
-        pytest.skip(f"too few training figures sound enough to compare hosts on this busy machine: {found}")
+    assert len(value) >= 2, f"too few training figures sound enough to compare hosts: {found}"
 
     def best_other(host: str) -> float:
         return max(v for h, v in value.items() if h != host)
@@ -63,12 +67,17 @@ def test_three_hosts_in_one_run_and_the_slow_one_named(tmp_path: Path) -> None:
     for host in ("host-a", "host-b"):
         if host in value and value[host] >= (1 - PEER_TOLERANCE) * best_other(host):
             assert host not in named, found
-    # host-c shares its CPU with three burners, but a machine busy with other work may take as much from host-a
-    # and host-b: the test judges host-c only where its own processes got clearly less CPU in the very window
+    # host-c shares its CPU with three burners and the rest of the machine; host-a and host-b share the kept CPU
+    # only with each other and the test. Where host-c's own processes still got about as much CPU in the very
+    # window (the three agents' windows need not line up), host-c may be named only on a figure that is slow.
     others = [used[h] for h in ("host-a", "host-b") if used.get(h)]
-    if "host-c" not in value or not others or not used.get("host-c") or used["host-c"] >= 0.75 * min(others):
-        pytest.skip(f"host-c was not held back in its own window on this busy machine: {found}")
-    # named against the other hosts' median: a WARN, or INCONCLUSIVE where its figure's cause is the burners
+    assert "host-c" in value and others and used.get("host-c"), f"a host's figure or CPU time is missing: {found}"
+    if used["host-c"] >= 0.75 * min(others):
+        middle = statistics.median(v for h, v in value.items() if h != "host-c")
+        assert "host-c" not in named or value["host-c"] < (1 - PEER_TOLERANCE) * middle, found
+        return
+    # held back: named against the other hosts' median, a WARN, or INCONCLUSIVE where its figure's cause is the
+    # burners
     # (someone else's load, seen by trust: it says nothing of host-c's hardware)
     slow = [
         v

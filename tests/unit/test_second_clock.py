@@ -3,6 +3,9 @@ an NTP step of it is "the second clock stepped", never a broken timer."""
 
 from __future__ import annotations
 
+import time
+
+import pytest
 import torch
 from rigcheck.engine.measure.stats import TimingStats
 from rigcheck.engine.stages.common.figures import timing_params
@@ -57,3 +60,41 @@ def test_two_calls_one_preempted_between_its_clock_reads_is_no_broken_timer() ->
     assert TimingStats((0.005, 0.005), (inside, inside), *HOST).disagreement() is None
     # an odd count still takes the median: two of three calls preempted is a disagreement
     assert TimingStats((0.005,) * 3, (0.005, 0.008, 0.008), *HOST).disagreement() is not None
+
+
+def test_a_read_of_both_clocks_preempted_between_them_is_taken_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rigcheck.engine.stages.common import timing
+
+    delays = [0.02, 0.0]  # the first read's thread is preempted for 20 ms between its two clocks, the next is not
+
+    def slow_clock() -> float:
+        time.sleep(delays.pop(0) if delays else 0.0)
+        return time.clock_gettime(time.CLOCK_REALTIME)
+
+    monkeypatch.setattr(timing, "check_clock", slow_clock)
+    before = time.perf_counter()
+    perf, real = timing.both_clocks()
+    # the second try was kept: its perf_counter is after the 20 ms stall, and the pair is one instant
+    assert perf - before >= 0.02 and not delays
+    assert abs((time.clock_gettime(time.CLOCK_REALTIME) - real) - (time.perf_counter() - perf)) < 0.015  # not 0.02
+    # a read whose two perf_counter reads are just inside the allowance is kept; just outside, it is read again
+    inside, outside = timing.PAIR_READ_S * 0.99, timing.PAIR_READ_S * 1.01
+    for perf_reads, kept in (([1.0, 1.0 + inside], 1.0 + inside / 2), ([1.0, 1.0 + outside, 2.0, 2.0], 2.0)):
+        script = iter(perf_reads)
+        assert timing.both_clocks(perf=lambda s=script: next(s))[0] == pytest.approx(kept), perf_reads
+
+
+def test_a_training_figure_whose_end_read_was_preempted_keeps_agreeing_clocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rigcheck.engine.stages import training
+    from rigcheck.engine.stages.common import timing
+
+    reads = iter([0.0, 0.03])  # the start's read, then the end's, preempted for 30 ms once between its clocks
+
+    def clock() -> float:
+        time.sleep(next(reads, 0.0))
+        return time.clock_gettime(time.CLOCK_REALTIME)
+
+    monkeypatch.setattr(timing, "check_clock", clock)
+    monkeypatch.setattr(training, "check_clock", clock, raising=False)
+    _rate, _steps, _start, extras = training.train_rate(8, 8, "fp32", torch.device("cpu"), max_seconds=0.3)
+    assert extras["timer_disagrees"] is None

@@ -25,6 +25,22 @@ def check_clock() -> float:
     return time.clock_gettime(time.CLOCK_REALTIME)
 
 
+PAIR_READ_S = 200e-6  # perf_counter read twice around the check clock further apart than this: preempted between
+
+
+def both_clocks(tries: int = 5, perf: Callable[[], float] = time.perf_counter) -> tuple[float, float]:
+    """perf_counter and the check clock as of one instant, for a span compared whole by the two. A thread
+    preempted between the two reads (a scheduler slice, milliseconds on a busy host) would skew the span by as
+    much, and a training figure of a second then read as two clocks that disagree; such a read is taken again."""
+    for _ in range(tries):
+        before = perf()
+        check = check_clock()
+        after = perf()
+        if after - before <= PAIR_READ_S:
+            break
+    return (before + after) / 2, check
+
+
 def synchronize(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
