@@ -8,29 +8,12 @@ Standard library only: the parent runs it.
 
 from __future__ import annotations
 
-import functools
-
 from rigcheck.engine.events import Measurement, Status, Verdict
-from rigcheck.engine.facts.host import cpu_facts
-from rigcheck.engine.measure.references import Reference, model_of, references_of
+from rigcheck.engine.facts.cpu_reference import cpu_reference, this_cpu
 from rigcheck.engine.trust.cause import Expectation
 from rigcheck.engine.trust.expect_words import joined, judge
 
-
-@functools.cache
-def this_cpu() -> str:
-    """The host's CPU model name, as /proc/cpuinfo gives it."""
-    return str(cpu_facts().get("model") or "")
-
-
-def cpu_reference(m: Measurement, cpu_name: str) -> Reference | None:
-    """The table's entry for this figure on this CPU model; None for a GPU figure or a CPU the table lacks."""
-    if m.device != "cpu" or m.unit != "GFLOP/s":
-        return None
-    model = model_of(cpu_name, cpu=True)
-    if model is None:
-        return None
-    return next((r for r in references_of(model.key) if r.figure == m.name and r.peak), None)
+__all__ = ["cpu_reference", "cpu_verdict", "this_cpu"]
 
 
 def cpu_verdict(m: Measurement, stage: str, cpu_name: str) -> Verdict | None:

@@ -113,8 +113,23 @@ def test_an_unknown_model_is_not_judged_and_says_so() -> None:
     verdict = best_verdict(3.0, "NVIDIA GeForce GT 1030")
     assert verdict.status == Status.NOT_JUDGED  # never a PASS: there is nothing to pass it against
     assert "not judged: no reference figure for NVIDIA GeForce GT 1030" in verdict.explanation
-    cpu = best_verdict(3.0, None)  # the CPU: no reference kept for one
-    assert cpu.status == Status.NOT_JUDGED and "no reference figure for a CPU" in cpu.explanation
+    cpu = best_verdict(3.0, None)  # a CPU: no datasheet reference for one
+    assert cpu.status == Status.NOT_JUDGED and "a CPU has no datasheet reference" in cpu.explanation
+
+
+def test_a_cpu_best_on_a_model_the_table_keeps_points_at_the_verdict_that_judges_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rigcheck.engine.stages.matmul import verdicts
+
+    figure = Measurement("matmul", "matmul fp32 1024", 900.0, "GFLOP/s", 1.0, 20, "cpu", sweep_best(0.9, "fp32").params)
+    for cpu, said in (
+        ("Intel(R) Xeon(R) Processor", "judged against this CPU model's own reference in `cpu matmul fp32 1024`"),
+        ("AMD EPYC 9654 96-Core Processor", "a CPU has no datasheet reference (compared only against history)"),
+    ):
+        monkeypatch.setattr(verdicts, "this_cpu", lambda c=cpu: c)
+        (verdict,) = summary_verdicts([figure], "cpu", None, None)
+        assert verdict.status == Status.NOT_JUDGED and said in verdict.explanation, verdict.explanation
 
 
 def test_max_find_uses_the_same_reference() -> None:

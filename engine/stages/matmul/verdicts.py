@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from rigcheck.engine.events import Measurement, Status, Verdict
+from rigcheck.engine.facts.cpu_reference import cpu_reference, this_cpu
 from rigcheck.engine.measure.references import reference_for
 from rigcheck.engine.stages.common.figures import usable
 from rigcheck.engine.stages.matmul.reference import judged
@@ -87,7 +88,9 @@ def summary_verdicts(
         share = best.params["share_of_peak"]
         tail = f", {share:.0%} of the datasheet's {best.params['peak']:g}" if share else ""
         status, cited, against = Status.NOT_JUDGED, "", {"figure": best.name}
-        ending = "; not judged: rigcheck keeps no reference figure for a CPU (compared only against history)"
+        ending = "; not judged here: a CPU has no datasheet reference (compared only against history)"
+        if device_name is None and cpu_reference(best, this_cpu()) is not None:
+            ending = f"; not judged here: judged against this CPU model's own reference in `cpu {best.name}`"
         if device_name is not None:
             reference = reference_for(device_name, f"best-{key}", baseline, sms, arch)
             status, cited, ending, against = judged(best.value, reference, device_name, best.name)
