@@ -42,6 +42,7 @@ CHECK_S = 2.0  # silence after which the follower asks whether the engine still 
 PING_TIMEOUT_S = 2.0  # how long a ping waits for the engine's answer
 REPEAT_S = 30.0  # how often a lasting silence is said again
 JOIN_S = 10.0  # how long after its start a run's socket is looked for again (the engine records it early on)
+END_WAIT_S = 10.0  # how long a follower that saw the run's last event waits for its owner to store the run's end
 
 
 @dataclass(frozen=True)
@@ -177,10 +178,22 @@ class RunFollower:
                 if stream is None:
                     self.stop.wait(POLL_S)
             if self.ended is not None and self.error is None:
-                run = self.reader.run()
-                self.error = run.get("error") if run else None
+                self.error = self._stored_error()
         finally:
             self.reader.close()
+
+    def _stored_error(self) -> str | None:
+        """The run's stored error. A run that ended in error has its reason written by its owner just after its last
+        event: a follower of the store alone may read that event first, so it waits for the reason (bounded, and
+        not once the owner is gone)."""
+        deadline = time.monotonic() + END_WAIT_S
+        while True:
+            run = self.reader.run()
+            error = run.get("error") if run else None
+            if error or self.ended != "error" or run is None or not self.store.is_live(run):
+                return error
+            if time.monotonic() > deadline or self.stop.wait(POLL_S):
+                return error
 
     def _subscribe(self) -> tuple[socket.socket, bytes] | None:
         run = self.reader.run()
@@ -223,7 +236,9 @@ class RunFollower:
                 for line in lines:
                     yield from self._item(line)
                     if self.ended is not None:
-                        return
+                        break
+                if self.ended is not None:
+                    break
                 ready, _, _ = select.select([sock], [], [], WAKE_S)
                 if not ready:
                     yield from self._watch()
@@ -240,6 +255,25 @@ class RunFollower:
                 self._checked = time.monotonic()  # it speaks: no need to ask
                 if self.quiet_since is not None:
                     yield from self._answers_again()
+            if self.ended is not None:
+                self._until_closed(sock)
+
+    def _until_closed(self, sock: socket.socket) -> None:
+        """After the run's last event: wait (bounded) for the owner to end the stream, which it does only once it
+        has stored the run's end. The last event says how the runner ended (`cancelled`); the end stored after it
+        may say more (`interrupted`, or `error` with its reason), and that is what the follower reports."""
+        deadline = time.monotonic() + END_WAIT_S
+        while not self.stop.is_set() and (left := deadline - time.monotonic()) > 0:
+            ready, _, _ = select.select([sock], [], [], min(WAKE_S, left))
+            if not ready:
+                continue
+            try:
+                if not sock.recv(1 << 16):
+                    return
+            except BlockingIOError:
+                continue
+            except OSError:
+                return
 
     def _item(self, line: bytes) -> Iterator[Followed]:
         with contextlib.suppress(ValueError, KeyError, TypeError):

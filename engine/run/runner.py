@@ -30,7 +30,7 @@ from rigcheck.engine.events import (
     Verdict,
     worst,
 )
-from rigcheck.engine.exits import EXIT_CRASH, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK
+from rigcheck.engine.exits import EXIT_CRASH, EXIT_ERROR, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK
 from rigcheck.engine.measure.speedup import gpu_over_cpu
 from rigcheck.engine.registry import StageInfo
 from rigcheck.engine.run.childpath import absolute_program
@@ -174,7 +174,9 @@ class Run:
         self._restated = False  # a child's verdict was restated here: the stage's status comes from the settled ones
         self._cancel_stage = threading.Event()
         self._cancel_run = threading.Event()
-        self.stop_reason = "cancelled by the user"
+        self.stop_reason = "cancelled by the user"  # what the stage that was stopped says
+        self.not_run_reason = "not run: the run was cancelled"  # what each stage left unrun says
+        self.failed = False  # stopped by a failure (the store), not on request: the run ends `error`, exit 4
         self._done = threading.Event()  # not Thread.join: a Ctrl-C inside join() can break the next join
         self._thread = threading.Thread(target=self._supervise, name="rigcheck-run", daemon=True)
         self.warm = WarmPool()  # one warm stage child per device, unless the request says cold
@@ -196,11 +198,20 @@ class Run:
         self._cancel_run.set()
         self._cancel_stage.set()
 
+    def fail(self, stopped: str, not_run: str) -> None:
+        """Stop the run because something failed (the store could not be written), not on anyone's request: the
+        stopped stage says `stopped`, each stage left unrun says `not_run`, and the run ends `error`, exit 4."""
+        self.stop_reason, self.not_run_reason, self.failed = stopped, not_run, True
+        self._cancel_run.set()
+        self._cancel_stage.set()
+
     def wait(self, timeout: float | None = None) -> bool:
         return self._done.wait(timeout)
 
     @property
     def exit_code(self) -> int:
+        if self.failed:
+            return EXIT_ERROR
         return exit_code_for(self.stage_status.values())
 
     # -- the supervisor thread --
@@ -262,7 +273,7 @@ class Run:
         self._emit(RunStarted(plan.run_id, tuple(s.name for s in request.stages), request.device, request.profile))
         for index, info in enumerate(request.stages):
             if self._cancel_run.is_set():
-                self._emit(Verdict(info.name, "stage", Status.SKIP, "not run: the run was cancelled"))
+                self._emit(Verdict(info.name, "stage", Status.SKIP, self.not_run_reason))
                 self._emit(StageFinished(info.name, Status.SKIP))
                 continue
             self._cancel_stage.clear()
@@ -279,14 +290,15 @@ class Run:
                 for event in self.before_stage(info):
                     self._emit(event)
             if self._cancel_stage.is_set():  # cancelled while waiting for a quiet host: start no child
-                self._emit(Verdict(info.name, "stage", Status.SKIP, "not run: cancelled by the user"))
+                why = self.not_run_reason if self.failed else "not run: cancelled by the user"
+                self._emit(Verdict(info.name, "stage", Status.SKIP, why))
                 self._emit(StageFinished(info.name, Status.SKIP))
                 continue
             self._run_one(info)
         if self.before_end is not None:
             for event in self.before_end():
                 self._emit(event)
-        self.status = "cancelled" if self._cancel_run.is_set() else "complete"
+        self.status = "error" if self.failed else "cancelled" if self._cancel_run.is_set() else "complete"
         self._emit(RunFinished(plan.run_id, self.status, self.exit_code))
 
     def _start_ahead(self, later: Iterable[StageInfo]) -> None:
@@ -382,10 +394,9 @@ class Run:
         settled: list[_Settled] = []
         for batch in stage_batches(info, plan):
             if settled and self._cancel_stage.is_set():
+                why = self.not_run_reason if self.failed else "not run: cancelled by the user"
                 for child in batch:  # batches a cancel left unrun say so, each for its device
-                    self._emit(
-                        Verdict(info.name, "stage", Status.SKIP, "not run: cancelled by the user", device=child.device)
-                    )
+                    self._emit(Verdict(info.name, "stage", Status.SKIP, why, device=child.device))
                 continue
             settled += self._run_batch(info, batch)
         remove_partials(plan.log_dir / "shared")  # half-written by a child that was killed: they only take room
