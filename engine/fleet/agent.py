@@ -21,7 +21,7 @@ from rigcheck.engine.fleet.args import FleetOptions
 from rigcheck.engine.fleet.channel import FleetChannel, Heartbeat, heartbeat_interval
 from rigcheck.engine.fleet.collector import Collector
 from rigcheck.engine.fleet.env import FleetEnv
-from rigcheck.engine.fleet.handshake import NoNonce, join
+from rigcheck.engine.fleet.handshake import NoNonce, join, refuse_asks
 from rigcheck.engine.fleet.pairs import STAGE as LINKS_STAGE
 from rigcheck.engine.fleet.seal import new_nonce
 from rigcheck.engine.run.owner import OwnedRun
@@ -35,6 +35,7 @@ FAULT_ENV = "RIGCHECK_FLEET_FAULT"  # test hook: 'die-after:STAGE[@RANK]' kills 
 LINKS_PHASE = "links"
 STORE_OP_TIMEOUT_S = 30.0
 PHASE_GRACE_S = 60.0
+REFUSAL_ASKS_S = 30.0  # how long a rank 0 that refused answers the asks of agents still waiting for the nonce
 
 
 class FleetStoreError(Exception):
@@ -255,6 +256,9 @@ class Agent:
         if self.collector is not None and self.fleet_run_id is not None:
             self.collector.stop()
             self.store.end_run(self.fleet_run_id, "error", EXIT_USAGE, f"rank 0 refused to start: {why}")
+        if self.env.rank == 0 and self.channel is not None:  # agents still waiting for the nonce hear it too
+            with suppress(Exception):
+                refuse_asks(self.channel, why, REFUSAL_ASKS_S)
 
     def _finish_fleet(self) -> int:
         assert self.collector is not None and self.fleet_run_id is not None
@@ -315,5 +319,7 @@ def refuse_early(env: FleetEnv, key: bytes, why: str, timeout: float = 20.0) -> 
         return
     with suppress(Exception):
         channel = FleetChannel(connect(env, timeout), env.rank, env.world, key, env.run_id)
-        take_nonce(channel, timeout)  # rank 0's refusal needs none; another agent's carries the run's
+        take_nonce(channel, timeout)  # rank 0 makes the run's nonce; another agent asks for it
         refuse_on(channel, why, env.node)
+        if env.rank == 0:  # the agents waiting for the nonce take the refusal only in answer to their own ask
+            refuse_asks(channel, why, timeout)
