@@ -13,7 +13,7 @@ import secrets
 import time
 
 from rigcheck.engine.fleet.channel import FleetChannel
-from rigcheck.engine.fleet.seal import BOOTSTRAP, is_nonce
+from rigcheck.engine.fleet.seal import BOOTSTRAP, is_nonce, new_nonce
 from rigcheck.engine.store.inert import inert
 
 ASK_AGAIN_S = 2.0  # an agent waiting for its nonce writes its ask again this often (someone may have replaced it)
@@ -80,3 +80,11 @@ def refuse_asks(channel: FleetChannel, why: str, timeout: float, poll: float = 0
             break
         time.sleep(poll)
     return len(answered)
+
+
+def take_nonce(channel: FleetChannel, timeout: float) -> None:
+    """Rank 0 makes this run's nonce; every other agent asks rank 0 for it (NoNonce if it never answers)."""
+    if channel.rank == 0:
+        channel.nonce = new_nonce()
+    else:
+        join(channel, timeout)

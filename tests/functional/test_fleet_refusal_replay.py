@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 from fleet_memory import KEY, RUN, MemoryStore, channel
-from rigcheck.engine.fleet import agent as agent_module
-from rigcheck.engine.fleet.agent import refuse_early
+from rigcheck.engine.fleet import refusal
 from rigcheck.engine.fleet.collector import Collector
 from rigcheck.engine.fleet.env import FleetEnv
 from rigcheck.engine.fleet.handshake import NoNonce, join
+from rigcheck.engine.fleet.refusal import refuse_early
 from rigcheck.engine.fleet.seal import new_nonce
 from rigcheck.engine.store import Store
 from test_fleet_replay import joined
@@ -28,7 +28,7 @@ WHY = "bad profile 'fast': use one of quick, standard, full"
 def early_refusal(shared: MemoryStore, monkeypatch: pytest.MonkeyPatch, timeout: float = 30.0) -> str | None:
     """Rank 0 refuses before it starts (agent_main's bad input path, `refuse_early`) while agent 1 of the same run
     waits for its nonce; what the agent was told (None: it got a nonce)."""
-    monkeypatch.setattr(agent_module, "connect", lambda env, timeout: shared)
+    monkeypatch.setattr(refusal, "connect", lambda env, timeout: shared)
     env = FleetEnv(0, 2, "127.0.0.1", 1, RUN, "a", False, "torchrun")
     refusing = threading.Thread(target=refuse_early, args=(env, KEY, WHY, timeout))
     waiting = channel(shared, 1, 2)
