@@ -24,6 +24,7 @@ from cli_calls import as_in_a_terminal
 SCRIPT = Path(sys.executable).parent / "rigcheck"
 PIPE_BYTES = 4096  # the smallest pipe Linux makes: one page
 ONE_LINE = ["rigcheck: interrupted"]
+PYTHONS_OWN_START = "Fatal Python error: init_import_site"  # SIGINT while `site` runs: the interpreter's
 SUBCOMMANDS = [
     ["run", "probe", "--device", "cpu", "--no-telemetry"],
     ["compare", "1", "2"],
@@ -142,9 +143,11 @@ def test_ctrl_c_in_a_commands_own_imports_is_one_line_and_exit_130(tmp_path: Pat
 
 
 @pytest.mark.timeout(300)
-def test_ctrl_c_the_moment_it_is_spawned_prints_no_traceback(tmp_path: Path) -> None:
-    """Before Python has run a line of rigcheck, SIGINT ends the interpreter by the signal itself (the shell says
-    130) with nothing printed; once rigcheck's entry runs, it is the one line and 130."""
+def test_ctrl_c_the_moment_it_is_spawned_prints_no_traceback_of_rigcheck(tmp_path: Path) -> None:
+    """Before Python has run a line of rigcheck, SIGINT is the interpreter's: it ends it by the signal itself (the
+    shell says 130) with nothing printed, or, while `site` runs the environment's `.pth` files (an editable
+    install's finder, setuptools' distutils shim), Python reports its own failed start. Neither is rigcheck's code;
+    once rigcheck's entry runs, it is the one line and 130, never a traceback of rigcheck's."""
     for _ in range(5):
         env = dict(os.environ, RIGCHECK_STORE=str(tmp_path / "s.db"))
         proc = subprocess.Popen(
@@ -157,5 +160,9 @@ def test_ctrl_c_the_moment_it_is_spawned_prints_no_traceback(tmp_path: Path) -> 
         )
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
-        said = err.decode(errors="replace").splitlines()
-        assert (proc.returncode, said) in ((-signal.SIGINT, []), (130, ONE_LINE)), err.decode()[-3000:]
+        text = err.decode(errors="replace")
+        said = text.splitlines()
+        if proc.returncode == 1 and said and said[0].startswith(PYTHONS_OWN_START):
+            assert "rigcheck/tui" not in text and "tui/entry.py" not in text, text[-3000:]
+            continue
+        assert (proc.returncode, said) in ((-signal.SIGINT, []), (130, ONE_LINE)), text[-3000:]
