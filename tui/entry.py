@@ -7,7 +7,9 @@ script that pip writes still compiles a regular expression between importing `ma
 imports are done, a Ctrl-C writes one line and leaves at once (nothing has been opened or written yet); then Ctrl-C
 is KeyboardInterrupt again and `rigcheck.tui.cli.main` handles it as each command needs.
 
-Only the console script (and `python -m rigcheck.tui.entry`) should import this module.
+Only the console script (and `python -m rigcheck.tui.entry`) should import this module. Before it runs, SIGINT is
+the interpreter's: it ends the process by the signal, or, while `site` runs the environment's `.pth` files, Python
+reports its own failed start (tests/functional/test_start_interrupt.py measures where rigcheck's part begins).
 """
 
 from __future__ import annotations
