@@ -233,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, StoreError) as error:  # StoreError: a store found damaged or read-only after opening
         print(f"rigcheck: {error}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # before a command took Ctrl-C over (its preflight, its imports): one line
+        print("rigcheck: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -12,8 +12,6 @@ import sys
 import time
 from collections.abc import Callable
 from contextlib import suppress
-from datetime import timedelta
-from typing import Any
 
 from rigcheck.engine.events import Event, LogLine, Measurement, StageFinished, StageStarted, Status, worst
 from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_USAGE
@@ -21,9 +19,10 @@ from rigcheck.engine.fleet.args import FleetOptions
 from rigcheck.engine.fleet.channel import FleetChannel, Heartbeat, heartbeat_interval
 from rigcheck.engine.fleet.collector import Collector
 from rigcheck.engine.fleet.env import FleetEnv
-from rigcheck.engine.fleet.handshake import NoNonce, join
+from rigcheck.engine.fleet.handshake import NoNonce, take_nonce
 from rigcheck.engine.fleet.pairs import STAGE as LINKS_STAGE
-from rigcheck.engine.fleet.seal import new_nonce
+from rigcheck.engine.fleet.refusal import refuse_asks, refuse_early, refuse_on
+from rigcheck.engine.fleet.store_link import FleetStoreError, connect
 from rigcheck.engine.run.owner import OwnedRun
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import exit_code_for
@@ -31,33 +30,12 @@ from rigcheck.engine.run.session import start_sampler
 from rigcheck.engine.store import Store
 from rigcheck.engine.trust.conditions import ConditionsAnnotator
 
+__all__ = ["Agent", "FleetStoreError", "connect", "finish_fleet", "refuse_early", "take_nonce"]
+
 FAULT_ENV = "RIGCHECK_FLEET_FAULT"  # test hook: 'die-after:STAGE[@RANK]' kills this agent when STAGE ends
 LINKS_PHASE = "links"
-STORE_OP_TIMEOUT_S = 30.0
 PHASE_GRACE_S = 60.0
-
-
-class FleetStoreError(Exception):
-    """The fleet's store (torchrun's, or rank 0's under srun) could not be reached; the message says where."""
-
-
-def connect(env: FleetEnv, timeout: float) -> Any:
-    """torchrun's store (or, under srun alone, one rank 0 serves), namespaced for this fleet run."""
-    from torch.distributed import PrefixStore, TCPStore
-
-    try:
-        store = TCPStore(
-            env.store_host,
-            env.store_port,
-            is_master=env.hosts_store,
-            timeout=timedelta(seconds=timeout),
-            wait_for_workers=False,
-        )
-    except (RuntimeError, OSError) as error:  # torch.distributed's DistError is a RuntimeError
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise FleetStoreError(f"the fleet store at {env.store_host}:{env.store_port} failed: {first}") from None
-    store.set_timeout(timedelta(seconds=STORE_OP_TIMEOUT_S))  # a hung rank 0 must not hold a stage's events long
-    return PrefixStore(f"rigcheck/{env.run_id}/", store)
+REFUSAL_ASKS_S = 30.0  # how long a rank 0 that refused answers the asks of agents still waiting for the nonce
 
 
 def _fault_listener(fault: str, rank: int) -> Callable[[Event], None] | None:
@@ -255,6 +233,9 @@ class Agent:
         if self.collector is not None and self.fleet_run_id is not None:
             self.collector.stop()
             self.store.end_run(self.fleet_run_id, "error", EXIT_USAGE, f"rank 0 refused to start: {why}")
+        if self.env.rank == 0 and self.channel is not None:  # agents still waiting for the nonce hear it too
+            with suppress(Exception):
+                refuse_asks(self.channel, why, REFUSAL_ASKS_S)
 
     def _finish_fleet(self) -> int:
         assert self.collector is not None and self.fleet_run_id is not None
@@ -290,30 +271,3 @@ def fleet_sizes(profile: str, gpu: bool) -> tuple[tuple[int, int], ...]:
     if gpu:
         return ((16 << 20, 20), (256 << 20, 10), (1 << 30, 5)) if profile != "quick" else ((1 << 30, 5),)
     return ((1 << 20, 5), (16 << 20, 3)) if profile != "quick" else ((1 << 20, 3),)
-
-
-def take_nonce(channel: FleetChannel, timeout: float) -> None:
-    """Rank 0 makes this run's nonce; every other agent asks rank 0 for it (NoNonce if it never answers)."""
-    if channel.rank == 0:
-        channel.nonce = new_nonce()
-    else:
-        join(channel, timeout)
-
-
-def refuse_on(channel: FleetChannel | None, why: str, name: str) -> None:
-    """Write a refusal where rank 0 reads it, if the store can be reached; a refusal never waits long on it."""
-    if channel is None:
-        return
-    with suppress(Exception):
-        channel.refuse(why, name)
-
-
-def refuse_early(env: FleetEnv, key: bytes, why: str, timeout: float = 20.0) -> None:
-    """An agent that refused before it joined (bad input, a busy store) still tells rank 0 why. Under srun
-    alone rank 0 serves the store itself, so a refusing rank 0 has no one to tell."""
-    if env.hosts_store:
-        return
-    with suppress(Exception):
-        channel = FleetChannel(connect(env, timeout), env.rank, env.world, key, env.run_id)
-        take_nonce(channel, timeout)  # rank 0's refusal needs none; another agent's carries the run's
-        refuse_on(channel, why, env.node)

@@ -314,8 +314,9 @@ class FleetChannel:
 
 
 def refusal_nonce(rank: int, nonce: str) -> str:
-    """Rank 0's refusal is sealed without the run's nonce: the agents still waiting for that nonce must read it."""
-    return BOOTSTRAP if rank == 0 else nonce
+    """Every refusal, rank 0's too, is sealed with the run's nonce: one recorded in another run never counts here.
+    (Agents still waiting for the nonce learn of rank 0's refusal in answer to their own challenge: handshake.py.)"""
+    return nonce
 
 
 def _urgent(event: Event) -> bool:

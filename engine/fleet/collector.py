@@ -75,6 +75,7 @@ class Collector:
         self._writing = threading.Lock()
         self.beat_s = heartbeat_interval(lost_after)  # how often each agent beats
         self._lead: dict[str, Any] | None = None  # rank 0's own announcement, once read
+        self._refusal_checked = float("-inf")  # when rank 0's own refusal slot was last looked at
         self._stop = threading.Event()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="rigcheck-fleet-collector", daemon=True)
@@ -131,6 +132,9 @@ class Collector:
     def poll(self) -> None:
         now = time.monotonic()
         self._states(now)
+        if now - self._refusal_checked >= REFUSAL_CHECK_S:  # rank 0 never refuses while it collects: a value in
+            self._refusal_checked = now  # its refusal slot is someone else's (a replay, a forgery): dropped, counted
+            self._opened(0, "refused/0")
         ready = self._prefetch()
         for host in self.hosts:
             if host.state in ("done", "lost"):

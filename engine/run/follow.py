@@ -1,8 +1,8 @@
 """Following a run: every event the engine wrote, in order, from the first one on; the one follower that
 `rigcheck follow` and the app both use.
 
-`Follower` reads the store. Each has its own read connection; WAL readers never block the engine's
-writes, and `PRAGMA data_version` answers "anything new?" without reading a table. `RunFollower`
+`Follower` (stored_events.py, kept importable from here) reads the store through a read connection of its own.
+`RunFollower`
 reads the store's backlog, then the owner's stream (events pushed as they happen, each with its store
 sequence number, so the seam has no gap and no duplicate); when the owner is gone or has no stream it
 reads the store alone, as often as POLL_S, until the run has ended.
@@ -15,24 +15,22 @@ answers again. It keeps following: a stopped engine that resumes carries the run
 from __future__ import annotations
 
 import contextlib
-import json
 import select
 import socket
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from rigcheck.engine.events import Event, RunFinished, event_from_dict
+from rigcheck.engine.events import Event, RunFinished
 from rigcheck.engine.run.control import ControlError, NoAnswer, request, subscribe
 from rigcheck.engine.run.sockets import socket_of, stopped_pid
-from rigcheck.engine.run.wire import parse_line, sample_from_dict
-from rigcheck.engine.store.errors import StoreDamaged, damaged_message, is_damage
-from rigcheck.engine.store.schema import reading_connection
+from rigcheck.engine.run.stored_events import Follower
+from rigcheck.engine.run.wire import parse_line
 from rigcheck.engine.telemetry.sample import Sample
+
+__all__ = ["EngineQuiet", "Followed", "Follower", "RunFollower", "SampleBacklog"]
 
 POLL_S = 0.1  # how often the store is read when there is no stream to read
 WAKE_S = 0.1  # how soon a follower that is asked to stop notices
@@ -42,6 +40,7 @@ CHECK_S = 2.0  # silence after which the follower asks whether the engine still 
 PING_TIMEOUT_S = 2.0  # how long a ping waits for the engine's answer
 REPEAT_S = 30.0  # how often a lasting silence is said again
 JOIN_S = 10.0  # how long after its start a run's socket is looked for again (the engine records it early on)
+END_WAIT_S = 10.0  # how long a follower that saw the run's last event waits for its owner to store the run's end
 
 
 @dataclass(frozen=True)
@@ -61,75 +60,6 @@ class EngineQuiet:
 
 
 Followed = Event | Sample | SampleBacklog | EngineQuiet
-
-
-class Follower:
-    """Reads run `run_id`'s events from the store in the order written; poll() returns the new ones."""
-
-    def __init__(self, store_path: Path, run_id: int) -> None:
-        self.run_id = run_id
-        self.path = Path(store_path)
-        self._db = reading_connection(self.path)  # also where a full disk leaves it only readable
-        self._db.row_factory = sqlite3.Row
-        self.last_id = 0
-        self._version: int | None = None
-        self.unreadable = 0  # stored rows whose text was damaged: skipped, not fatal
-
-    def _read(self, query: str, args: tuple[Any, ...]) -> list[sqlite3.Row]:
-        """A query's rows; a damaged page is StoreDamaged (one line naming the store and .recover)."""
-        try:
-            return self._db.execute(query, args).fetchall()
-        except sqlite3.DatabaseError as error:
-            if is_damage(error):
-                raise StoreDamaged(damaged_message(self.path, error)) from None
-            raise
-
-    def _loads(self, text: Any) -> Any | None:
-        """A stored row's JSON, or None (counted) where a damaged page left text that is not JSON."""
-        try:
-            return json.loads(text)
-        except (ValueError, TypeError, RecursionError):
-            self.unreadable += 1
-            return None
-
-    def rows(self) -> list[tuple[int, str]]:
-        """The stored events not read yet, as (sequence number, JSON payload)."""
-        version = self._db.execute("PRAGMA data_version").fetchone()[0]
-        if version == self._version:
-            return []
-        self._version = version
-        rows = self._read(
-            "SELECT id, payload FROM events WHERE run_id = ? AND id > ? ORDER BY id", (self.run_id, self.last_id)
-        )
-        if rows:
-            self.last_id = rows[-1]["id"]
-        return [(row["id"], row["payload"]) for row in rows]
-
-    def poll(self) -> list[Event]:
-        found = []
-        for _seq, payload in self.rows():
-            data = self._loads(payload)
-            try:
-                event = event_from_dict(data) if isinstance(data, dict) else None
-            except (KeyError, TypeError, ValueError):  # JSON, but not an event any more
-                self.unreadable += 1
-                continue
-            if event is not None:
-                found.append(event)
-        return found
-
-    def run(self) -> dict[str, Any] | None:
-        rows = self._read("SELECT * FROM runs WHERE id = ?", (self.run_id,))
-        return dict(rows[0]) if rows else None
-
-    def samples(self, since: float) -> list[Sample]:
-        """The telemetry the engine stored (once a second) from `since` on."""
-        rows = self._read("SELECT data FROM samples WHERE run_id = ? AND t >= ? ORDER BY t", (self.run_id, since))
-        loaded = (self._loads(row["data"]) for row in rows)
-        return [sample_from_dict(data) for data in loaded if isinstance(data, dict)]
-
-    def close(self) -> None:
-        self._db.close()
 
 
 class RunFollower:
@@ -177,10 +107,22 @@ class RunFollower:
                 if stream is None:
                     self.stop.wait(POLL_S)
             if self.ended is not None and self.error is None:
-                run = self.reader.run()
-                self.error = run.get("error") if run else None
+                self.error = self._stored_error()
         finally:
             self.reader.close()
+
+    def _stored_error(self) -> str | None:
+        """The run's stored error. A run that ended in error has its reason written by its owner just after its last
+        event: a follower of the store alone may read that event first, so it waits for the reason (bounded, and
+        not once the owner is gone)."""
+        deadline = time.monotonic() + END_WAIT_S
+        while True:
+            run = self.reader.run()
+            error = run.get("error") if run else None
+            if error or self.ended != "error" or run is None or not self.store.is_live(run):
+                return error
+            if time.monotonic() > deadline or self.stop.wait(POLL_S):
+                return error
 
     def _subscribe(self) -> tuple[socket.socket, bytes] | None:
         run = self.reader.run()
@@ -223,7 +165,9 @@ class RunFollower:
                 for line in lines:
                     yield from self._item(line)
                     if self.ended is not None:
-                        return
+                        break
+                if self.ended is not None:
+                    break
                 ready, _, _ = select.select([sock], [], [], WAKE_S)
                 if not ready:
                     yield from self._watch()
@@ -240,6 +184,25 @@ class RunFollower:
                 self._checked = time.monotonic()  # it speaks: no need to ask
                 if self.quiet_since is not None:
                     yield from self._answers_again()
+            if self.ended is not None:
+                self._until_closed(sock)
+
+    def _until_closed(self, sock: socket.socket) -> None:
+        """After the run's last event: wait (bounded) for the owner to end the stream, which it does only once it
+        has stored the run's end. The last event says how the runner ended (`cancelled`); the end stored after it
+        may say more (`interrupted`, or `error` with its reason), and that is what the follower reports."""
+        deadline = time.monotonic() + END_WAIT_S
+        while not self.stop.is_set() and (left := deadline - time.monotonic()) > 0:
+            ready, _, _ = select.select([sock], [], [], min(WAKE_S, left))
+            if not ready:
+                continue
+            try:
+                if not sock.recv(1 << 16):
+                    return
+            except BlockingIOError:
+                continue
+            except OSError:
+                return
 
     def _item(self, line: bytes) -> Iterator[Followed]:
         with contextlib.suppress(ValueError, KeyError, TypeError):

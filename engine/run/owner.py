@@ -202,18 +202,19 @@ class OwnedRun:
         self.locks.release()
         if self.sampler is not None:
             self.sampler.remove_listener(self.stream.on_sample)  # type: ignore[attr-defined]
-        self.stream.close()  # subscribers get the last events, then the end of the stream
         if self.sampler is not None and self._own_sampler:
             self.sampler.stop()  # type: ignore[attr-defined]
         run = self.session.run
         end = run_end(run.status, run.exit_code, interrupted, self.session.store_error)
         if self.session.store_error is not None:
             self.session.room_for_the_end()  # the disk filled: the end is written into the room kept for it
-        try:
-            if end.status != run.status:  # otherwise the runner's own end, stored with its RunFinished, stands
+        try:  # the runner's own end, stored with its RunFinished, stands unless this one differs or has a reason
+            if end.status != run.status or end.error is not None:
                 self.store.write_end(self.run_id, end)
         except Exception as failure:  # the disk is still full: the engine log says so
             print(f"rigcheck engine: could not write the run's end: {failure}", file=sys.stderr, flush=True)
+        # only now: a follower that reads the stream to its end finds the run's end, and its reason, stored
+        self.stream.close()  # subscribers get the last events, then the end of the stream
         self.session.close()  # the room kept on the disk for the end goes back
         assert end.exit_code is not None
         return end.exit_code

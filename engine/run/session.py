@@ -112,7 +112,12 @@ class RunSession:
         if self.store_error is None:
             self.store_error = f"the store could not be written ({error}); the run was stopped"
             _say(self.store_error)
-            self.run.cancel("stopped: the store's disk is full" if is_full(error) else "stopped: the store failed")
+            if is_full(error):
+                self.run.fail(
+                    "stopped: the store's disk is full", "not run: the store could not be written (disk full)"
+                )
+            else:
+                self.run.fail("stopped: the store failed", f"not run: the store could not be written ({error})")
 
     def _on_sample(self, sample: Sample) -> None:
         if sample.t - self._last_stored >= SAMPLE_STORE_INTERVAL_S and self.store_error is None:

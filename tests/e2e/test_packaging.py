@@ -38,4 +38,4 @@ def test_wheel_has_only_the_rigcheck_namespace(tmp_path: Path) -> None:
     assert "rigcheck/themes/app.tcss" in names
     assert "rigcheck/engine/measure/references.json" in names  # the reference table is data, shipped beside its loader
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt")))
-    assert b"rigcheck = rigcheck.tui.cli:main" in entry_points
+    assert b"rigcheck = rigcheck.tui.entry:main" in entry_points  # Ctrl-C during start-up: one line (issue 35.13)
