@@ -21,6 +21,6 @@ rigcheck run training --device cuda:0 > $OUT/train-gpu.log 2>&1; echo "gpu train
 grep -E "PASS|WARN|FAIL|INCONCLUSIVE|NOT JUDGED|BROKEN" $OUT/train-gpu.log | cut -c1-240 | head -20
 taskset -c 0-3 python3 -c "while True: pass" & b1=$!
 taskset -c 0-3 python3 -c "while True: pass" & b2=$!
-taskset -c 0-3 rigcheck run training --device cpu > $OUT/train-cpu-busy.log 2>&1; echo "cpu training beside 2 burners rc=$?"
+taskset -c 0-3 python3 -m rigcheck.tui.cli run training --device cpu > $OUT/train-cpu-busy.log 2>&1; echo "cpu training beside 2 burners rc=$?"  # (a shell function cannot be exec'd by taskset: rc 127 on 2026-12-03)
 kill $b1 $b2
 grep -E "PASS|WARN|FAIL|INCONCLUSIVE|NOT JUDGED|BROKEN" $OUT/train-cpu-busy.log | cut -c1-240 | head -20
