@@ -47,8 +47,10 @@ MODULES: dict[str, str] = {
     "tests/unit/test_truth_guards.py -k 'not fingerprint'",
     "engine/stages/common/limits.py": "tests/unit/test_device_limits.py",
     "engine/trust/peers.py": "tests/unit/test_fleet_compare.py tests/unit/test_figure_causes.py",
-    "engine/trust/reference.py": "tests/unit/test_references.py tests/unit/test_figure_causes.py",
-    "engine/measure/references.py": "tests/unit/test_references.py",
+    "engine/trust/reference.py": "tests/unit/test_references.py tests/unit/test_figure_causes.py "
+    "tests/unit/test_expectation_causes.py tests/unit/test_one_cause.py tests/unit/test_reference_edges.py",
+    "engine/measure/references.py": "tests/unit/test_references.py tests/unit/test_reference_table.py "
+    "tests/unit/test_expectation_causes.py",
     "engine/stages/health/checks.py": "tests/functional/test_health.py -k 'not cli and not ctypes'",
     "engine/stages/burn/verdicts.py": "tests/unit/test_burn_verdicts.py tests/functional/test_burn.py -k 'not "
     "burn_passes and not wrong_element and not quarter and not cancel and not bad_duration'",

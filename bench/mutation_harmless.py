@@ -152,4 +152,42 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         )
         for operator in ("core/ReplaceComparisonOperator_Eq_LtE", "core/ReplaceComparisonOperator_Eq_GtE")
     },
+    # engine/trust/reference.py (issue 36, second session)
+    (
+        "engine/trust/reference.py",
+        "core/ReplaceComparisonOperator_Eq_Is",
+        "if status == Status.PASS:",
+    ): "Status is an Enum: each member is one object, so identity and equality agree",
+    (
+        "engine/trust/reference.py",
+        "core/ReplaceBinaryOperator_Sub_Mod",
+        "band = 1 - reference.warn_below  # the entry's own tolerance",
+    ): "1 % w is exactly 1 - w for every w in (0.5, 1], and every entry's warn_below is there (0.85 or 0.7; one "
+    "at or below FAIL_BELOW's 0.5 would leave no WARN to give)",
+    **{
+        (
+            "engine/trust/reference.py",
+            operator,
+            "bands = sorted({round(v.tolerance if v.tolerance is not None else 1 - WARN_BELOW, 4) for v in judged})",
+        ): "a dead fallback: every verdict reference_verdict makes carries its band as its tolerance, never None"
+        for operator in (
+            "core/NumberReplacer",
+            *(
+                f"core/ReplaceBinaryOperator_Sub_{op}"
+                for op in (
+                    "Add",
+                    "Mul",
+                    "Div",
+                    "FloorDiv",
+                    "Mod",
+                    "Pow",
+                    "BitOr",
+                    "BitAnd",
+                    "BitXor",
+                    "LShift",
+                    "RShift",
+                )
+            ),
+        )
+    },
 }
