@@ -74,7 +74,8 @@ MODULES: dict[str, str] = {
     "tests/unit/test_figure_causes.py tests/unit/test_trust_threshold_edges.py tests/unit/test_truth_guards.py "
     "-k 'not fingerprint'",
     "engine/trust/summary.py": "tests/unit/test_conditions.py tests/unit/test_cpu_set.py "
-    "tests/unit/test_cpu_set_ticks.py tests/unit/test_others_one_window.py tests/unit/test_telemetry_processes.py",
+    "tests/unit/test_cpu_set_ticks.py tests/unit/test_others_one_window.py tests/unit/test_telemetry_processes.py "
+    "tests/unit/test_window_summary_edges.py",
     "engine/trust/unseen.py": "tests/unit/test_unseen_users.py",
     "engine/facts/settings.py": "tests/unit/test_settings_table.py",
     "engine/trust/expect_link.py": "tests/unit/test_expectations.py tests/unit/test_expectation_causes.py",

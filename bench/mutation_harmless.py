@@ -24,7 +24,9 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         "core/ReplaceFalseWithTrue",
         "def interferes(self, others: float, threads: float, cpus: float, steady: bool = False, quota: bool = False)"
         " -> bool:",
-    ): "a default no caller uses: both callers (contended, cpu_contention) pass `steady` themselves",
+    ): "`steady`: a default no caller uses (contended and cpu_contention pass it); `quota`: only contended "
+    "leaves it out, and contended asks for every CPU, where others + cpus > cpus - slack holds with or without "
+    "the slack for any others past the floor",
     (
         "engine/trust/clocks.py",
         "core/ReplaceComparisonOperator_Eq_LtE",
