@@ -43,7 +43,8 @@ MODULES: dict[str, str] = {
     # (test_truth_guards's fingerprint tests spend 18 s in subprocesses on no line of the trust modules)
     "engine/trust/conditions.py": "tests/unit/test_conditions.py tests/unit/test_power_limit_trust.py "
     "tests/unit/test_figure_causes.py tests/unit/test_cpu_set.py tests/unit/test_others_one_window.py "
-    "tests/unit/test_trust_threshold_edges.py tests/unit/test_truth_guards.py -k 'not fingerprint'",
+    "tests/unit/test_trust_threshold_edges.py tests/unit/test_clock_words_edges.py tests/unit/test_truth_guards.py "
+    "-k 'not fingerprint'",
     "engine/trust/policy.py": "tests/unit/test_conditions.py tests/unit/test_cpu_set.py "
     "tests/unit/test_power_limit_trust.py tests/unit/test_trust_threshold_edges.py",
     # (test_truth_guards's fingerprint test spends 18 s in subprocesses on no line of plausibility.py)
@@ -71,8 +72,8 @@ MODULES: dict[str, str] = {
     "engine/trust/cause.py": "tests/unit/test_one_cause.py tests/unit/test_expectation_causes.py",
     "engine/trust/settle.py": "tests/unit/test_settle_not_a_result.py tests/unit/test_one_cause.py",
     "engine/trust/clocks.py": "tests/unit/test_conditions.py tests/unit/test_power_limit_trust.py "
-    "tests/unit/test_figure_causes.py tests/unit/test_trust_threshold_edges.py tests/unit/test_truth_guards.py "
-    "-k 'not fingerprint'",
+    "tests/unit/test_figure_causes.py tests/unit/test_trust_threshold_edges.py tests/unit/test_clock_words_edges.py "
+    "tests/unit/test_truth_guards.py -k 'not fingerprint'",
     "engine/trust/summary.py": "tests/unit/test_conditions.py tests/unit/test_cpu_set.py "
     "tests/unit/test_cpu_set_ticks.py tests/unit/test_others_one_window.py tests/unit/test_telemetry_processes.py "
     "tests/unit/test_window_summary_edges.py",
