@@ -69,7 +69,8 @@ MODULES: dict[str, str] = {
     "engine/fleet/compare_hosts.py": "tests/unit/test_two_host_fleet.py tests/unit/test_fleet_compare.py",
     "engine/fleet/verdicts.py": "tests/unit/test_fleet_compare.py",
     # the modules issues 31-33 added or split out (scored on demand; not yet in bench/RESULTS.md's table)
-    "engine/trust/cause.py": "tests/unit/test_one_cause.py tests/unit/test_expectation_causes.py",
+    "engine/trust/cause.py": "tests/unit/test_one_cause.py tests/unit/test_expectation_causes.py "
+    "tests/unit/test_cause_edges.py",
     "engine/trust/settle.py": "tests/unit/test_settle_not_a_result.py tests/unit/test_one_cause.py",
     "engine/trust/clocks.py": "tests/unit/test_conditions.py tests/unit/test_power_limit_trust.py "
     "tests/unit/test_figure_causes.py tests/unit/test_trust_threshold_edges.py tests/unit/test_clock_words_edges.py "
