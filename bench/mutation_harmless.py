@@ -197,4 +197,20 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         "core/ReplaceComparisonOperator_Eq_LtE",
         'prefix = "cpu_" if reference.figure_kind == "cpu matmul" else ""',
     ): "inside `if figure_kind in ('matmul', 'cpu matmul')`: 'matmul' sorts after 'cpu matmul', so <= is ==",
+    (
+        "engine/trust/clocks.py",
+        "core/ReplaceComparisonOperator_NotEq_Gt",
+        'if bound != "compute" or ratio is None:',
+    ): "a figure's bound is compute, host, link or memory (every stage's params): none sorts before 'compute', so "
+    "> is !=",
+    (
+        "engine/trust/clocks.py",
+        "core/ReplaceComparisonOperator_Eq_GtE",
+        'if bound == "memory" and mem_ratio is not None and mem_ratio < policy.mem_clock_ratio_min:',
+    ): "a figure's bound is compute, host, link or memory: none sorts after 'memory', so >= is ==",
+    (
+        "engine/trust/clocks.py",
+        "core/NumberReplacer",
+        'busy = device_timed or (conditions.get("utilization_mean_pct") or 0.0) >= GPU_BUSY_PCT',
+    ): "the stand-in for an unread (or zero) utilization: 1.0 or -1.0 is as far under the 50% as 0.0",
 }

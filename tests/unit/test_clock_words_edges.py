@@ -126,3 +126,10 @@ def test_the_limit_state_through_the_policy() -> None:
     assert power_limit_state(LOWERED) == "lowered"
     assert power_limit_state({"power_limit_w": 700.0}) == "unknown"
     assert power_limit_state({"power_limit_w": 700.0, "power_max_limit_w": 700.0}) == "default"
+
+
+def test_a_window_without_an_idle_share_is_judged_on_its_clock() -> None:
+    """Conditions stored before the idle share was kept: a busy GPU's low clock is still a reason."""
+    conditions = {k: v for k, v in BUSY.items() if k != "idle_share"} | {"clock_ratio": 0.7, "throttle": []}
+    assert judge(conditions, figure()).trust == "SUSPECT"
+    assert judge(conditions | {"idle_share": 0.5}, figure()).trust == "TRUSTED"
