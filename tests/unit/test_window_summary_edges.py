@@ -107,3 +107,30 @@ def test_the_host_figures_over_the_window() -> None:
     window = samples([host(busy_cpus=3.0, own_cpus=1.0, load1=2.0), host(busy_cpus=1.0, own_cpus=1.0, load1=None)])
     out = summarise(window, None)
     assert (out["host_others_cpus"], out["host_own_cpus"], out["host_load1"], out["host_cpus"]) == (1.0, 1.0, 2.0, 8)
+
+
+def test_a_set_read_as_idle_counts_as_zero_in_its_mean() -> None:
+    window = samples(
+        [host(set_cpus=2, set_busy_cpus=0.0, own_cpus=0.0), host(set_cpus=2, set_busy_cpus=2.0, own_cpus=0.0)]
+    )
+    assert summarise(window, None)["cpu_set_others_cpus"] == 1.0
+
+
+def test_the_stored_figures_keep_their_digits() -> None:
+    """What the store, the reports and `rigcheck compare` read back: CPUs to 2 places, seconds and ratios to 3,
+    clocks to 1; a board's limits as its window's first sample read them."""
+    third = [
+        host(set_cpus=3, set_busy_cpus=b, own_cpus=0.0, quota_cpus=2.0, group_busy_cpus=b) for b in (1.0, 0.0, 0.0)
+    ]
+    out = summarise(samples(third), None)
+    assert (out["cpu_set_others_cpus"], out["cpu_quota_others_cpus"]) == (0.33, 0.33)
+    first = gpu(sm_clock_mhz=1800.0, mem_clock_mhz=2500.4, max_mem_clock_mhz=2600.0, utilization_pct=99.0,
+                power_limit_w=700.0, power_default_limit_w=700.0, power_max_limit_w=700.0)  # fmt: skip
+    later = gpu(sm_clock_mhz=1800.0, mem_clock_mhz=2500.4, max_mem_clock_mhz=2600.0, utilization_pct=99.0,
+                power_limit_w=500.0, power_default_limit_w=700.0, power_max_limit_w=800.0)  # fmt: skip
+    window = [Sample(100.0, host(), (first,)), Sample(100.12345, host(), (later,))]
+    out = summarise(window, 0)
+    assert out["window_s"] == 0.123 and out["clock_ratio"] == 0.9 and out["mem_clock_mean_mhz"] == 2500.4
+    assert (out["power_limit_w"], out["power_max_limit_w"]) == (700.0, 700.0)
+    odd = summarise([Sample(100.0, host(), (gpu(sm_clock_mhz=1800.0, max_sm_clock_mhz=2100.0),))], 0)
+    assert odd["clock_ratio"] == 0.857
