@@ -44,7 +44,8 @@ MODULES: dict[str, str] = {
     "engine/trust/conditions.py": "tests/unit/test_conditions.py tests/unit/test_power_limit_trust.py "
     "tests/unit/test_figure_causes.py tests/unit/test_cpu_set.py tests/unit/test_others_one_window.py "
     "tests/unit/test_trust_threshold_edges.py tests/unit/test_clock_words_edges.py "
-    "tests/unit/test_judge_words_edges.py tests/unit/test_truth_guards.py -k 'not fingerprint'",
+    "tests/unit/test_judge_words_edges.py tests/unit/test_annotator_edges.py tests/unit/test_truth_guards.py "
+    "-k 'not fingerprint'",
     "engine/trust/policy.py": "tests/unit/test_conditions.py tests/unit/test_cpu_set.py "
     "tests/unit/test_power_limit_trust.py tests/unit/test_trust_threshold_edges.py",
     # (test_truth_guards's fingerprint test spends 18 s in subprocesses on no line of plausibility.py)

@@ -213,4 +213,19 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         "core/NumberReplacer",
         'busy = device_timed or (conditions.get("utilization_mean_pct") or 0.0) >= GPU_BUSY_PCT',
     ): "the stand-in for an unread (or zero) utilization: 1.0 or -1.0 is as far under the 50% as 0.0",
+    (
+        "engine/trust/conditions.py",
+        "core/NumberReplacer",
+        'if conditions.get("samples", 0) < policy.min_samples:',
+    ): "a missing count is under min_samples (3) as 0 or as 1, and the reason's words read the count apart",
+    (
+        "engine/trust/conditions.py",
+        "core/ReplaceBinaryOperator_Sub_Mod",
+        "if len(samples) < self.policy.min_samples and end - start < self.policy.widen_s:",
+    ): "start and end are epoch seconds (1.7e9): end % start is end - start whenever start <= end < 2 * start",
+    (
+        "engine/trust/conditions.py",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+        "if time.time() < end + self.settle_s:",
+    ): "only a clock reading exactly at the settle time differs, and there the wait is max(0, 0): nothing",
 }
