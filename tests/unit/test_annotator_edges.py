@@ -35,10 +35,10 @@ def figure(t: float, t_start: float | None = None, **params: Any) -> Measurement
 def test_it_waits_for_the_closing_sample_and_only_as_long_as_it_needs(monkeypatch: pytest.MonkeyPatch) -> None:
     slept: list[float] = []
     monkeypatch.setattr(conditions_module.time, "sleep", slept.append)
-    annotate = ConditionsAnnotator(Spy(interval=10.0), settings=[])
+    annotate = ConditionsAnnotator(Spy(interval=100.0), settings=[])  # long, so a stalled test host still tells
     annotate(figure(time.time()))
-    assert len(slept) == 1 and 10.0 < slept[0] <= 12.0  # 1.2 intervals past the end, less the time since it
-    annotate(figure(time.time() - 50.0))  # ended long ago: its closing sample is in
+    assert len(slept) == 1 and 100.0 < slept[0] <= 120.0  # 1.2 intervals past the end, less the time since it
+    annotate(figure(time.time() - 500.0))  # ended long ago: its closing sample is in
     assert len(slept) == 1
 
 
