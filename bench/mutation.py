@@ -40,15 +40,23 @@ REPO = Path(__file__).resolve().parent.parent
 PYTEST = f"{sys.executable} -m pytest -x -q -p no:cacheprovider -p no:textual-snapshot -p no:syrupy -p no:anyio"
 # module path -> the tests that judge it; each module is scoped to its own tests, so a mutant costs seconds
 MODULES: dict[str, str] = {
-    "engine/trust/conditions.py": "tests/unit/test_conditions.py tests/unit/test_truth_guards.py "
-    "tests/unit/test_power_limit_trust.py tests/unit/test_figure_causes.py tests/unit/test_cpu_set.py",
+    # (test_truth_guards's fingerprint tests spend 18 s in subprocesses on no line of the trust modules)
+    "engine/trust/conditions.py": "tests/unit/test_conditions.py tests/unit/test_power_limit_trust.py "
+    "tests/unit/test_figure_causes.py tests/unit/test_cpu_set.py tests/unit/test_others_one_window.py "
+    "tests/unit/test_trust_threshold_edges.py tests/unit/test_clock_words_edges.py "
+    "tests/unit/test_judge_words_edges.py tests/unit/test_annotator_edges.py tests/unit/test_truth_guards.py "
+    "-k 'not fingerprint'",
+    "engine/trust/policy.py": "tests/unit/test_conditions.py tests/unit/test_cpu_set.py "
+    "tests/unit/test_power_limit_trust.py tests/unit/test_trust_threshold_edges.py",
     # (test_truth_guards's fingerprint test spends 18 s in subprocesses on no line of plausibility.py)
     "engine/measure/plausibility.py": "tests/unit/test_plausibility_edges.py tests/unit/test_figure_causes.py "
     "tests/unit/test_truth_guards.py -k 'not fingerprint'",
     "engine/stages/common/limits.py": "tests/unit/test_device_limits.py",
     "engine/trust/peers.py": "tests/unit/test_fleet_compare.py tests/unit/test_figure_causes.py",
-    "engine/trust/reference.py": "tests/unit/test_references.py tests/unit/test_figure_causes.py",
-    "engine/measure/references.py": "tests/unit/test_references.py",
+    "engine/trust/reference.py": "tests/unit/test_references.py tests/unit/test_figure_causes.py "
+    "tests/unit/test_expectation_causes.py tests/unit/test_one_cause.py tests/unit/test_reference_edges.py",
+    "engine/measure/references.py": "tests/unit/test_references.py tests/unit/test_reference_table.py "
+    "tests/unit/test_expectation_causes.py tests/unit/test_reference_lookup_edges.py",
     "engine/stages/health/checks.py": "tests/functional/test_health.py -k 'not cli and not ctypes'",
     "engine/stages/burn/verdicts.py": "tests/unit/test_burn_verdicts.py tests/functional/test_burn.py -k 'not "
     "burn_passes and not wrong_element and not quarter and not cancel and not bad_duration'",
@@ -61,11 +69,16 @@ MODULES: dict[str, str] = {
     "engine/stages/verify/memory.py": "tests/unit/test_verify_memory.py",
     "engine/fleet/compare_hosts.py": "tests/unit/test_two_host_fleet.py tests/unit/test_fleet_compare.py",
     "engine/fleet/verdicts.py": "tests/unit/test_fleet_compare.py",
-    # the modules issues 31-33 added or split out (scored on demand; not yet in bench/RESULTS.md's table)
-    "engine/trust/cause.py": "tests/unit/test_one_cause.py tests/unit/test_expectation_causes.py",
+    # the modules issues 31-33 added or split out (clocks.py and summary.py are scored in bench/RESULTS.md)
+    "engine/trust/cause.py": "tests/unit/test_one_cause.py tests/unit/test_expectation_causes.py "
+    "tests/unit/test_cause_edges.py",
     "engine/trust/settle.py": "tests/unit/test_settle_not_a_result.py tests/unit/test_one_cause.py",
-    "engine/trust/clocks.py": "tests/unit/test_conditions.py tests/unit/test_power_limit_trust.py",
-    "engine/trust/summary.py": "tests/unit/test_conditions.py tests/unit/test_cpu_set.py",
+    "engine/trust/clocks.py": "tests/unit/test_conditions.py tests/unit/test_power_limit_trust.py "
+    "tests/unit/test_figure_causes.py tests/unit/test_trust_threshold_edges.py tests/unit/test_clock_words_edges.py "
+    "tests/unit/test_truth_guards.py -k 'not fingerprint'",
+    "engine/trust/summary.py": "tests/unit/test_conditions.py tests/unit/test_cpu_set.py "
+    "tests/unit/test_cpu_set_ticks.py tests/unit/test_others_one_window.py tests/unit/test_telemetry_processes.py "
+    "tests/unit/test_window_summary_edges.py",
     "engine/trust/unseen.py": "tests/unit/test_unseen_users.py",
     "engine/facts/settings.py": "tests/unit/test_settings_table.py",
     "engine/trust/expect_link.py": "tests/unit/test_expectations.py tests/unit/test_expectation_causes.py",

@@ -24,7 +24,9 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         "core/ReplaceFalseWithTrue",
         "def interferes(self, others: float, threads: float, cpus: float, steady: bool = False, quota: bool = False)"
         " -> bool:",
-    ): "a default no caller uses: both callers (contended, cpu_contention) pass `steady` themselves",
+    ): "`steady`: a default no caller uses (contended and cpu_contention pass it); `quota`: only contended "
+    "leaves it out, and contended asks for every CPU, where others + cpus > cpus - slack holds with or without "
+    "the slack for any others past the floor",
     (
         "engine/trust/clocks.py",
         "core/ReplaceComparisonOperator_Eq_LtE",
@@ -152,4 +154,78 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         )
         for operator in ("core/ReplaceComparisonOperator_Eq_LtE", "core/ReplaceComparisonOperator_Eq_GtE")
     },
+    # engine/trust/reference.py (issue 36, second session)
+    (
+        "engine/trust/reference.py",
+        "core/ReplaceComparisonOperator_Eq_Is",
+        "if status == Status.PASS:",
+    ): "Status is an Enum: each member is one object, so identity and equality agree",
+    (
+        "engine/trust/reference.py",
+        "core/ReplaceBinaryOperator_Sub_Mod",
+        "band = 1 - reference.warn_below  # the entry's own tolerance",
+    ): "1 % w is exactly 1 - w for every w in (0.5, 1], and every entry's warn_below is there (0.85 or 0.7; one "
+    "at or below FAIL_BELOW's 0.5 would leave no WARN to give)",
+    **{
+        (
+            "engine/trust/reference.py",
+            operator,
+            "bands = sorted({round(v.tolerance if v.tolerance is not None else 1 - WARN_BELOW, 4) for v in judged})",
+        ): "a dead fallback: every verdict reference_verdict makes carries its band as its tolerance, never None"
+        for operator in (
+            "core/NumberReplacer",
+            *(
+                f"core/ReplaceBinaryOperator_Sub_{op}"
+                for op in (
+                    "Add",
+                    "Mul",
+                    "Div",
+                    "FloorDiv",
+                    "Mod",
+                    "Pow",
+                    "BitOr",
+                    "BitAnd",
+                    "BitXor",
+                    "LShift",
+                    "RShift",
+                )
+            ),
+        )
+    },
+    (
+        "engine/measure/references.py",
+        "core/ReplaceComparisonOperator_Eq_LtE",
+        'prefix = "cpu_" if reference.figure_kind == "cpu matmul" else ""',
+    ): "inside `if figure_kind in ('matmul', 'cpu matmul')`: 'matmul' sorts after 'cpu matmul', so <= is ==",
+    (
+        "engine/trust/clocks.py",
+        "core/ReplaceComparisonOperator_NotEq_Gt",
+        'if bound != "compute" or ratio is None:',
+    ): "a figure's bound is compute, host, link or memory (every stage's params): none sorts before 'compute', so "
+    "> is !=",
+    (
+        "engine/trust/clocks.py",
+        "core/ReplaceComparisonOperator_Eq_GtE",
+        'if bound == "memory" and mem_ratio is not None and mem_ratio < policy.mem_clock_ratio_min:',
+    ): "a figure's bound is compute, host, link or memory: none sorts after 'memory', so >= is ==",
+    (
+        "engine/trust/clocks.py",
+        "core/NumberReplacer",
+        'busy = device_timed or (conditions.get("utilization_mean_pct") or 0.0) >= GPU_BUSY_PCT',
+    ): "the stand-in for an unread (or zero) utilization: 1.0 or -1.0 is as far under the 50% as 0.0",
+    (
+        "engine/trust/conditions.py",
+        "core/NumberReplacer",
+        'if conditions.get("samples", 0) < policy.min_samples:',
+    ): "a missing count is under min_samples (3) as 0 or as 1, and the reason's words read the count apart",
+    (
+        "engine/trust/conditions.py",
+        "core/ReplaceBinaryOperator_Sub_Mod",
+        "if len(samples) < self.policy.min_samples and end - start < self.policy.widen_s:",
+    ): "start and end are epoch seconds (1.7e9): end % start is end - start whenever start <= end < 2 * start",
+    (
+        "engine/trust/conditions.py",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+        "if time.time() < end + self.settle_s:",
+    ): "only a clock reading exactly at the settle time differs, and there the wait is max(0, 0): nothing",
 }
