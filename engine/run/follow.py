@@ -184,7 +184,7 @@ class RunFollower:
                 self._checked = time.monotonic()  # it speaks: no need to ask
                 if self.quiet_since is not None:
                     yield from self._answers_again()
-            if self.ended is not None:
+            if self.ended not in (None, "complete"):  # a complete run's end is the one it sent: nothing to wait for
                 self._until_closed(sock)
 
     def _until_closed(self, sock: socket.socket) -> None:

@@ -202,8 +202,6 @@ class OwnedRun:
         self.locks.release()
         if self.sampler is not None:
             self.sampler.remove_listener(self.stream.on_sample)  # type: ignore[attr-defined]
-        if self.sampler is not None and self._own_sampler:
-            self.sampler.stop()  # type: ignore[attr-defined]
         run = self.session.run
         end = run_end(run.status, run.exit_code, interrupted, self.session.store_error)
         if self.session.store_error is not None:
@@ -215,6 +213,8 @@ class OwnedRun:
             print(f"rigcheck engine: could not write the run's end: {failure}", file=sys.stderr, flush=True)
         # only now: a follower that reads the stream to its end finds the run's end, and its reason, stored
         self.stream.close()  # subscribers get the last events, then the end of the stream
+        if self.sampler is not None and self._own_sampler:
+            self.sampler.stop()  # type: ignore[attr-defined]  (after the close: its join takes up to an interval)
         self.session.close()  # the room kept on the disk for the end goes back
         assert end.exit_code is not None
         return end.exit_code

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tmux_screen import wait_for
+from tmux_screen import screen, wait_for
 
 pytestmark = pytest.mark.needs("tmux")  # skipped where missing; a failure in CI (tests/ci_tools.py)
 
@@ -35,7 +35,7 @@ def test_probe_by_key_then_quit_fast(tmp_path: Path, rigcheck_binary: str) -> No
         # quitting is far less work than starting: it may take 2 s, or on a busy machine as long as the start took
         limit = max(2.0, pace)
         while not (tmp_path / "exit").exists():
-            assert time.monotonic() - started < limit + 5, "the app did not quit"
+            assert time.monotonic() - started < limit + 5, f"the app did not quit:\n{screen(session)}"
             time.sleep(0.02)
         elapsed = time.monotonic() - started
         assert (tmp_path / "exit").read_text().split() == ["EXITED", "0"]
