@@ -27,3 +27,14 @@ def run_stages(store: Store, tmp_path: Path):  # type: ignore[no-untyped-def]
         return run, events, run_id
 
     return go
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> Path:
+    """A folder to mount a tiny tmpfs on, for the full-disk tests (test_full_disk*.py)."""
+    from test_full_disk import tmpfs_mounts_work
+
+    folder = tmp_path / "tiny"
+    if not tmpfs_mounts_work(folder):
+        pytest.skip("needs root and a private mount namespace to mount a tiny tmpfs (the injected tests cover CI)")
+    return folder

@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from stage_infos import TESTS_DIR
 
 
@@ -36,14 +35,6 @@ def in_tiny_tmpfs(folder: Path, size: str, *command: str) -> subprocess.Complete
         timeout=540,
         check=False,
     )
-
-
-@pytest.fixture
-def tiny(tmp_path: Path) -> Path:
-    folder = tmp_path / "tiny"
-    if not tmpfs_mounts_work(folder):
-        pytest.skip("needs root and a private mount namespace to mount a tiny tmpfs (the injected tests cover CI)")
-    return folder
 
 
 def test_after_a_full_disk_the_readers_work_and_the_run_is_an_error_with_its_reason(tiny: Path, tmp_path: Path) -> None:

@@ -9,16 +9,7 @@ from pathlib import Path
 
 import pytest
 from stage_infos import TESTS_DIR
-from test_full_disk import in_tiny_tmpfs, tmpfs_mounts_work
-
-
-@pytest.fixture
-def tiny(tmp_path: Path) -> Path:
-    folder = tmp_path / "tiny"
-    if not tmpfs_mounts_work(folder):
-        pytest.skip("needs root and a private mount namespace to mount a tiny tmpfs")
-    return folder
-
+from test_full_disk import in_tiny_tmpfs
 
 CASES = [("new", 16), ("new", 48), ("new", 128), ("existing", 32), ("existing", 48), ("existing", 96)]
 CASES += [("existing", 128), ("existing", 300), ("existing", 400)]

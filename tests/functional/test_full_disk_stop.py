@@ -7,19 +7,10 @@ import json
 import sys
 from pathlib import Path
 
-import pytest
 from stage_infos import TESTS_DIR
-from test_full_disk import in_tiny_tmpfs, tmpfs_mounts_work
+from test_full_disk import in_tiny_tmpfs
 
 NOT_RUN = "not run: the store could not be written (disk full)"
-
-
-@pytest.fixture
-def tiny(tmp_path: Path) -> Path:
-    folder = tmp_path / "tiny"
-    if not tmpfs_mounts_work(folder):
-        pytest.skip("needs root and a private mount namespace to mount a tiny tmpfs")
-    return folder
 
 
 def steps(tiny: Path, tmp_path: Path, mode: str) -> dict:  # type: ignore[type-arg]
