@@ -86,7 +86,7 @@ class TimingStats:
         # one clock and the other (common on a busy host) skews a few pairs, never the median one.
         pairs = self._unstepped_pairs()
         span = self._span_disagreement(pairs)
-        primary, check = middle(sorted(pairs, key=lambda pair: pair[1] - pair[0]), lambda pair: pair[1] - pair[0])
+        primary, check = middle(pairs, lambda pair: pair[1] - pair[0])
         one = clocks_disagree(primary * self.calls_per_timing, check * self.calls_per_timing, self.primary, self.check)
         return one or span
 
@@ -99,7 +99,7 @@ class TimingStats:
         check = sum(c for _, c in pairs) * self.calls_per_timing
         # the typical pair's ratio, not the sums': one call preempted between its two reads skews a sum, never
         # the median; a clock running at another rate moves every pair's ratio, and so the median
-        ratios = sorted(c / p for p, c in pairs if p > 0)
+        ratios = [c / p for p, c in pairs if p > 0]
         if not ratios:
             return None
         typical = middle(ratios, lambda ratio: ratio - 1.0)
@@ -136,10 +136,12 @@ class TimingStats:
         )
 
 
-def middle(ordered: list[T], off: Callable[[T], float]) -> T:
-    """The median of `ordered`; of an even count's two middle ones, the one `off` finds nearer agreement. With
-    two calls, one preempted between its two clock reads must not be the median (the upper one was, and a
-    busy host's two-call figure broke on it); a clock that truly disagrees moves both middle ones."""
+def middle(values: list[T], off: Callable[[T], float]) -> T:
+    """The median of `values` ordered by `off` (how far each is from agreement, signed); of an even count's two
+    middle ones, the one nearer agreement. With two calls, one preempted between its two clock reads must not be
+    the median (the upper one was, and a busy host's two-call figure broke on it); a clock that truly disagrees
+    moves both middle ones."""
+    ordered = sorted(values, key=off)
     half = len(ordered) // 2
     if len(ordered) % 2:
         return ordered[half]

@@ -112,12 +112,11 @@ class RunSession:
         if self.store_error is None:
             self.store_error = f"the store could not be written ({error}); the run was stopped"
             _say(self.store_error)
-            if is_full(error):
-                self.run.fail(
-                    "stopped: the store's disk is full", "not run: the store could not be written (disk full)"
-                )
-            else:
-                self.run.fail("stopped: the store failed", f"not run: the store could not be written ({error})")
+            full = is_full(error)
+            self.run.fail(
+                "stopped: the store's disk is full" if full else "stopped: the store failed",
+                f"not run: the store could not be written ({'disk full' if full else error})",
+            )
 
     def _on_sample(self, sample: Sample) -> None:
         if sample.t - self._last_stored >= SAMPLE_STORE_INTERVAL_S and self.store_error is None:
