@@ -8,11 +8,12 @@ from typing import Any
 
 import numpy
 import torch
-from rigcheck.engine.events import Event, LogLine, Measurement, Progress, Status, Verdict
+from rigcheck.engine.events import Event, LogLine, Measurement, Progress
 from rigcheck.engine.stage import StageContext
 from rigcheck.engine.stages.common.devices import has_tf32, resolve_devices
 from rigcheck.engine.stages.common.figures import checked, device_identity
 from rigcheck.engine.stages.common.limits import cpu_limit, gpu_matmul_limit
+from rigcheck.engine.stages.common.oom import does_not_fit
 from rigcheck.engine.stages.common.peaks import matmul_peak
 from rigcheck.engine.stages.common.timing import BENCHMARK_VERSION, on_device, time_calls, time_grouped
 from rigcheck.engine.stages.matmul.calls import fp8_dtype, matmul_call, rotating_calls
@@ -171,7 +172,7 @@ def sweep(context: StageContext, device: torch.device) -> Iterator[Event]:
         try:
             events = list(measure_point(dtype, size, size, size, device, device_name, library))
         except torch.OutOfMemoryError as error:
-            yield Verdict(STAGE, f"{dtype}-{size}", Status.SKIP, f"does not fit: {str(error)[:160]}", device=label)
+            yield does_not_fit(STAGE, f"{dtype}-{size}", device, f"{dtype} {size}", error)
             continue
         for event in events:
             if isinstance(event, Measurement):
