@@ -155,7 +155,8 @@ SETTINGS: tuple[Rule, ...] = (
     Rule(
         "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
         (GPU_FP32,),
-        "it turns torch's TF32 on for every fp32 matrix multiply: fp32 figures are TF32's, not fp32's",
+        "asks torch to run every fp32 matrix multiply as TF32: where it takes effect, fp32 figures are TF32's "
+        "(named on a figure only where its rate shows it)",
         "unset TORCH_ALLOW_TF32_CUBLAS_OVERRIDE and run again",
         slows=False,
         applies=_on,
@@ -266,6 +267,15 @@ SETTINGS: tuple[Rule, ...] = (
         "`sudo nvidia-smi -pm 1`",
         applies=lambda value, host: value == "off",
     ),
+)
+# Read from what the figure ran with (engine/trust/mechanism.py), not from their presence: a figure's threads,
+# its math mode. The table keeps their words to quote; the mechanism decides whether they changed a figure.
+READ_BY_MECHANISM = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "torch threads",
+    "NVIDIA_TF32_OVERRIDE",
+    "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
 )
 HOST_READ = {
     "torch threads": "torch_threads",

@@ -30,6 +30,7 @@ from typing import Any
 from rigcheck.engine.events import Measurement, Status
 from rigcheck.engine.facts.settings import InForce
 from rigcheck.engine.measure.references import MODELS, model_of
+from rigcheck.engine.trust import mechanism
 from rigcheck.engine.trust.view import Conditions
 
 THERMAL = ("software thermal slowdown", "hardware thermal slowdown")
@@ -145,11 +146,14 @@ def _held_back(c: Conditions, look: dict[str, str], vendor: str) -> Cause | None
 
 
 def _setting(settings: Iterable[InForce], figure: Measurement, expectation: Expectation | None) -> Cause | None:
-    """A setting in force that changes this figure: one that slows it where the figure is low (or has no
-    expectation), one that makes it other work where it is high."""
-    high = expectation is not None and figure.value > expectation.value
-    low = expectation is not None and figure.value < expectation.value
-    chosen = [s for s in settings if (not s.slows if high else s.slows if low else True)]
+    """What the figure ran with that explains it (its threads, its math mode: engine/trust/mechanism.py), else a
+    setting in force that it is off its expectation in the direction of: one that slows it where the figure is
+    low, one that makes it other work where it is high. A setting that changed no figure is not its cause."""
+    expected = expectation.value if expectation is not None else None
+    read = mechanism.read(figure, expected)
+    if read:
+        return Cause(read[0], read[1], "setting")
+    chosen = mechanism.named_settings(settings, figure, expected)
     if not chosen:
         return None
     text = "; ".join(f"{s.name}={s.value} is set: {s.effect}" for s in chosen)

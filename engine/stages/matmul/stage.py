@@ -11,8 +11,9 @@ import torch
 from rigcheck.engine.events import Event, LogLine, Measurement, Progress
 from rigcheck.engine.stage import StageContext
 from rigcheck.engine.stages.common.devices import has_tf32, resolve_devices
-from rigcheck.engine.stages.common.figures import checked, device_identity
+from rigcheck.engine.stages.common.figures import checked, device_identity, math_mode
 from rigcheck.engine.stages.common.limits import cpu_limit, gpu_matmul_limit
+from rigcheck.engine.stages.common.mechanism import cpu_threads, gpu_math
 from rigcheck.engine.stages.common.oom import does_not_fit
 from rigcheck.engine.stages.common.peaks import matmul_peak
 from rigcheck.engine.stages.common.timing import BENCHMARK_VERSION, on_device, time_calls, time_grouped
@@ -98,12 +99,23 @@ def measure_point(
         "threads": threads_used(library) if device.type == "cpu" else 1,
         "benchmark_version": BENCHMARK_VERSION,
     } | device_identity(device)
+    params |= ran_with(device, device_name, library)
     if device.type == "cuda":
         params["measures"] = MEASURES
     name = f"matmul {dtype} {shape}" + ("" if library == "torch" else f" ({library})") + (" again" if again else "")
     params |= {"remeasured": again} if again else {}
     figure = Measurement(STAGE, name, median, unit, spread, len(stats.times), str(device), params, t_start=start)
     yield from checked(figure, stats, limit)
+
+
+def ran_with(device: torch.device, device_name: str, library: str) -> dict[str, Any]:
+    """What the figure actually ran with (engine/stages/common/mechanism.py): a CPU figure's threads against the
+    CPUs it may use, a GPU figure's math mode."""
+    if device.type == "cpu":
+        return {"mechanism": cpu_threads(library, torch.get_num_threads())}
+    mode = math_mode()
+    fp32_peak = matmul_peak(device_name, "fp32")[0]
+    return {"math_mode": gpu_math(mode.allow_tf32, mode.float32_precision, mode.cudnn_allow_tf32, fp32_peak)}
 
 
 def model_hints(device: torch.device) -> tuple[int | None, str | None]:
