@@ -1,7 +1,7 @@
 """The one table of settings that change what a figure measures or how fast: which figure kinds each changes, how,
 and what to do about it; which are in force now; and which of them a given figure is subject to.
 
-Probe reports each setting in force as a WARN naming the figures it will change; the parent puts the ones that
+Probe reports each setting in force as a note naming the figures it can change; the parent puts the ones that
 affect a figure in its conditions (`settings`); the cause function (engine/trust/cause.py) names a setting as
 a slow figure's cause ahead of "the software stack". Standard library only: probe's child and the parent use it.
 The measured effects are from one H200 (DESIGN §8, 2026-12-02).

@@ -78,10 +78,11 @@ class Cause:
         return self.kind not in NOT_HARDWARE
 
     def unjudgeable(self, graded: Status) -> bool:
-        """Whether a verdict graded `graded` on this figure must be INCONCLUSIVE: always where someone else's load
-        shaped it (never a PASS, never a FAIL), and where a setting could explain a figure below expectation; a
-        figure that passes with a setting in force passes (the setting is named)."""
-        if self.kind == "setting":
+        """Whether a verdict graded `graded` on this figure must be INCONCLUSIVE: where someone else's load or a
+        setting could explain a figure below expectation (never a FAIL), and always where the figure is broken.
+        Someone else's load only lowers a figure: a disturbed figure that still meets its expectation passes,
+        the disturbance named, as a figure that passes with a setting in force does (issue 43)."""
+        if self.kind in ("setting", "outside"):
             return graded != Status.PASS
         return not self.judges_hardware
 
