@@ -192,7 +192,9 @@ def sweep(context: StageContext, device: torch.device) -> Iterator[Event]:
         points = [(d, s, lib) for d, lib in (("fp32", "torch"), ("bf16", "torch"), ("fp32", "numpy")) for s in sizes]
     results: list[Measurement] = []
     if device.type == "cuda":
-        yield LogLine(STAGE, warm_up_gpu(device).words())
+        warmed = warm_up_gpu(device).words()
+        print(f"matmul on {label}: {warmed}", flush=True)  # in the stage's log too
+        yield LogLine(STAGE, warmed)
     if device.type == "cpu":
         warm_up_cpu()
         native = native_cpu_dtypes()
