@@ -143,3 +143,11 @@ def test_a_tf32_override_with_fp32_at_its_normal_rate_is_not_named() -> None:
 def test_off_its_expectation_edges(value: float, slows: bool, is_off: bool) -> None:
     assert mechanism.off(value, 1.0, slows) == is_off
     assert not mechanism.off(value, None, slows)
+
+
+def test_a_blas_limit_in_a_sitecustomize_is_numpys_not_torchs(tmp_path: Path) -> None:
+    site = tmp_path / "sitecustomize.py"
+    site.write_text("from threadpoolctl import threadpool_limits\nthreadpool_limits(1)\n")
+    modules = {"sitecustomize": SimpleNamespace(__file__=str(site))}
+    assert child_side.start_up_setters(modules) == []
+    assert child_side.start_up_setters(modules, child_side.BLAS_SETTER) == [f"threadpool_limits(1) in {site} line 2"]

@@ -26,8 +26,9 @@ BLAS_VARIABLES = (
     "BLIS_NUM_THREADS",
     "VECLIB_MAXIMUM_THREADS",
 )
-# a call or assignment in a start-up file that narrows a pool
-SETTER = re.compile(r"set_num_threads\s*\(|threadpool_limits\s*\(|_NUM_THREADS|set_num_interop_threads\s*\(")
+# a call or assignment in a start-up file that narrows a pool: torch's, or numpy's BLAS
+TORCH_SETTER = re.compile(r"set_num_threads\s*\(|OMP_NUM_THREADS|MKL_NUM_THREADS")
+BLAS_SETTER = re.compile(r"threadpool_limits\s*\(|_NUM_THREADS|VECLIB_MAXIMUM_THREADS")
 START_UP = ("sitecustomize", "usercustomize")
 SYSFS_CPU = Path("/sys/devices/system/cpu")
 
@@ -46,7 +47,7 @@ def cores_of(cpus: frozenset[int] | None, sysfs: Path = SYSFS_CPU) -> int | None
     return len(cores) or None
 
 
-def start_up_setters(modules: dict[str, Any] | None = None) -> list[str]:
+def start_up_setters(modules: dict[str, Any] | None = None, setter: re.Pattern[str] = TORCH_SETTER) -> list[str]:
     """The lines of a sitecustomize or usercustomize this interpreter ran at start that set a thread pool,
     as "torch.set_num_threads(1) in /path/sitecustomize.py line 3"."""
     modules = sys.modules if modules is None else modules
@@ -60,7 +61,7 @@ def start_up_setters(modules: dict[str, Any] | None = None) -> list[str]:
         except OSError:
             continue
         for number, line in enumerate(lines, 1):
-            if SETTER.search(line) and not line.lstrip().startswith("#"):
+            if setter.search(line) and not line.lstrip().startswith("#"):
                 found.append(f"{line.strip()[:80]} in {path} line {number}")
     return found
 
@@ -75,8 +76,9 @@ def _limits() -> dict[str, Any]:
     limits = read_cpu_limits()
     ceiling = limits.set_size
     cores = cores_of(limits.cpu_set or frozenset(range(limits.host_cpus)))
-    if cores:
-        ceiling = min(ceiling, cores)
+    # torch's pool defaults to the physical cores: where they cannot be read, assume two threads a core, so a
+    # default pool is never taken for a narrowed one
+    ceiling = min(ceiling, cores) if cores else max(1, ceiling // 2)
     if limits.tight_quota and limits.quota_cpus:
         ceiling = min(ceiling, max(1, int(limits.quota_cpus)))
     return {
@@ -115,15 +117,15 @@ def cpu_threads(library: str, torch_threads: int) -> dict[str, Any]:
     pools = blas_pools()
     if library == "numpy" and pools:
         threads, pool = max(p["threads"] for p in pools), f"numpy's BLAS ({pools[0]['library']})"
-        names = BLAS_VARIABLES
+        names, setter = BLAS_VARIABLES, BLAS_SETTER
     else:
-        threads, pool, names = torch_threads, "torch", TORCH_VARIABLES
+        threads, pool, names, setter = torch_threads, "torch", TORCH_VARIABLES, TORCH_SETTER
     return _limits() | {
         "threads": threads,
         "pool": pool,
         "torch_threads": torch_threads,
         "blas": pools,
-        "set_by": variable_setters(names) + start_up_setters(),
+        "set_by": variable_setters(names) + start_up_setters(setter=setter),
     }
 
 
