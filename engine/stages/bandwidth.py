@@ -71,12 +71,12 @@ def gpu_bandwidth(device: torch.device, copy_bytes: int, transfer_bytes: int) ->
     name = torch.cuda.get_device_name(device)
     peak, source = bandwidth_peak(name)
     # someone else's memory is never a FAIL: measure what fits, and say what was skipped and who holds the rest
-    fits = yield from fitted(device, 2 * copy_bytes, "device-copy", f"device copy {copy_bytes / 2**30:.0f} GiB")
+    fits = yield from fitted(device, copy_bytes, "device-copy", f"device copy {copy_bytes / 2**30:.3g} GiB", 2)
     events: list[Event] = []
     try:
-        events = device_copy(device, fits // 2, peak, source) if fits else []
+        events = device_copy(device, fits, peak, source) if fits else []
     except torch.OutOfMemoryError as error:
-        yield oom_verdict(STAGE, "device-copy", device, f"device copy {fits / 2**31:.2g} GiB", error)
+        yield oom_verdict(STAGE, "device-copy", device, f"device copy {fits / 2**30:.3g} GiB", error)
     yield from events
     d2d = events[0] if events else None
     torch.cuda.empty_cache()
@@ -102,12 +102,13 @@ def gpu_bandwidth(device: torch.device, copy_bytes: int, transfer_bytes: int) ->
     )
 
 
-def fitted(device: torch.device, wanted: int, check: str, what: str) -> Generator[Event, None, int]:
-    """The bytes to allocate for `wanted`: all of it where it fits in the free memory, else the largest half that
-    does (0: none), with a SKIP saying what was left out and who holds the memory."""
+def fitted(device: torch.device, wanted: int, check: str, what: str, buffers: int = 1) -> Generator[Event, None, int]:
+    """The bytes of each of `buffers` buffers to allocate for `wanted` each: all of it where they fit in the free
+    memory, else the largest half that does (0: none), with a SKIP saying what was left out and who holds the
+    memory."""
     torch.cuda.empty_cache()
     state = read_memory(device)
-    size = fitting(wanted, state.free)
+    size = fitting(wanted * buffers, state.free) // buffers
     if size < wanted:
         skipped = classify(state, what)
         scaled = f" (measured at {size / 2**30:.3g} GiB instead)" if size else ""
