@@ -42,6 +42,11 @@ def test_the_edge_of_someone_elses_memory(others: int, status: Status) -> None:
     assert oom.classify(oom.MemoryState(80 * GIB, free, 0, ()), "x").status == status
 
 
+def test_a_desktop_holding_a_few_mib_is_no_holder() -> None:
+    state = oom.MemoryState(80 * GIB, 79 * GIB, 0, (oom.Holder(1200, 20 * 2**20),))
+    assert oom.classify(state, "x").status == Status.FAIL
+
+
 def test_rigcheck_own_reserve_is_not_someone_elses() -> None:
     state = oom.MemoryState(80 * GIB, 2 * GIB, 78 * GIB - oom.CONTEXT_BYTES, ())
     assert oom.classify(state, "x").status == Status.FAIL

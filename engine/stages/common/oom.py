@@ -83,7 +83,8 @@ def classify(state: MemoryState, what: str) -> OomFinding:
     defect in rigcheck's sizes) where the GPU was otherwise free."""
     numbers = {"oom": True, "total_bytes": state.total, "free_bytes": state.free, "others_bytes": state.others}
     numbers |= {"holders": [{"pid": h.pid, "used": h.used} for h in state.holders]}
-    if state.others >= OTHERS_MIN or state.holders:
+    listed = sum(h.used or 0 for h in state.holders)
+    if max(state.others, listed) >= OTHERS_MIN:  # a desktop's few MiB is no holder
         return OomFinding(
             Status.SKIP,
             f"{what} skipped: it does not fit in the {gib(state.free)} free; {gib(state.others)} of "
