@@ -115,6 +115,7 @@ def cpu_threads(library: str, torch_threads: int) -> dict[str, Any]:
     BLAS), `ceiling` the threads it would have by default (the physical cores it may use, within a quota),
     `set_by` whatever set the pool where it can be found."""
     pools = blas_pools()
+    names: tuple[str, ...]
     if library == "numpy" and pools:
         threads, pool = max(p["threads"] for p in pools), f"numpy's BLAS ({pools[0]['library']})"
         names, setter = BLAS_VARIABLES, BLAS_SETTER

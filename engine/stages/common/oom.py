@@ -81,7 +81,8 @@ def who(state: MemoryState) -> str:
 def classify(state: MemoryState, what: str) -> OomFinding:
     """`what` (e.g. "device copy 8 GiB") could not be allocated: SKIP where someone else holds memory, FAIL (a
     defect in rigcheck's sizes) where the GPU was otherwise free."""
-    numbers = {"oom": True, "total_bytes": state.total, "free_bytes": state.free, "others_bytes": state.others}
+    numbers: dict[str, Any] = {"oom": True, "total_bytes": state.total, "free_bytes": state.free}
+    numbers["others_bytes"] = state.others
     numbers |= {"holders": [{"pid": h.pid, "used": h.used} for h in state.holders]}
     listed = sum(h.used or 0 for h in state.holders)
     if max(state.others, listed) >= OTHERS_MIN:  # a desktop's few MiB is no holder
@@ -115,7 +116,7 @@ def nvml_holders(bus_id: str | None) -> tuple[Holder, ...]:
         for index in range(nvml.ok(started.count()) or 0):
             handle = nvml.ok(started.handle(index))
             info = nvml.ok(started.pci_info(handle)) if handle is not None else None
-            if info is None or normalise_bus_id(info.bus_id) != normalise_bus_id(bus_id):
+            if handle is None or info is None or normalise_bus_id(info.bus_id) != normalise_bus_id(bus_id):
                 continue
             listed = (nvml.ok(started.compute_processes(handle)) or []) + (
                 nvml.ok(started.graphics_processes(handle)) or []
@@ -130,6 +131,8 @@ def read_memory(device: Any, message: str = "") -> MemoryState:
     """The GPU's memory now, in a stage child (after its failed allocation was let go). Never raises."""
     import torch
 
+    free: int | None
+    total: int | None
     try:
         torch.cuda.empty_cache()
         free, total = torch.cuda.mem_get_info(device)

@@ -79,11 +79,11 @@ def clock_reader(bus_id: str | None) -> tuple[Clock | None, Callable[[], None]]:
     if not isinstance(started, nvml.Nvml) or bus_id is None:
         return None, (started.close if isinstance(started, nvml.Nvml) else lambda: None)
     for index in range(nvml.ok(started.count()) or 0):
-        handle = nvml.ok(started.handle(index))
-        info = nvml.ok(started.pci_info(handle)) if handle is not None else None
-        if info is not None and normalise_bus_id(info.bus_id) == normalise_bus_id(bus_id):
+        found = nvml.ok(started.handle(index))
+        info = nvml.ok(started.pci_info(found)) if found is not None else None
+        if found is not None and info is not None and normalise_bus_id(info.bus_id) == normalise_bus_id(bus_id):
 
-            def read(handle: nvml.Handle = handle) -> tuple[int | None, int | None]:
+            def read(handle: nvml.Handle = found) -> tuple[int | None, int | None]:
                 now = nvml.ok(started.clock(handle, nvml.CLOCK_SM))
                 return now, nvml.ok(started.max_clock(handle, nvml.CLOCK_SM))
 
