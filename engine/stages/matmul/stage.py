@@ -149,13 +149,14 @@ def warm_up_cpu(seconds: float = 1.0) -> None:
 
 
 def warm_up_gpu(device: torch.device) -> Warmed:
-    """Bring the GPU to its working clock before the first timed figure: bf16 4096 multiplies until the SM clock
-    settles (read through NVML), so the first sizes are not measured while the clock ramps up from idle."""
-    a = torch.randn(4096, 4096, device=device, dtype=torch.bfloat16)
+    """Bring the GPU to its working clock before the first timed figure: fp32 4096 multiplies (every GPU runs fp32;
+    about 20 ms a turn on an H100) until the SM clock settles (read through NVML), so the first sizes are not
+    measured while the clock ramps up from idle."""
+    a = torch.randn(4096, 4096, device=device, dtype=torch.float32)
     out = torch.empty_like(a)
 
     def work() -> None:
-        for _ in range(8):
+        for _ in range(4):
             torch.matmul(a, a, out=out)
         torch.cuda.synchronize(device)
 
