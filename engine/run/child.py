@@ -74,7 +74,7 @@ def run_stage(conn: Connection, spec: StageSpec, target: str, fingerprint: bool)
             {"exception": type(error).__name__, "message": str(error), "where": where},
             device=spec.device,
         )
-        if type(error).__name__ == "OutOfMemoryError":  # someone else's memory is never a FAIL (issue 41)
+        if out_of_memory_error(error):  # someone else's memory is never a FAIL (issue 41)
             verdict = out_of_memory(spec, error, where) or verdict
         statuses.append(verdict.status)
         send_event(conn, verdict)
@@ -83,6 +83,12 @@ def run_stage(conn: Connection, spec: StageSpec, target: str, fingerprint: bool)
         statuses.append(cancelled.status)
         send_event(conn, cancelled)
     send_event(conn, StageFinished(spec.stage, worst(statuses) or Status.SKIP, exit_code=0))
+
+
+def out_of_memory_error(error: BaseException) -> bool:
+    """torch's OutOfMemoryError, or a library's allocation failure that says so (cuBLAS's handle, an older torch)."""
+    text = str(error)
+    return type(error).__name__ == "OutOfMemoryError" or "out of memory" in text or "ALLOC_FAILED" in text
 
 
 def out_of_memory(spec: StageSpec, error: BaseException, where: str) -> Verdict | None:

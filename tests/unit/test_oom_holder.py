@@ -128,3 +128,9 @@ def test_bandwidth_measures_what_fits(monkeypatch: pytest.MonkeyPatch, state: An
     assert [v.status for v in said if isinstance(v, Verdict)] == statuses
     if statuses:
         assert "pid 890" in said[0].explanation and "measured at 0.5 GiB instead" in said[0].explanation
+
+
+def test_an_allocation_failure_by_another_name_is_read_as_out_of_memory() -> None:
+    assert child.out_of_memory_error(RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate"))
+    assert child.out_of_memory_error(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+    assert not child.out_of_memory_error(RuntimeError("CUDA error: an illegal memory access was encountered"))
