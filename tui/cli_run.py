@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rigcheck.engine.exits import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE
+from rigcheck.engine.report.exit_words import exit_line
 from rigcheck.engine.report.judged import judged_line
 from rigcheck.engine.run.options import request_from_args, write_reports
 from rigcheck.engine.run.preflight import STDOUT, UsageError
@@ -119,5 +120,8 @@ def command_run(args: argparse.Namespace) -> int:
         err.print(counted, markup=False, highlight=False)
     err.print(f"run {run_id} stored in {store.path}; logs in {log_dir}", markup=False, highlight=False)
     if not write_reports(args, report, lambda text: err.print(text, markup=False)):
-        return code or EXIT_USAGE
+        code = code or EXIT_USAGE
+    said = exit_line(code, report)  # issue 43: any exit other than 0 ends with what it means
+    if said:
+        err.print(said, markup=False, highlight=False)
     return code

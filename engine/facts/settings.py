@@ -1,7 +1,7 @@
 """The one table of settings that change what a figure measures or how fast: which figure kinds each changes, how,
 and what to do about it; which are in force now; and which of them a given figure is subject to.
 
-Probe reports each setting in force as a WARN naming the figures it will change; the parent puts the ones that
+Probe reports each setting in force as a note naming the figures it can change; the parent puts the ones that
 affect a figure in its conditions (`settings`); the cause function (engine/trust/cause.py) names a setting as
 a slow figure's cause ahead of "the software stack". Standard library only: probe's child and the parent use it.
 The measured effects are from one H200 (DESIGN §8, 2026-12-02).
@@ -155,7 +155,8 @@ SETTINGS: tuple[Rule, ...] = (
     Rule(
         "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
         (GPU_FP32,),
-        "it turns torch's TF32 on for every fp32 matrix multiply: fp32 figures are TF32's, not fp32's",
+        "asks torch to run every fp32 matrix multiply as TF32: where it takes effect, fp32 figures are TF32's "
+        "(named on a figure only where its rate shows it)",
         "unset TORCH_ALLOW_TF32_CUBLAS_OVERRIDE and run again",
         slows=False,
         applies=_on,
@@ -266,6 +267,15 @@ SETTINGS: tuple[Rule, ...] = (
         "`sudo nvidia-smi -pm 1`",
         applies=lambda value, host: value == "off",
     ),
+)
+# Read from what the figure ran with (engine/trust/mechanism.py), not from their presence: a figure's threads,
+# its math mode. The table keeps their words to quote; the mechanism decides whether they changed a figure.
+READ_BY_MECHANISM = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "torch threads",
+    "NVIDIA_TF32_OVERRIDE",
+    "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
 )
 HOST_READ = {
     "torch threads": "torch_threads",

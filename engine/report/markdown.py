@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from rigcheck.engine.exits import EXIT_OK
+from rigcheck.engine.report.exit_words import meaning
 from rigcheck.engine.report.failures import failures, is_strict
 from rigcheck.engine.report.fleet_view import fleet_label
 from rigcheck.engine.report.headline import headline
@@ -60,13 +62,22 @@ def _failing(report: dict[str, Any]) -> str:
     return f"{found} verdict{'s' * (found != 1)} {'fails' if found == 1 else 'fail'} the run"
 
 
+def _status(report: dict[str, Any], strict: str) -> str:
+    """'complete (exit code 0; 0 verdicts fail the run)'; for another exit, what it means (issue 43): never
+    'exit code 7; 0 verdicts fail the run', which reads as a contradiction."""
+    run, code = report["run"], report["run"].get("exit_code")
+    if isinstance(code, int) and code != EXIT_OK:
+        return f"{run['status']} (exit code {code}{strict}: {meaning(code, report)})"
+    return f"{run['status']} (exit code {code}{strict}; {_failing(report)})"
+
+
 def _facts(report: dict[str, Any]) -> list[str]:
     run = report["run"]
     strict = ", --strict" if is_strict(report) else ""
     fingerprint = report["fingerprint"].get("digest") or ("one per host" if report.get("fleet") else "none")
     argv = run.get("argv") or []
     facts = [
-        ("status", f"{run['status']} (exit code {run['exit_code']}{strict}; {_failing(report)})"),
+        ("status", _status(report, strict)),
         ("verdicts and figures", headline(report)),
         ("host", run.get("host")),
         ("device", fleet_label(run)),

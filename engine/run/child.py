@@ -74,6 +74,8 @@ def run_stage(conn: Connection, spec: StageSpec, target: str, fingerprint: bool)
             {"exception": type(error).__name__, "message": str(error), "where": where},
             device=spec.device,
         )
+        if out_of_memory_error(error):  # someone else's memory is never a FAIL (issue 41)
+            verdict = out_of_memory(spec, error, where) or verdict
         statuses.append(verdict.status)
         send_event(conn, verdict)
     if context.cancelled:
@@ -81,6 +83,24 @@ def run_stage(conn: Connection, spec: StageSpec, target: str, fingerprint: bool)
         statuses.append(cancelled.status)
         send_event(conn, cancelled)
     send_event(conn, StageFinished(spec.stage, worst(statuses) or Status.SKIP, exit_code=0))
+
+
+def out_of_memory_error(error: BaseException) -> bool:
+    """torch's OutOfMemoryError, or a library's allocation failure that says so (cuBLAS's handle, an older torch)."""
+    text = str(error)
+    return type(error).__name__ == "OutOfMemoryError" or "out of memory" in text or "ALLOC_FAILED" in text
+
+
+def out_of_memory(spec: StageSpec, error: BaseException, where: str) -> Verdict | None:
+    """A stage that ran out of GPU memory: SKIP naming the holder where someone else holds it, else its FAIL
+    (a defect). Loaded by name, as the stages are: it reads torch's and NVML's memory in this child."""
+    try:
+        oom = importlib.import_module("rigcheck.engine.stages.common.oom")
+        device = spec.device if spec.device.startswith("cuda") else None
+        return oom.oom_verdict(spec.stage, "stage", device, f"the {spec.stage} stage (at {where})", error)
+    except Exception:
+        traceback.print_exc()
+        return None
 
 
 def output_to(log: str) -> None:

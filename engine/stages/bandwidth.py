@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 import numpy
 import torch
-from rigcheck.engine.events import Event, Measurement, Progress, Status, Verdict
+from rigcheck.engine.events import Event, LogLine, Measurement, Progress, Status, Verdict
 from rigcheck.engine.hw.nvml import NvmlFailure, NvmlUnavailable, ok, open_nvml
 from rigcheck.engine.hw.pci import normalise_bus_id
 from rigcheck.engine.measure.plausibility import Limit
@@ -16,6 +16,7 @@ from rigcheck.engine.stage import StageContext
 from rigcheck.engine.stages.common.devices import by_profile, resolve_devices
 from rigcheck.engine.stages.common.figures import checked, device_identity, usable
 from rigcheck.engine.stages.common.limits import bus_id, device_copy_limit, host_link_limit
+from rigcheck.engine.stages.common.oom import classify, fitting, oom_verdict, read_memory
 from rigcheck.engine.stages.common.peaks import bandwidth_peak
 from rigcheck.engine.stages.common.shared_cache import one_at_a_time
 from rigcheck.engine.stages.common.timing import BENCHMARK_VERSION, on_device, time_calls
@@ -53,7 +54,7 @@ def device_copy(device: torch.device, copy_bytes: int, peak: float | None, sourc
         "share_of_peak": None,
     }
     events = measure(
-        f"device copy {copy_bytes / 2**30:.0f} GiB",
+        f"device copy {copy_bytes / 2**30:.3g} GiB",
         lambda: dst.copy_(src),
         2.0 * copy_bytes,
         device,
@@ -69,14 +70,25 @@ def device_copy(device: torch.device, copy_bytes: int, peak: float | None, sourc
 def gpu_bandwidth(device: torch.device, copy_bytes: int, transfer_bytes: int) -> Iterator[Event]:
     name = torch.cuda.get_device_name(device)
     peak, source = bandwidth_peak(name)
-    events = device_copy(device, copy_bytes, peak, source)
+    # someone else's memory is never a FAIL: measure what fits, and say what was skipped and who holds the rest
+    fits = yield from fitted(device, copy_bytes, "device-copy", f"device copy {copy_bytes / 2**30:.3g} GiB", 2)
+    events: list[Event] = []
+    try:
+        events = device_copy(device, fits, peak, source) if fits else []
+    except torch.OutOfMemoryError as error:
+        yield oom_verdict(STAGE, "device-copy", device, f"device copy {fits / 2**30:.3g} GiB", error)
     yield from events
-    d2d = events[0]
+    d2d = events[0] if events else None
     torch.cuda.empty_cache()
-    gpu = torch.empty(transfer_bytes // 4, device=device)
     link = host_link_limit(device)
-    with one_at_a_time("host-link"):  # all GPUs copying at once would share the host's links and memory
-        yield from host_copies(device, gpu, transfer_bytes, link)
+    fits = yield from fitted(device, transfer_bytes, "host-copies", f"host copies of {transfer_bytes >> 20} MiB")
+    try:
+        gpu = torch.empty(fits // 4, device=device) if fits else None
+        if gpu is not None:
+            with one_at_a_time("host-link"):  # all GPUs copying at once would share the host's links and memory
+                yield from host_copies(device, gpu, fits, link)
+    except torch.OutOfMemoryError as error:
+        yield oom_verdict(STAGE, "host-copies", device, f"host copies of {fits >> 20} MiB", error)
     if not isinstance(d2d, Measurement) or not usable(d2d):
         return
     tail = f", {d2d.value / peak:.0%} of the datasheet's {peak:.0f}" if peak else ""
@@ -88,6 +100,23 @@ def gpu_bandwidth(device: torch.device, copy_bytes: int, transfer_bytes: int) ->
         {"value": d2d.value, "peak": peak},
         device=str(device),
     )
+
+
+def fitted(device: torch.device, wanted: int, check: str, what: str, buffers: int = 1) -> Generator[Event, None, int]:
+    """The bytes of each of `buffers` buffers to allocate for `wanted` each: all of it where they fit in the free
+    memory, else the largest half that does (0: none), with a SKIP saying what was left out and who holds the
+    memory."""
+    torch.cuda.empty_cache()
+    state = read_memory(device)
+    size = fitting(wanted * buffers, state.free) // buffers
+    if size < wanted:
+        skipped = classify(state, what)
+        scaled = f" (measured at {size / 2**30:.3g} GiB instead)" if size else ""
+        if skipped.someone_else:
+            yield Verdict(STAGE, check, Status.SKIP, skipped.words + scaled, skipped.numbers, device=str(device))
+        else:  # a GPU smaller than the profile's sizes, with nobody else on it: measured smaller, said in the log
+            yield LogLine(STAGE, f"{what}: only {(state.free or 0) / 2**30:.1f} GiB free on {device}{scaled}")
+    return size
 
 
 def read_link(address: str | None) -> dict[str, Any] | None:

@@ -241,15 +241,17 @@ def host_settings(
 
 
 def setting_verdicts(env: dict[str, str], host: HostSettings) -> Iterator[Verdict]:
-    """A WARN for each setting in force that changes figures, naming which (engine/facts/settings.py)."""
+    """A note (PASS) for each setting in force that can change figures, naming which (engine/facts/settings.py):
+    a setting is a WARN only where it changed a figure, and then on that figure, named as its cause (issue 41)."""
     for setting in in_force(env, host):
         check = "cpu-governor" if setting.name == "CPU frequency governor" else f"setting {setting.name}"
         yield Verdict(
             STAGE,
             check,
-            Status.WARN,
-            f"{setting.name}={setting.value} will change {', '.join(setting.affects)}: {setting.effect}; "
-            f"next: {setting.next_step}",
-            {"setting": setting.as_dict()},
+            Status.PASS,
+            f"note: {setting.name}={setting.value} is set and can change {', '.join(setting.affects)}: "
+            f"{setting.effect}; it is named as a figure's cause only where that figure is off its expectation "
+            f"in the direction it explains; to compare: {setting.next_step}",
+            {"setting": setting.as_dict(), "note": True},
             device="cpu" if setting.affects == ("CPU figures",) else "",
         )

@@ -18,6 +18,7 @@ from rigcheck.engine.models.board_net import BoardNet, BoardNetConfig, loss_fn, 
 from rigcheck.engine.stage import StageContext
 from rigcheck.engine.stages.common.devices import resolve_devices
 from rigcheck.engine.stages.common.figures import checked, device_identity
+from rigcheck.engine.stages.common.oom import does_not_fit
 from rigcheck.engine.stages.common.timing import BENCHMARK_VERSION, CHECK_CLOCK, both_clocks, on_device, synchronize
 
 STAGE = "training"
@@ -151,9 +152,7 @@ def one(channels: int, batch: int, precision: str, device: torch.device, compile
         rate, steps, start, extras = train_rate(channels, batch, precision, device, compiled)
     except torch.OutOfMemoryError as error:
         torch.cuda.empty_cache()
-        yield Verdict(
-            STAGE, tag, Status.SKIP, f"{tag} does not fit on {device}: {str(error)[:160]}", device=str(device)
-        )
+        yield does_not_fit(STAGE, tag, device, f"{tag} on {device}", error)
         return
     params = (
         {

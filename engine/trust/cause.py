@@ -30,6 +30,7 @@ from typing import Any
 from rigcheck.engine.events import Measurement, Status
 from rigcheck.engine.facts.settings import InForce
 from rigcheck.engine.measure.references import MODELS, model_of
+from rigcheck.engine.trust import mechanism
 from rigcheck.engine.trust.view import Conditions
 
 THERMAL = ("software thermal slowdown", "hardware thermal slowdown")
@@ -77,10 +78,11 @@ class Cause:
         return self.kind not in NOT_HARDWARE
 
     def unjudgeable(self, graded: Status) -> bool:
-        """Whether a verdict graded `graded` on this figure must be INCONCLUSIVE: always where someone else's load
-        shaped it (never a PASS, never a FAIL), and where a setting could explain a figure below expectation; a
-        figure that passes with a setting in force passes (the setting is named)."""
-        if self.kind == "setting":
+        """Whether a verdict graded `graded` on this figure must be INCONCLUSIVE: where someone else's load or a
+        setting could explain a figure below expectation (never a FAIL), and always where the figure is broken.
+        Someone else's load only lowers a figure: a disturbed figure that still meets its expectation passes,
+        the disturbance named, as a figure that passes with a setting in force does (issue 43)."""
+        if self.kind in ("setting", "outside"):
             return graded != Status.PASS
         return not self.judges_hardware
 
@@ -145,11 +147,14 @@ def _held_back(c: Conditions, look: dict[str, str], vendor: str) -> Cause | None
 
 
 def _setting(settings: Iterable[InForce], figure: Measurement, expectation: Expectation | None) -> Cause | None:
-    """A setting in force that changes this figure: one that slows it where the figure is low (or has no
-    expectation), one that makes it other work where it is high."""
-    high = expectation is not None and figure.value > expectation.value
-    low = expectation is not None and figure.value < expectation.value
-    chosen = [s for s in settings if (not s.slows if high else s.slows if low else True)]
+    """What the figure ran with that explains it (its threads, its math mode: engine/trust/mechanism.py), else a
+    setting in force that it is off its expectation in the direction of: one that slows it where the figure is
+    low, one that makes it other work where it is high. A setting that changed no figure is not its cause."""
+    expected = expectation.value if expectation is not None else None
+    read = mechanism.read(figure, expected)
+    if read:
+        return Cause(read[0], read[1], "setting")
+    chosen = mechanism.named_settings(settings, figure, expected)
     if not chosen:
         return None
     text = "; ".join(f"{s.name}={s.value} is set: {s.effect}" for s in chosen)

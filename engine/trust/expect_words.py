@@ -28,14 +28,18 @@ class Judged:
 
 def judge(m: Measurement, graded: Status, expectation: Expectation) -> Judged:
     """`graded` (the rule's status) settled by the figure's one cause: INCONCLUSIVE where the cause is
-    unjudgeable; a PASS names a setting in force; a WARN or FAIL quotes the cause and its next step."""
+    unjudgeable; a PASS names a setting in force or the disturbance it met its expectation through; a WARN or
+    FAIL quotes the cause and its next step."""
     found = likely_cause(m, expectation)
     numbers: dict[str, Any] = {"cause": found.text, "next": found.next_step, "cause_kind": found.kind}
     numbers |= {"expectation": expectation.value, "expectation_source": expectation.source}
     if found.unjudgeable(graded):
         return Judged(Status.INCONCLUSIVE, found.unjudged_words(), found, numbers | {"would_be": graded.value})
-    if graded == Status.PASS:
-        return Judged(graded, "" if found.judges_hardware else found.text, found, numbers)
+    if graded == Status.PASS:  # a setting in force or someone else's load, though it passed: noted
+        noted = "" if found.judges_hardware else found.text
+        if found.kind == "outside":
+            noted = f"measured while disturbed ({found.text}), and still meets it"
+        return Judged(graded, noted, found, numbers | ({"disturbed": True} if found.kind == "outside" else {}))
     return Judged(graded, found.words(), found, numbers)
 
 

@@ -61,9 +61,13 @@ def test_summary_alone_on_stdout_unwrapped_and_each_verdict_once(runs: Runs) -> 
 
 
 def test_exit_codes_follow_the_worst_verdict(tmp_path: Path) -> None:
-    assert run_cli("ok", "skips", store=tmp_path / "s.db").returncode == 0
-    assert run_cli("ok", "fails", store=tmp_path / "s.db").returncode == 1
-    assert run_cli("fails", "segfault", store=tmp_path / "s.db").returncode == 3
+    """Any exit other than 0 ends with one line saying what it means (issue 43; not said on the old code)."""
+    quiet = run_cli("ok", "skips", store=tmp_path / "s.db")
+    assert quiet.returncode == 0 and not quiet.stderr.strip().splitlines()[-1].startswith("exit ")
+    failed = run_cli("ok", "fails", store=tmp_path / "s.db")
+    assert failed.returncode == 1 and failed.stderr.strip().splitlines()[-1].startswith("exit 1: 1 verdict failed")
+    crashed = run_cli("fails", "segfault", store=tmp_path / "s.db")
+    assert crashed.returncode == 3 and crashed.stderr.strip().splitlines()[-1].startswith("exit 3: 1 stage crashed")
 
 
 def test_strict_makes_a_warn_fail_the_run(runs: Runs, tmp_path: Path) -> None:

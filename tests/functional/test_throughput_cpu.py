@@ -91,7 +91,7 @@ def test_the_cpu_matmul_sweep_gives_each_point_and_the_best_of_each_dtype(report
         assert best[f"best-{key}"]["explanation"].startswith(f"best {key} on cpu: {found[top]['value']:.4g} GFLOP/s")
     noisy = sorted(n for n, m in found.items() if m["params"]["noisy"] and not m["params"]["launch_bound"])
     if noisy:  # a busy machine: the noise is named, and only the noisy figures are
-        assert best["noise"]["status"] == "WARN" and sorted(best["noise"]["numbers"]["noisy"]) == noisy
+        assert best["noise"]["status"] == "PASS" and sorted(best["noise"]["numbers"]["noisy"]) == noisy  # a note
     else:
         assert "noise" not in best
     assert {s["name"]: s["status"] for s in report["stages"]}["matmul"] in ("NOT JUDGED", "WARN", "INCONCLUSIVE")

@@ -117,23 +117,29 @@ FAST = InForce("NVIDIA_TF32_OVERRIDE", "1", ("matmul",), "fp32 runs as TF32", "u
 
 @pytest.mark.parametrize(
     ("value", "names"),
-    [(400.0, ["CUDA_LAUNCH_BLOCKING"]), (600.0, ["NVIDIA_TF32_OVERRIDE"]), (500.0, ["CUDA_LAUNCH_BLOCKING",
-     "NVIDIA_TF32_OVERRIDE"])],
+    [(400.0, ["CUDA_LAUNCH_BLOCKING"]), (600.0, ["NVIDIA_TF32_OVERRIDE"]), (500.0, []), (450.0, []), (449.0,
+     ["CUDA_LAUNCH_BLOCKING"]), (550.0, []), (551.0, ["NVIDIA_TF32_OVERRIDE"])],
 )  # fmt: skip
 def test_a_setting_is_chosen_by_the_side_of_its_expectation_the_figure_is_on(value: float, names: list[str]) -> None:
+    """Issue 41: only a figure off its expectation (by more than 10%) in the setting's direction names it; at its
+    expectation, or with none, no setting is the cause (every one was named there on the old code)."""
     found = likely_cause(fig(value=value), Expectation(500.0, "the H200's 500"), [SLOW, FAST])
-    assert found.kind == "setting" and [s.split("=")[0] for s in found.text.split("; ")] == names
-    assert found.next_step == "unset it"
+    assert [s.split("=")[0] for s in found.text.split("; ")] == names if names else found.kind == "nothing"
+    assert not names or (found.kind == "setting" and found.next_step == "unset it")
     assert likely_cause(fig(value=400.0), Expectation(500.0, "x"), [FAST]).kind == "nothing"
     assert likely_cause(fig(value=600.0), Expectation(500.0, "x"), [SLOW]).kind == "nothing"
-    assert likely_cause(fig(value=1.0), None, [SLOW, FAST]).text.count("=") == 2  # no expectation: every one
+    assert likely_cause(fig(value=1.0), None, [SLOW, FAST]).kind == "nothing"  # no expectation: none is named
 
 
 def test_a_setting_cause_is_unjudgeable_unless_the_figure_passed() -> None:
     setting = Cause("x", "y", "setting")
     assert not setting.unjudgeable(Status.PASS) and setting.unjudgeable(Status.WARN)
     assert setting.unjudgeable(Status.FAIL) and not setting.judges_hardware
-    assert Cause("x", "y", "outside").unjudgeable(Status.PASS)
+    # someone else's load only lowers a figure: one that still passes stands (issue 43), one below is unjudged
+    assert not Cause("x", "y", "outside").unjudgeable(Status.PASS) and Cause("x", "y", "outside").unjudgeable(
+        Status.WARN
+    )
+    assert Cause("x", "y", "broken").unjudgeable(Status.PASS)
     assert not Cause("x", "y", "clocks").unjudgeable(Status.FAIL) and Cause("x", "y", "clocks").judges_hardware
 
 

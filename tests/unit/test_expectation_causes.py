@@ -170,13 +170,15 @@ def test_a_setting_in_force_below_its_expectation_is_named_and_never_fails_the_h
 
 
 @pytest.mark.parametrize("kind", ["reference", "link", "cpu", "roofline"])
-def test_a_figure_that_meets_its_expectation_with_a_setting_in_force_passes_and_names_it(
+def test_a_figure_that_meets_its_expectation_with_a_setting_in_force_passes_without_naming_it(
     kind: str, epyc_in_table: None
 ) -> None:
+    """Issue 41: a setting is a figure's cause only where the figure is off its expectation in the direction the
+    setting explains; at its normal rate the setting changed nothing (it was named, on the old code)."""
     judge, _, name = KINDS[kind]
-    passed = judge(0.9, settings(**{name: "1"}))  # below its expectation, above its warn line
-    assert passed.status == Status.PASS and f"{name}=1 is set" in passed.explanation
-    assert judge(0.9, {}).status == Status.PASS and "is set" not in judge(0.9, {}).explanation
+    passed = judge(0.95, settings(**{name: "1"}))  # at its normal rate, a setting that would slow it in force
+    assert passed.status == Status.PASS and f"{name}=1 is set" not in passed.explanation
+    assert judge(0.95, {}).status == Status.PASS and "is set" not in judge(0.95, {}).explanation
 
 
 # -- each entry's own band --

@@ -143,6 +143,6 @@ def test_probe_verdicts_warn_on_risky_settings() -> None:
     cpu = CPU | {"governor": "powersave"}
     out = {v.check: v for v in verdicts("cpu", BUILD, [], None, cpu, {"LD_PRELOAD": "/x.so"})}
     assert out["environment"].status == Status.WARN and "LD_PRELOAD" in out["environment"].explanation
-    assert out["cpu-governor"].status == Status.WARN
+    assert out["cpu-governor"].status == Status.PASS  # a note (issue 41)
     clean = {v.check for v in verdicts("cpu", BUILD, [], None, CPU, {"OMP_NUM_THREADS": "4"})}
     assert clean == {"cpu"}

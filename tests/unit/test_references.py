@@ -368,7 +368,8 @@ def test_max_find_cites_the_reference_and_a_baseline_replaces_it(monkeypatch: py
     assert ours.status == Status.PASS and "102% of the baseline's 590 for NVIDIA H200" in ours.explanation
 
 
-def test_noisy_figures_warn_by_name_but_launch_bound_and_broken_ones_do_not() -> None:
+def test_noisy_figures_are_noted_by_name_but_launch_bound_and_broken_ones_are_not() -> None:
+    """Issue 41: noise alone does not make the stage WARN (it did on the old code): a note, each figure NOISY."""
     steady = sweep_best(900.0)
     noisy = replace(steady, name="matmul bf16 4096", params=steady.params | {"m": 4096, "noisy": True})
     launch = replace(noisy, name="matmul bf16 256", params=noisy.params | {"m": 256, "launch_bound": True})
@@ -376,6 +377,8 @@ def test_noisy_figures_warn_by_name_but_launch_bound_and_broken_ones_do_not() ->
     clean = {v.check: v for v in summary_verdicts([steady, launch, broken], "cpu")}
     assert set(clean) == {"best-bf16"}
     found = {v.check: v for v in summary_verdicts([steady, noisy, launch, broken], "cpu")}
-    assert found["noise"].status == Status.WARN
+    assert found["noise"].status == Status.PASS and found["noise"].numbers["note"]
     assert found["noise"].numbers["noisy"] == ["matmul bf16 4096"]
-    assert found["noise"].explanation.startswith("1 figure(s) were noisy (interquartile spread over 5% of the median)")
+    assert found["noise"].explanation.startswith(
+        "note: 1 figure(s) were noisy (interquartile spread over 5% of the median) and stayed so when measured again"
+    )

@@ -138,17 +138,17 @@ def test_the_annotator_puts_them_in_conditions_and_judge_notes_them() -> None:
     assert ConditionsAnnotator(NoSamples(), settings=[]).settings == []
 
 
-def test_probe_warns_of_each_setting_in_force_naming_the_figures_it_changes() -> None:
+def test_probe_notes_each_setting_in_force_naming_the_figures_it_can_change() -> None:
+    """Issue 41: a setting is a note in probe (a WARN on the old code); a figure it changed names it as its cause."""
     build = {"torch": "2.13.0", "num_threads": 16, "build": "CUDA"}
     cpu = {"model": "x", "usable_cpus": 16, "logical_cpus": 16, "governor": "performance", "physical_cores": 16}
     env = {"OMP_NUM_THREADS": "1", "PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "LD_PRELOAD": "/x.so"}
     out = {v.check: v for v in verdicts("cpu", build, [], None, cpu, env, host_settings(build, cpu))}
     omp = out["setting OMP_NUM_THREADS"]
-    assert (
-        omp.status == Status.WARN and "will change CPU figures" in omp.explanation and "998 to 157" in omp.explanation
-    )
+    assert omp.status == Status.PASS and "can change CPU figures" in omp.explanation and "998 to 157" in omp.explanation
     caching = out["setting PYTORCH_NO_CUDA_MEMORY_CACHING"]
-    assert caching.status == Status.WARN and "GPU training" in caching.explanation
+    assert caching.status == Status.PASS and "GPU training" in caching.explanation
+    assert omp.explanation.startswith("note: ") and omp.numbers["note"]
     assert "LD_PRELOAD" in out["environment"].explanation  # not in the table: the older warning says it
     quiet = {v.check for v in verdicts("cpu", build, [], None, cpu, {}, host_settings(build, cpu))}
     assert quiet == {"cpu"}
@@ -161,7 +161,8 @@ def test_probe_reads_persistence_mode_off_from_the_driver_facts() -> None:
     out = {v.check: v for v in verdicts("cpu", build, [], None, cpu, {}, host_settings(build, cpu, "0", devices))}
     persistence = out["setting persistence mode"]
     assert (
-        persistence.status == Status.WARN and "off on GPU 0 will change first-call latency" in persistence.explanation
+        persistence.status == Status.PASS
+        and "off on GPU 0 is set and can change first-call latency" in persistence.explanation
     )
     on = host_settings(build, cpu, "0", devices[1:])
     assert "setting persistence mode" not in {v.check for v in verdicts("cpu", build, [], None, cpu, {}, on)}

@@ -105,6 +105,9 @@ def test_a_driver_that_agrees_to_the_byte_passes(monkeypatch: pytest.MonkeyPatch
 
 def test_running_out_of_memory_fails_the_cycle_quoting_the_error(monkeypatch: pytest.MonkeyPatch) -> None:
     made: list[int] = []
+    free = SimpleNamespace(someone_else=False)  # nobody else holds memory: rigcheck's own defect
+    monkeypatch.setattr(memory, "classify", lambda state, what: free)
+    monkeypatch.setattr(memory, "read_memory", lambda device: None)
 
     def runs_out(size, value, **kwargs):  # type: ignore[no-untyped-def]
         if len(made) % 8 == 2:  # the third chunk of every cycle does not fit
@@ -118,3 +121,16 @@ def test_running_out_of_memory_fails_the_cycle_quoting_the_error(monkeypatch: py
     first = verdict.explanation.split("; ")[0]
     assert first.startswith("cycle 0: out of memory after 2 GiB: CUDA out of memory. Tried to allocate")
     assert len(first) == len("cycle 0: out of memory after 2 GiB: ") + 120  # the error quoted to 120 characters
+
+
+def test_memory_taken_by_another_process_mid_cycle_is_inconclusive(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 41: another process took the memory while the cycles ran (a FAIL on the old code)."""
+    from rigcheck.engine.stages.common import oom
+
+    def runs_out(size, value, **kwargs):  # type: ignore[no-untyped-def]
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 GiB")
+
+    held = oom.MemoryState(80 * 2**30, 2**30, 0, (oom.Holder(890, 77 * 2**30),))
+    monkeypatch.setattr(memory, "read_memory", lambda device: held)
+    verdict = checks(monkeypatch, FakeCuda(), full=runs_out)["memory-cycles"]
+    assert verdict.status == Status.INCONCLUSIVE and "pid 890 (77.0 GiB)" in verdict.explanation

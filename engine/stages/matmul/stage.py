@@ -8,17 +8,20 @@ from typing import Any
 
 import numpy
 import torch
-from rigcheck.engine.events import Event, LogLine, Measurement, Progress, Status, Verdict
+from rigcheck.engine.events import Event, LogLine, Measurement, Progress
 from rigcheck.engine.stage import StageContext
 from rigcheck.engine.stages.common.devices import has_tf32, resolve_devices
-from rigcheck.engine.stages.common.figures import checked, device_identity
-from rigcheck.engine.stages.common.limits import cpu_limit, gpu_matmul_limit
+from rigcheck.engine.stages.common.figures import checked, device_identity, math_mode
+from rigcheck.engine.stages.common.limits import bus_id, cpu_limit, gpu_matmul_limit
+from rigcheck.engine.stages.common.mechanism import cpu_threads, gpu_math
+from rigcheck.engine.stages.common.oom import does_not_fit
 from rigcheck.engine.stages.common.peaks import matmul_peak
 from rigcheck.engine.stages.common.timing import BENCHMARK_VERSION, on_device, time_calls, time_grouped
 from rigcheck.engine.stages.matmul.calls import fp8_dtype, matmul_call, rotating_calls
 from rigcheck.engine.stages.matmul.cpu_dtypes import cpu_dtype_skips, native_cpu_dtypes, no_native_unit
 from rigcheck.engine.stages.matmul.remeasure import WAIT_S, wait_for_idle, waited_words
 from rigcheck.engine.stages.matmul.search import max_find
+from rigcheck.engine.stages.matmul.steady import Warmed, clock_reader, kept, the_figure, warm_up, worth_again
 from rigcheck.engine.stages.matmul.verdicts import BEYOND_USE_SPREAD, bests, failing_bests, summary_verdicts, too_noisy
 
 __all__ = ["BEYOND_USE_SPREAD", "bests", "native_cpu_dtypes", "summary_verdicts", "too_noisy"]
@@ -97,12 +100,23 @@ def measure_point(
         "threads": threads_used(library) if device.type == "cpu" else 1,
         "benchmark_version": BENCHMARK_VERSION,
     } | device_identity(device)
+    params |= ran_with(device, device_name, library)
     if device.type == "cuda":
         params["measures"] = MEASURES
     name = f"matmul {dtype} {shape}" + ("" if library == "torch" else f" ({library})") + (" again" if again else "")
     params |= {"remeasured": again} if again else {}
     figure = Measurement(STAGE, name, median, unit, spread, len(stats.times), str(device), params, t_start=start)
     yield from checked(figure, stats, limit)
+
+
+def ran_with(device: torch.device, device_name: str, library: str) -> dict[str, Any]:
+    """What the figure actually ran with (engine/stages/common/mechanism.py): a CPU figure's threads against the
+    CPUs it may use, a GPU figure's math mode."""
+    if device.type == "cpu":
+        return {"mechanism": cpu_threads(library, torch.get_num_threads())}
+    mode = math_mode()
+    fp32_peak = matmul_peak(device_name, "fp32")[0]
+    return {"math_mode": gpu_math(mode.allow_tf32, mode.float32_precision, mode.cudnn_allow_tf32, fp32_peak)}
 
 
 def model_hints(device: torch.device) -> tuple[int | None, str | None]:
@@ -134,6 +148,25 @@ def warm_up_cpu(seconds: float = 1.0) -> None:
         a @ a
 
 
+def warm_up_gpu(device: torch.device) -> Warmed:
+    """Bring the GPU to its working clock before the first timed figure: fp32 4096 multiplies (every GPU runs fp32;
+    about 20 ms a turn on an H100) until the SM clock settles (read through NVML), so the first sizes are not
+    measured while the clock ramps up from idle."""
+    a = torch.randn(4096, 4096, device=device, dtype=torch.float32)
+    out = torch.empty_like(a)
+
+    def work() -> None:
+        for _ in range(4):
+            torch.matmul(a, a, out=out)
+        torch.cuda.synchronize(device)
+
+    read, close = clock_reader(bus_id(device))
+    try:
+        return warm_up(work, read)
+    finally:
+        close()
+
+
 def measure_again(
     first: Measurement, device: torch.device, device_name: str, results: list[Measurement], limit_s: float
 ) -> Iterator[Event]:
@@ -159,6 +192,13 @@ def sweep(context: StageContext, device: torch.device) -> Iterator[Event]:
         # one library at a time: torch's OpenMP threads spin after each call and would slow numpy's BLAS
         points = [(d, s, lib) for d, lib in (("fp32", "torch"), ("bf16", "torch"), ("fp32", "numpy")) for s in sizes]
     results: list[Measurement] = []
+    if device.type == "cuda":
+        try:
+            warmed = warm_up_gpu(device).words()
+        except torch.OutOfMemoryError:  # too little free for 128 MiB: the figures say what fits
+            warmed = "GPU not warmed up: no memory free for it"
+        print(f"matmul on {label}: {warmed}", flush=True)  # in the stage's log too
+        yield LogLine(STAGE, warmed)
     if device.type == "cpu":
         warm_up_cpu()
         native = native_cpu_dtypes()
@@ -170,8 +210,14 @@ def sweep(context: StageContext, device: torch.device) -> Iterator[Event]:
         yield Progress(STAGE, index, len(points), f"{dtype} {size} ({library}) on {label}")
         try:
             events = list(measure_point(dtype, size, size, size, device, device_name, library))
+            first = the_figure(events)
+            if first is not None and worth_again(first):  # noise is measured again, not reported as a fault
+                yield LogLine(STAGE, f"{first.name}: noisy, spread {first.params['spread_rel']:.0%}; measuring again")
+                again = list(measure_point(dtype, size, size, size, device, device_name, library))
+                second = the_figure(again)
+                events = again if second is not None and kept(first, second) else events
         except torch.OutOfMemoryError as error:
-            yield Verdict(STAGE, f"{dtype}-{size}", Status.SKIP, f"does not fit: {str(error)[:160]}", device=label)
+            yield does_not_fit(STAGE, f"{dtype}-{size}", device, f"{dtype} {size}", error)
             continue
         for event in events:
             if isinstance(event, Measurement):

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from rigcheck.engine.events import Status, Verdict
 from rigcheck.engine.facts.nvidia_driver import nvidia_driver
+from rigcheck.engine.stages.common.oom import classify, read_memory
 
 STAGE = "verify"
 CHUNK = 2**30
@@ -55,11 +56,18 @@ def check_memory(device: torch.device, share: float, cycles: int = 3) -> Iterato
         "free_before": free,
         "free_after": free_after,
     }
+    status = Status.FAIL if problems else Status.PASS
+    said = "; ".join(problems)
+    if problems and all("out of memory" in p for p in problems):  # someone else's memory is never a FAIL
+        taken = classify(read_memory(device), f"allocating {target / 2**30:.1f} GiB of the {free / 2**30:.1f} free")
+        if taken.someone_else:
+            status, said = Status.INCONCLUSIVE, f"could not be judged: {taken.words}; {said}"
+            numbers |= taken.numbers
     yield Verdict(
         STAGE,
         "memory-cycles",
-        Status.FAIL if problems else Status.PASS,
-        "; ".join(problems)
+        status,
+        said
         if problems
         else f"{cycles} cycles of allocating {target / 2**30:.0f} GiB, writing and freeing it on {device}: "
         f"peak {peak / total:.0%} of the pool, all returned",
