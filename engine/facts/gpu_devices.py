@@ -51,6 +51,8 @@ def join_nvidia(device: dict[str, Any], driver: dict[str, Any]) -> dict[str, Any
         device["memory_driver_total"] = match.get("memory_total")
         device["memory_driver_used"] = match.get("memory_used")
         device["driver_index"] = match.get("index")
+        for key in ("sm_clock_max_mhz", "mem_clock_max_mhz", "memory_bus_bits"):  # its derived peaks' inputs
+            device[key] = match.get(key)
     device["memory_pool_bytes"] = device.get("memory_driver_total") or device["memory_torch_total"]
     device["memory_pool_source"] = "driver" if device.get("memory_driver_total") else "torch"
     return device

@@ -168,6 +168,10 @@ class Nvml(NvmlHealthCalls):
     def max_clock(self, handle: Handle, kind: int) -> int | NvmlFailure:
         return self._value("nvmlDeviceGetMaxClockInfo", _uint, handle, _int(kind))
 
+    def memory_bus_width(self, handle: Handle) -> int | NvmlFailure:
+        """Bits: with the maximum memory clock, the theoretical memory bandwidth (measure/arch_peaks.py)."""
+        return self._value("nvmlDeviceGetMemoryBusWidth", _uint, handle)
+
     def temperature(self, handle: Handle, sensor: int = TEMPERATURE_GPU) -> int | NvmlFailure:
         return self._value("nvmlDeviceGetTemperature", _uint, handle, _int(sensor))
 

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from rigcheck.engine.events import Measurement, Status, Verdict
 from rigcheck.engine.measure.references import reference_for
 from rigcheck.engine.trust.cause import Expectation
+from rigcheck.engine.trust.expect_arch import figure_reference
 from rigcheck.engine.trust.expect_words import joined, judge
 from rigcheck.engine.trust.reference import device_model
 
@@ -78,8 +79,8 @@ def training_verdict(m: Measurement, stage: str, run_figures: list[Measurement])
     name = device_model(m)
     if tag is None or name is None or m.params.get("broken") or m.value <= 0:
         return None
-    if reference_for(name, m.name) is not None:
-        return None
+    if figure_reference(m) is not None:
+        return None  # its model's entry or its architecture's carried share judges it (trust/reference.py)
     channels, batch, precision = int(tag.group(1)), int(tag.group(2)), tag.group(3)
     if batch < MIN_BATCH:
         return None
