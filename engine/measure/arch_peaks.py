@@ -197,7 +197,7 @@ def check_peaks(table_peaks: Mapping[str, Mapping[str, float]]) -> list[Check]:
         for what, datasheet in values.items():
             if what == "host_link" or what.startswith("cpu_"):
                 continue
-            if specimen is None:
+            if specimen is None or not specimen.get("units"):
                 rows.append(Check(model, what, datasheet, None, "not checked: no driver-reported SMs and clocks on record"))
                 continue
             found = peak(specimen_props(specimen), what)
