@@ -154,6 +154,16 @@ def _words(found: list[tuple[str, float, Reference]], fig: Figure) -> str:
     return "; ".join(f"{model} {entry.short}: {share:.0%} of its peak" for model, share, entry in found)
 
 
+def _peak(props: DeviceProps, what: str, own_model: str | None) -> Peak | NoPeak:
+    """The model's datasheet peak where the table holds one (a listed model), else the derived one."""
+    model = next((m for m in MODELS if m.key == own_model), None)
+    if model is not None and what in model.peaks:
+        family = family_of(props.arch) or "?"
+        words = f"the {model.key} datasheet's {model.peaks[what]:,.4g}"
+        return Peak(model.peaks[what], what, words, family, model.peak_source)
+    return peak(props, what)
+
+
 def expected(
     figure: str, props: DeviceProps, own_model: str | None = None, references: tuple[Reference, ...] = REFERENCES
 ) -> Expected | NotExpected:
@@ -165,7 +175,7 @@ def expected(
     entry = arch_entry(props.arch)
     if entry is None:
         return NotExpected(f"no per-unit rates on record for {props.arch or 'an unknown architecture'}")
-    top = peak(props, fig.peak_of)
+    top = _peak(props, fig.peak_of, own_model)
     if isinstance(top, NoPeak):
         return NotExpected(f"no {fig.peak_of} peak: {top.reason}")
     arch, family = arch_key(props.arch), str(entry["family"])
