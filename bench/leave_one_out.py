@@ -27,7 +27,10 @@ def peak_table() -> str:
         lines.append(f"| {r.model} | {r.what} | {r.datasheet:,.1f} | {derived} | {error} | {r.words} |")
     agree = sum(r.agrees for r in rows)
     checked = sum(r.derived is not None for r in rows)
-    return f"{agree} of {checked} derived peaks within 3% of their datasheet ({len(rows)} datasheet peaks).\n\n" + "\n".join(lines)
+    return (
+        f"{agree} of {checked} derived peaks within 3% of their datasheet ({len(rows)} datasheet peaks).\n\n"
+        + "\n".join(lines)
+    )
 
 
 def section() -> str:

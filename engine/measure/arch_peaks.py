@@ -96,7 +96,9 @@ def compute_peak(props: DeviceProps, dtype: str) -> Peak | NoPeak:
         rate //= 2
         notes.append("GeForce: half rate with fp32 accumulate")
     value = props.units * clock * rate / 1e6
-    words = f"derived from {props.units} {unit} x {clock:,.0f} MHz x {rate:,} {dtype} FLOP/clock ({arch_key(props.arch)})"
+    words = (
+        f"derived from {props.units} {unit} x {clock:,.0f} MHz x {rate:,} {dtype} FLOP/clock ({arch_key(props.arch)})"
+    )
     return Peak(value, dtype, words + (f"; {'; '.join(notes)}" if notes else ""), entry["family"], entry["source"])
 
 
@@ -198,7 +200,9 @@ def check_peaks(table_peaks: Mapping[str, Mapping[str, float]]) -> list[Check]:
             if what == "host_link" or what.startswith("cpu_"):
                 continue
             if specimen is None or not specimen.get("units"):
-                rows.append(Check(model, what, datasheet, None, "not checked: no driver-reported SMs and clocks on record"))
+                rows.append(
+                    Check(model, what, datasheet, None, "not checked: no driver-reported SMs and clocks on record")
+                )
                 continue
             found = peak(specimen_props(specimen), what)
             exception = specimen.get("exceptions", {}).get(what)

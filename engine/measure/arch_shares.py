@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import statistics
 from dataclasses import dataclass
+from typing import Any
 
 from rigcheck.engine.measure.arch_peaks import (
     DeviceProps,
@@ -24,7 +25,7 @@ from rigcheck.engine.measure.arch_peaks import (
     specimen_of,
     specimen_props,
 )
-from rigcheck.engine.measure.references import MODELS, REFERENCES, Reference
+from rigcheck.engine.measure.references import MODELS, REFERENCES, Reference, model_of, reference_for
 
 # The declared spread of a carried share, by figure kind: a figure more than this below it is a WARN.
 SPREAD = {"matmul": 0.15, "max-find": 0.15, "device copy": 0.20, "training": 0.30}
@@ -194,17 +195,26 @@ def expected(
         models = tuple(m for m, _, _ in found)
         return Expected(share * top.value, unit, basis, source, spread, True, models, share, top.words)
     if fig.kind not in CROSS_KINDS:
-        return NotExpected(f"no {family} model has a measured {figure}; a {fig.kind} share is not carried across architectures")
+        return NotExpected(
+            f"no {family} model has a measured {figure}; a {fig.kind} share is not carried across architectures"
+        )
     vendor, klass = entry["vendor"], entry.get("class")
     others = [
         m
         for m in table_models
-        if (a := model_arch(m)) and a != arch and (e := arch_entry(a)) and e["vendor"] == vendor and e.get("class") == klass
+        if (a := model_arch(m))
+        and a != arch
+        and (e := arch_entry(a))
+        and e["vendor"] == vendor
+        and e.get("class") == klass
     ]
     cross = _shares(others, fig, references) if klass == "tensor" else None
     if cross is None:
         why = load()["classes"].get(klass or "", "")
-        return NotExpected(f"no {family} model, nor another architecture of its class, has a measured {figure}" + (f" ({why})" if why else ""))
+        return NotExpected(
+            f"no {family} model, nor another architecture of its class, has a measured {figure}"
+            + (f" ({why})" if why else "")
+        )
     found, _ = cross
     share = statistics.median(s for _, s, _ in found)
     families = ", ".join(sorted({family_of(model_arch(m) or "") or "?" for m, _, _ in found}))
@@ -218,3 +228,23 @@ def own_reference(model: str, figure: str, references: tuple[Reference, ...] = R
     """The model's own entry for any of the figure's names (a max-find shape: its max-find, else its best-of)."""
     fig = classify(figure)
     return _entry(model, fig.names, references) if fig is not None else None
+
+
+def lookup(
+    device_name: str, figure: str, props: DeviceProps | None = None, baseline: dict[str, Any] | None = None
+) -> Reference | str:
+    """What a figure on this device is judged against: the baseline's figure, its model's own entry (for any of
+    the figure's names), else its architecture's carried share in a reference's shape; else why there is none."""
+    units, arch = (props.units, props.arch) if props else (None, None)
+    model = model_of(device_name, units, arch)
+    found = reference_for(device_name, figure, baseline, units, arch)
+    if found is None and model is not None:
+        found = own_reference(model.key, figure)
+    if found is not None:
+        return found
+    if props is None:
+        return f"no entry for {device_name}, and its stage recorded no architecture, SMs and clocks to derive one"
+    carried = expected(figure, props, model.key if model else None)
+    if isinstance(carried, NotExpected):
+        return carried.reason
+    return carried.reference(model.key if model else device_name, figure)

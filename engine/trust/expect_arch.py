@@ -12,8 +12,8 @@ from typing import Any
 
 from rigcheck.engine.events import Measurement
 from rigcheck.engine.measure.arch_peaks import props_of
-from rigcheck.engine.measure.arch_shares import Expected, classify, expected, own_reference
-from rigcheck.engine.measure.references import Reference, model_of, reference_for
+from rigcheck.engine.measure.arch_shares import lookup
+from rigcheck.engine.measure.references import Reference
 
 AGAIN = " again"
 
@@ -40,26 +40,14 @@ def _device_name(m: Measurement) -> str | None:
 def figure_expectation(m: Measurement, baseline: dict[str, Any] | None = None) -> FigureExpectation:
     """The figure's expectation: baseline, its model's own entry, or its architecture's carried share."""
     name = _device_name(m)
-    figure = m.name.removesuffix(AGAIN)
     if name is None:
         return FigureExpectation(None, "none: not a GPU figure, or its GPU is unnamed", "", None, False)
-    props = props_of(m.params, m.conditions)
-    units, arch = (props.units, props.arch) if props else (None, None)
-    own = reference_for(name, figure, baseline, units, arch)
-    model = model_of(name, units, arch)
-    if own is None and model is not None:
-        own = own_reference(model.key, figure)
-    if own is not None:
-        basis = own.short if own.kind != "baseline" else "the baseline"
-        return FigureExpectation(own.value, f"{own.model} {basis}", own.source, _ratio(m, own.value), False, own)
-    if props is None:
-        why = "its stage did not record the GPU's architecture, SMs and clocks" if classify(figure) else "no share holds it"
-        return FigureExpectation(None, f"none: no entry for {name} and {why}", "", None, False)
-    found = expected(figure, props, model.key if model else None)
-    if not isinstance(found, Expected):
-        return FigureExpectation(None, f"none: {found.reason}", "", None, False)
-    reference = found.reference(model.key if model else name, figure)
-    return FigureExpectation(found.value, found.basis, reference.source, _ratio(m, found.value), True, reference)
+    found = lookup(name, m.name.removesuffix(AGAIN), props_of(m.params, m.conditions), baseline)
+    if isinstance(found, str):
+        return FigureExpectation(None, f"none: {found}", "", None, False)
+    derived = found.kind == "expected"
+    basis = found.short if derived else f"{found.model} {'the baseline' if found.kind == 'baseline' else found.short}"
+    return FigureExpectation(found.value, basis, found.source, _ratio(m, found.value), derived, found)
 
 
 def _ratio(m: Measurement, value: float) -> float | None:

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from rigcheck.engine.events import Measurement, Status, Verdict
-from rigcheck.engine.trust.expect_cpu import cpu_reference, cpu_verdict, this_cpu
 from rigcheck.engine.trust.expect_arch import figure_expectation, figure_reference
+from rigcheck.engine.trust.expect_cpu import cpu_reference, cpu_verdict, this_cpu
 from rigcheck.engine.trust.expect_link import link_of, link_verdict
 from rigcheck.engine.trust.expect_training import training_verdict
 from rigcheck.engine.trust.history import History, history_verdicts

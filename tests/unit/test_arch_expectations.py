@@ -51,7 +51,9 @@ def test_a_fake_l40s_figure_40_percent_slow_is_named_by_its_figure_with_its_basi
     assert "derived from 142 SMs x 2,520 MHz x 1,024 bf16 FLOP/clock (sm_89)" in slow.numbers["source"]
 
 
-@pytest.mark.parametrize(("share", "status"), [(1.0, Status.PASS), (0.71, Status.PASS), (0.69, Status.WARN), (0.2, Status.WARN)])
+@pytest.mark.parametrize(
+    ("share", "status"), [(1.0, Status.PASS), (0.71, Status.PASS), (0.69, Status.WARN), (0.2, Status.WARN)]
+)
 def test_the_l40s_edge_sits_at_its_coarse_spread_and_a_carried_share_never_fails(share: float, status: Status) -> None:
     assert CROSS_SPREAD == 0.30
     expected = expected_value(L40S, "matmul bf16 4096")

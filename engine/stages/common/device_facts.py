@@ -35,7 +35,10 @@ def _amd_clocks(address: str | None) -> dict[str, Any]:
                 continue
         except (OSError, ValueError):
             continue
-        return {"sm_clock_max_mhz": _top_mhz(device / "pp_dpm_sclk"), "mem_clock_max_mhz": _top_mhz(device / "pp_dpm_mclk")}
+        return {
+            "sm_clock_max_mhz": _top_mhz(device / "pp_dpm_sclk"),
+            "mem_clock_max_mhz": _top_mhz(device / "pp_dpm_mclk"),
+        }
     return {}
 
 
