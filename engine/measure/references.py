@@ -36,6 +36,7 @@ class Model:
         default_factory=dict, compare=False
     )  # datasheet: dtype TFLOP/s, memory/host_link GB/s
     peak_source: str = ""
+    capability: str = ""  # a CPU's vector units ("Intel AVX-512"): what its share is a property of, not its brand
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,7 @@ def load(path: Path = TABLE) -> tuple[tuple[Model, ...], tuple[Reference, ...], 
             tuple(m.get("names", [])),
             {k: float(v) for k, v in m.get("peaks", {}).items()},
             m.get("peak_source", ""),
+            m.get("capability", ""),
         )
         for m in data["models"]
     )

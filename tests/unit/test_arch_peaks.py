@@ -115,3 +115,27 @@ def test_a_figure_s_props_come_from_its_params_with_the_sampler_s_clock_as_fallb
     props = props_of(params, {"sm_clock_max_mhz": 1980})
     assert props == DeviceProps("NVIDIA H100 80GB HBM3", "sm_90", 132, 1980.0, None, 5120)
     assert props_of({}, {"sm_clock_max_mhz": 1980}) is None  # no architecture: nothing to derive from
+
+
+# -- the CPU: identified by what it can do --
+
+
+@pytest.mark.parametrize(
+    ("name", "flags", "machine", "capability"),
+    [
+        ("Intel(R) Xeon(R) Processor", ["avx2", "fma", "avx512f", "amx_bf16"], "x86_64", "Intel AVX-512"),
+        ("Intel(R) Xeon(R) Processor", ["avx2", "fma"], "x86_64", "Intel AVX2+FMA"),  # the same brand, other units
+        ("AMD EPYC 9654 96-Core Processor", ["avx2", "fma", "avx512f"], "x86_64", "AMD AVX-512"),
+        ("AMD EPYC", ["avx2", "fma"], "x86_64", "AMD AVX2+FMA"),
+        ("Neoverse-V2", [], "aarch64", "Arm NEON"),
+        ("QEMU Virtual CPU", [], "x86_64", "x86 SSE"),
+    ],
+)
+def test_a_cpu_is_identified_by_its_vector_units_not_its_brand(
+    name: str, flags: list[str], machine: str, capability: str
+) -> None:
+    from rigcheck.engine.facts.cpu_reference import cpu_capability, cpu_model
+
+    assert cpu_capability(name, flags, machine) == capability
+    model = cpu_model(name, capability)
+    assert (model is not None) == (capability == "Intel AVX-512")  # only the H200 host's units were measured

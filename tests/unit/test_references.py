@@ -120,16 +120,24 @@ def test_an_unknown_model_is_not_judged_and_says_so() -> None:
 def test_a_cpu_best_on_a_model_the_table_keeps_points_at_the_verdict_that_judges_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from rigcheck.engine.facts import cpu_reference
     from rigcheck.engine.stages.matmul import verdicts
 
     figure = Measurement("matmul", "matmul fp32 1024", 900.0, "GFLOP/s", 1.0, 20, "cpu", sweep_best(0.9, "fp32").params)
-    for cpu, said in (
-        ("Intel(R) Xeon(R) Processor", "judged against this CPU model's own reference in `cpu matmul fp32 1024`"),
-        ("AMD EPYC 9654 96-Core Processor", "a CPU has no datasheet reference (compared only against history)"),
+    judged = "judged against this CPU model's own reference in `cpu matmul fp32 1024`"
+    unjudged = "a CPU has no datasheet reference (compared only against history)"
+    for cpu, capability, said in (
+        ("Intel(R) Xeon(R) Processor", "Intel AVX-512", judged),
+        # issue 40: the same brand string on a 2-core VM with AVX2 units is another CPU: the H200 host's share
+        # of its limit says nothing of it
+        ("Intel(R) Xeon(R) Processor", "Intel AVX2+FMA", unjudged),
+        ("AMD EPYC 9654 96-Core Processor", "AMD AVX-512", unjudged),
+        ("Intel(R) Xeon(R) Platinum 8480+", "Intel AVX-512", judged),  # by what it can do, not by its name
     ):
         monkeypatch.setattr(verdicts, "this_cpu", lambda c=cpu: c)
+        monkeypatch.setattr(cpu_reference, "this_capability", lambda c=capability: c)
         (verdict,) = summary_verdicts([figure], "cpu", None, None)
-        assert verdict.status == Status.NOT_JUDGED and said in verdict.explanation, verdict.explanation
+        assert verdict.status == Status.NOT_JUDGED and said in verdict.explanation, (cpu, capability)
 
 
 def test_max_find_uses_the_same_reference() -> None:
