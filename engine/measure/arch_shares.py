@@ -8,6 +8,7 @@ Standard library only: the stage children (their best-of verdicts) and the paren
 
 from __future__ import annotations
 
+import os
 import re
 import statistics
 from dataclasses import dataclass
@@ -230,6 +231,14 @@ def own_reference(model: str, figure: str, references: tuple[Reference, ...] = R
     return _entry(model, fig.names, references) if fig is not None else None
 
 
+LEAVE_OUT = "RIGCHECK_LEAVE_OUT"  # model keys whose own entries a live run leaves out (bench/arch_check.py)
+
+
+def left_out() -> frozenset[str]:
+    """The models a run is told to treat as unlisted: leave-one-out on a live GPU (never set in normal use)."""
+    return frozenset(k.strip() for k in os.environ.get(LEAVE_OUT, "").split(",") if k.strip())
+
+
 def lookup(
     device_name: str, figure: str, props: DeviceProps | None = None, baseline: dict[str, Any] | None = None
 ) -> Reference | str:
@@ -237,14 +246,21 @@ def lookup(
     the figure's names), else its architecture's carried share in a reference's shape; else why there is none."""
     units, arch = (props.units, props.arch) if props else (None, None)
     model = model_of(device_name, units, arch)
-    found = reference_for(device_name, figure, baseline, units, arch)
-    if found is None and model is not None:
-        found = own_reference(model.key, figure)
+    leave = left_out()
+    if model is not None and model.key in leave:  # judged as if the table did not list it
+        found = reference_for(device_name, figure, baseline, units, arch) if baseline else None
+        found = found if found is not None and found.kind == "baseline" else None
+        model = None
+    else:
+        found = reference_for(device_name, figure, baseline, units, arch)
+        if found is None and model is not None:
+            found = own_reference(model.key, figure)
     if found is not None:
         return found
     if props is None:
         return f"no entry for {device_name}, and its stage recorded no architecture, SMs and clocks to derive one"
-    carried = expected(figure, props, model.key if model else None)
+    pool = tuple(r for r in REFERENCES if r.model not in leave) if leave else REFERENCES
+    carried = expected(figure, props, model.key if model else None, pool)
     if isinstance(carried, NotExpected):
         return carried.reason
     return carried.reference(model.key if model else device_name, figure)

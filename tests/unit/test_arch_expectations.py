@@ -119,3 +119,15 @@ def test_an_h100_figure_15_percent_under_its_carried_share_is_named_and_14_is_no
     for share, status in ((0.86, Status.PASS), (0.84, Status.WARN), (0.49, Status.FAIL)):
         (first, *_) = reference_verdicts([figure(H100, "matmul bf16 4096", share * expected)], "matmul")
         assert first.status == status, (share, first.explanation)
+
+
+def test_a_live_run_can_leave_a_model_s_own_entries_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RIGCHECK_LEAVE_OUT=H200: the H200 judged as if unlisted, from its siblings (the H100's and GH200's MAMF)."""
+    m = figure(H200, "max-find bf16 2048x8192x16384", 800.0)
+    assert figure_expectation(m).basis == "H200 published MAMF, ml-engineering"
+    monkeypatch.setenv("RIGCHECK_LEAVE_OUT", "H200")
+    left = figure_expectation(m)
+    assert left.derived and left.basis.startswith("Hopper share of the derived peak (GH200 published MAMF")
+    assert " H200 " not in left.basis and "H100 SXM published MAMF" in left.basis
+    gone = figure_expectation(figure(H200, "matmul bf16 4096", 790.0))
+    assert gone.value is None and "no Hopper model" in gone.basis  # its own measured shares are out with it
