@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from rigcheck.engine.events import Measurement, Status, Verdict
+from rigcheck.engine.facts.cpu_reference import this_capability
 from rigcheck.engine.trust.expect_arch import figure_expectation, figure_reference
 from rigcheck.engine.trust.expect_cpu import cpu_reference, cpu_verdict, this_cpu
 from rigcheck.engine.trust.expect_link import link_of, link_verdict
@@ -63,6 +64,8 @@ def coverage_verdict(
     models = sorted({device_model(m) or ((cpu_name or "this CPU") if m.device == "cpu" else m.device) for m in missing})
     shown = ", ".join(f"{m.device} {m.name}" for m in missing[:6]) + (" ..." if len(missing) > 6 else "")
     whys = sorted({figure_expectation(m, baseline).basis.removeprefix("none: ") for m in missing if m.device != "cpu"})
+    if any(m.device == "cpu" for m in missing):  # a CPU is known by its units, not its brand (issue 40)
+        whys.insert(0, f"no CPU with {this_capability()} units has a measured share of its limit")
     if whys:
         shown += f" (why: {'; '.join(whys[:3])})"
     text = (
