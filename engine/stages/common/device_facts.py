@@ -1,45 +1,29 @@
 """What a figure's GPU is made of, stamped on the figure itself: architecture, SM/CU count, maximum SM and memory
 clocks and memory bus width, so the parent can derive its peaks (measure/arch_peaks.py) for any GPU the reference
-table does not list. From torch's device properties, NVML (found by PCI bus id) or amdgpu's sysfs; never raises."""
+table does not list. From torch's device properties, NVML (found by PCI bus id) or amdgpu's KFD topology;
+never raises."""
 
 from __future__ import annotations
 
 import functools
-import re
-from pathlib import Path
 from typing import Any
 
 import torch
+from rigcheck.engine.facts.gpu_props import amd_props
 from rigcheck.engine.hw.nvml import CLOCK_MEM, CLOCK_SM, NvmlFailure, NvmlUnavailable, ok, open_nvml
 from rigcheck.engine.hw.pci import normalise_bus_id, torch_bus_id
 
-DRM = Path("/sys/class/drm")
-
-
-def _top_mhz(path: Path) -> float | None:
-    """The highest level of an amdgpu pp_dpm_* file ('2: 2100Mhz *')."""
-    try:
-        levels = [float(v) for v in re.findall(r"(\d+)\s*Mhz", path.read_text(), re.IGNORECASE)]
-    except OSError:
-        return None
-    return max(levels) if levels else None
-
 
 def _amd_clocks(address: str | None) -> dict[str, Any]:
-    if not address:
+    """From amdgpu's KFD topology: the top engine and memory clocks and the memory bus width."""
+    found = amd_props().get(address or "")
+    if found is None:
         return {}
-    for card in sorted(DRM.glob("card[0-9]*")):
-        device = card / "device"
-        try:
-            if normalise_bus_id(device.resolve().name) != address:
-                continue
-        except (OSError, ValueError):
-            continue
-        return {
-            "sm_clock_max_mhz": _top_mhz(device / "pp_dpm_sclk"),
-            "mem_clock_max_mhz": _top_mhz(device / "pp_dpm_mclk"),
-        }
-    return {}
+    return {
+        "sm_clock_max_mhz": found.sm_clock_max_mhz,
+        "mem_clock_max_mhz": found.mem_clock_max_mhz,
+        "memory_bus_bits": found.memory_bus_bits,
+    }
 
 
 def _nvidia_clocks(address: str | None) -> dict[str, Any]:
