@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rigcheck.engine.measure.arch_peaks import check_peaks
 from rigcheck.engine.measure.leave_one_out import predictions, table
-from rigcheck.engine.measure.references import MODELS
+from rigcheck.engine.measure.references import MODELS, REFERENCES, Reference
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 BEGIN, END = "<!-- issue 40: leave-one-out (bench/leave_one_out.py) -->", "<!-- end of issue 40 -->"
@@ -31,6 +31,35 @@ def peak_table() -> str:
         f"{agree} of {checked} derived peaks within 3% of their datasheet ({len(rows)} datasheet peaks).\n\n"
         + "\n".join(lines)
     )
+
+
+# The H200's rigcheck-measured shares beside the published figures of the same kind (issue 40's cross-check).
+CROSS = (
+    ("H200", "matmul bf16 4096", "H200", "best-bf16"),
+    ("H200", "matmul bf16 8192", "H100 SXM", "best-bf16"),
+    ("H200", "matmul fp8 8192", "H200", "best-fp8"),
+    ("H200", "device copy 4 GiB", "H200", "device copy"),
+    ("H200", "device copy 4 GiB", "H100 SXM", "device copy"),
+    ("H200", "host to device pinned 1 GiB", "H200", "host to device pinned"),
+    ("H200", "device to host pinned 1 GiB", "H200", "device to host pinned"),
+)
+
+
+def cross_table() -> str:
+    def entry(model: str, figure: str) -> Reference:
+        return next(r for r in REFERENCES if r.model == model and r.figure == figure)
+
+    lines = [
+        "| measured | share of its peak | published | share of its peak | measured / published |",
+        "| --- | ---: | --- | ---: | ---: |",
+    ]
+    for model, figure, other, published in CROSS:
+        a, b = entry(model, figure), entry(other, published)
+        sa, sb = a.value / (a.peak or 1), b.value / (b.peak or 1)
+        lines.append(
+            f"| {model} {figure} ({a.short}) | {sa:.1%} | {other} {published} ({b.short}) | {sb:.1%} | {sa / sb:.2f} |"
+        )
+    return "\n".join(lines)
 
 
 def section() -> str:
@@ -56,6 +85,18 @@ def section() -> str:
             "themselves; the T4, P40 and Radeon 8060S belong to classes no share is carried to or from.",
             "",
             table(rows),
+            "",
+            "### The measured shares against the published ones",
+            "",
+            "rigcheck's H200 matmul shares agree with the published MAMF within 1-2%. Its device copy reaches 89% of",
+            "the datasheet where DCGM's comments give NVIDIA's own 64-70% (H200) and 79% (H100): DCGM times another",
+            "kernel, so a copy share carries first to the same figure measured the same way (the leave-one-out pairs",
+            "DCGM with DCGM: 0.89 and 1.13 of the prediction, inside the 20% declared for copies). The host link",
+            "matches nvbandwidth to 0.1%. Training carries to siblings only (30%; 50% below batch 4096, where the",
+            "host CPU sets the pace: the H200's three runs ranged up to 22% there, under 1.1% at batch 4096-8192);",
+            "across architectures it keeps its roofline (a WARN below half of it).",
+            "",
+            cross_table(),
             "",
             "### Derived peaks against every datasheet peak",
             "",
