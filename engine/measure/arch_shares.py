@@ -26,6 +26,7 @@ from rigcheck.engine.measure.arch_peaks import (
     specimen_of,
     specimen_props,
 )
+from rigcheck.engine.measure.board_roofline import roofline
 from rigcheck.engine.measure.references import MODELS, REFERENCES, Reference, model_of, reference_for
 
 # The declared spread of a carried share, by figure kind: a figure more than this below it is a WARN.
@@ -44,6 +45,8 @@ class Figure:
     peak_of: str  # a dtype or "memory"
     names: tuple[str, ...]  # entry names to look for, best first
     batch: int | None = None
+    channels: int | None = None  # training: its share is of the board network's roofline on the GPU's peaks
+    precision: str = ""
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ class Expected:
 
     value: float
     unit: str
-    basis: str  # "Hopper share of the derived peak (H200 rigcheck-measured, 3 runs, 80% of its peak)"
+    basis: str  # "Hopper share of its derived peak (H200 rigcheck-measured, 3 runs, 80% of its peak)"
     source: str
     spread: float
     derived: bool
@@ -84,7 +87,7 @@ class NotExpected:
 _MATMUL = re.compile(r"^matmul (fp32|tf32|fp16|bf16|fp8) (\d+)$")
 _BEST = re.compile(r"^best-(fp32|tf32|fp16|bf16|fp8)$")
 _MAXFIND = re.compile(r"^max-find (fp16|bf16|fp8)(?: \d+x\d+x\d+)?$")
-_TRAIN = re.compile(r"^train c\d+ b(\d+) (fp32|bf16)$")
+_TRAIN = re.compile(r"^train c(\d+) b(\d+) (fp32|bf16)$")
 _COPY = re.compile(r"^device copy( .+)?$")
 
 
@@ -98,8 +101,9 @@ def classify(name: str) -> Figure | None:
         dtype = found.group(1)
         return Figure("max-find", dtype, (f"max-find {dtype}", f"best-{dtype}"))
     if found := _TRAIN.match(name):
-        precision = found.group(2)
-        return Figure("training", "bf16" if precision == "bf16" else "tf32", (name,), int(found.group(1)))
+        channels, batch, precision = int(found.group(1)), int(found.group(2)), found.group(3)
+        dtype = "bf16" if precision == "bf16" else "tf32"  # cuDNN runs fp32 convolutions as TF32
+        return Figure("training", dtype, (name,), batch, channels, precision)
     if _COPY.match(name):
         return Figure("device copy", "memory", (name, "device copy"))
     return None
@@ -122,6 +126,15 @@ def model_peak(model: str, what: str, reference: Reference | None = None) -> flo
     return derived.value if isinstance(derived, Peak) else None
 
 
+def _model_top(model: str, fig: Figure, entry: Reference) -> float | None:
+    """What the model's entry is a share of: its peak, or for training its roofline on its peaks."""
+    compute = model_peak(model, fig.peak_of, entry)
+    if fig.kind != "training":
+        return compute
+    memory = model_peak(model, "memory")
+    return roofline(fig.channels or 0, fig.precision, compute, memory) if compute and memory else None
+
+
 def _entry(model: str, names: tuple[str, ...], references: tuple[Reference, ...]) -> Reference | None:
     for name in names:
         for r in references:
@@ -138,7 +151,7 @@ def _shares(
         found = []
         for model in models:
             entry = _entry(model, (name,), references)
-            top = model_peak(model, fig.peak_of, entry) if entry else None
+            top = _model_top(model, fig, entry) if entry else None
             if entry is not None and top:
                 found.append((model, entry.value / top, entry))
         if found:
@@ -147,12 +160,8 @@ def _shares(
 
 
 def _words(found: list[tuple[str, float, Reference]], fig: Figure) -> str:
-    if fig.kind == "training":  # samples/s scale with the compute peak; a share of TFLOP/s says nothing in words
-        return "; ".join(
-            f"{model} {entry.short}: {entry.value:,.0f} {entry.unit} at its {entry.value / share:,.0f} {fig.peak_of} "
-            "TFLOP/s peak, scaled to this one's"
-            for model, share, entry in found
-        )
+    if fig.kind == "training":
+        return "; ".join(f"{model} {entry.short}: {share:.0%} of its roofline" for model, share, entry in found)
     return "; ".join(f"{model} {entry.short}: {share:.0%} of its peak" for model, share, entry in found)
 
 
@@ -180,6 +189,15 @@ def expected(
     top = _peak(props, fig.peak_of, own_model)
     if isinstance(top, NoPeak):
         return NotExpected(f"no {fig.peak_of} peak: {top.reason}")
+    if fig.kind == "training":  # samples/s scale with the board network's roofline on this GPU's peaks
+        memory = _peak(props, "memory", own_model)
+        if isinstance(memory, NoPeak):
+            return NotExpected(f"no memory peak for its training roofline: {memory.reason}")
+        rate = roofline(fig.channels or 0, fig.precision, top.value, memory.value)
+        words = (
+            f"a roofline of {fig.peak_of} {top.value:,.1f} TFLOP/s ({top.words}) and memory {memory.value:,.0f} GB/s"
+        )
+        top = Peak(rate, "training", f"{words} ({memory.words})", top.family, top.source)
     arch, family = arch_key(props.arch), str(entry["family"])
     unit = {"memory": "GB/s"}.get(fig.peak_of, "TFLOP/s") if fig.kind != "training" else "samples/s"
     table_models = sorted({r.model for r in references} - {own_model or ""})
@@ -191,7 +209,9 @@ def expected(
     if same is not None:
         found, _ = same
         share = statistics.median(s for _, s, _ in found)
-        basis = f"{family} share of the derived peak ({_words(found, fig)})"
+        how = "derived" if "derived from" in top.words else "datasheet"
+        of = f"{how} {'roofline' if fig.kind == 'training' else 'peak'}"
+        basis = f"{family} share of its {of} ({_words(found, fig)})"
         source = " | ".join(sorted({e.source for _, _, e in found}))
         models = tuple(m for m, _, _ in found)
         return Expected(share * top.value, unit, basis, source, spread, True, models, share, top.words)

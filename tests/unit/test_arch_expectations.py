@@ -11,6 +11,7 @@ import pytest
 from rigcheck.engine.events import Measurement, Status
 from rigcheck.engine.measure.arch_peaks import DeviceProps, Peak, peak
 from rigcheck.engine.measure.arch_shares import CROSS_SPREAD, classify
+from rigcheck.engine.measure.board_roofline import roofline
 from rigcheck.engine.measure.references import REFERENCES, model_of
 from rigcheck.engine.trust.expect_arch import figure_expectation
 from rigcheck.engine.trust.expectations import expectation_verdicts
@@ -90,8 +91,15 @@ def h200_share_figures() -> list[Measurement]:
             continue
         mine, theirs = peak(H100, fig.peak_of), peak(H200, fig.peak_of)
         assert isinstance(mine, Peak) and isinstance(theirs, Peak)
+        scale = mine.value / theirs.value
+        if fig.kind == "training":  # a share of the board network's roofline on each GPU's peaks
+            m100, m200 = peak(H100, "memory"), peak(H200, "memory")
+            assert isinstance(m100, Peak) and isinstance(m200, Peak)
+            h100 = roofline(fig.channels or 0, fig.precision, mine.value, m100.value)
+            h200 = roofline(fig.channels or 0, fig.precision, theirs.value, m200.value)
+            scale = h100 / h200
         stage = "training" if fig.kind == "training" else "bandwidth" if fig.kind == "device copy" else "matmul"
-        out.append(figure(H100, r.figure, r.value * mine.value / theirs.value, stage))
+        out.append(figure(H100, r.figure, r.value * scale, stage))
     mamf = next(r for r in REFERENCES if r.model == "H200" and r.figure == "best-bf16")
     for shape, share in (("2048x8192x16384", 1.0), ("1024x8192x8192", 0.97), ("4096x4096x8192", 0.95)):
         out.append(figure(H100, f"max-find bf16 {shape}", mamf.value * share))
@@ -110,7 +118,8 @@ def test_an_h100_at_the_h200_s_shares_has_every_figure_judged_with_no_warn() -> 
         (count,) = [v for v in verdicts if v.check == "expectations"]
         assert count.numbers["not_judged"] == 0 and count.numbers["judged"] == len(mine)
     bases = {figure_expectation(m).basis for m in figures}
-    assert any(b.startswith("Hopper share of the derived peak (H200 rigcheck-measured, 3 runs") for b in bases)
+    assert any(b.startswith("Hopper share of its datasheet peak (H200 rigcheck-measured, 3 runs") for b in bases)
+    assert any(b.startswith("Hopper share of its datasheet roofline (H200 rigcheck-measured") for b in bases)
     assert "H100 SXM published MAMF, ml-engineering" in bases  # its own entry comes first, for max-find too
 
 
@@ -127,7 +136,7 @@ def test_a_live_run_can_leave_a_model_s_own_entries_out(monkeypatch: pytest.Monk
     assert figure_expectation(m).basis == "H200 published MAMF, ml-engineering"
     monkeypatch.setenv("RIGCHECK_LEAVE_OUT", "H200")
     left = figure_expectation(m)
-    assert left.derived and left.basis.startswith("Hopper share of the derived peak (GH200 published MAMF")
+    assert left.derived and left.basis.startswith("Hopper share of its derived peak (GH200 published MAMF")
     assert " H200 " not in left.basis and "H100 SXM published MAMF" in left.basis
     gone = figure_expectation(figure(H200, "matmul bf16 4096", 790.0))
     assert gone.value is None and "no Hopper model" in gone.basis  # its own measured shares are out with it
