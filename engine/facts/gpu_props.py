@@ -1,17 +1,15 @@
 """What each present GPU is made of, read without torch: architecture, SM/CU count, maximum clocks, memory bus
-width (NVML; amdgpu's KFD topology), so `rigcheck references` can show every figure's expectation for a GPU the
-reference table does not list (engine/measure/arch_peaks.py derives its peaks). Never raises."""
+width (NVML; amdgpu's KFD topology, through hw/kfd.py), so `rigcheck references` can show every figure's
+expectation for a GPU the reference table does not list (engine/measure/arch_peaks.py derives its peaks)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from rigcheck.engine.hw.kfd import KFD_NODES, kfd_gpus
 from rigcheck.engine.hw.nvml import CLOCK_MEM, CLOCK_SM, NvmlFailure, NvmlUnavailable, ok, open_nvml
 from rigcheck.engine.hw.pci import normalise_bus_id
-from rigcheck.engine.hw.sysfs import read_text
 from rigcheck.engine.measure.arch_peaks import DeviceProps, arch_entry
-
-KFD_NODES = Path("/sys/class/kfd/kfd/topology/nodes")
 
 
 def _sms(arch: str, cores: int | None) -> int | None:
@@ -48,36 +46,11 @@ def nvidia_props(library: str | None = None) -> dict[str, DeviceProps]:
     return found
 
 
-def _properties(path: Path) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for line in (read_text(path) or "").splitlines():
-        key, _, value = line.partition(" ")
-        if value.strip().lstrip("-").isdigit():
-            out[key] = int(value)
-    return out
-
-
-def gfx_target(version: int) -> str:
-    """KFD's gfx_target_version (90402, 110501) as a gfx target (gfx942, gfx1151)."""
-    return f"gfx{version // 10000}{(version // 100) % 100:x}{version % 100:x}" if version else ""
-
-
 def amd_props(nodes: Path = KFD_NODES, names: dict[str, str] | None = None) -> dict[str, DeviceProps]:
-    """By PCI bus id, every GPU node of amdgpu's KFD topology (CPU nodes have no SIMDs)."""
-    found: dict[str, DeviceProps] = {}
-    for node in sorted(nodes.glob("[0-9]*")) if nodes.is_dir() else []:
-        p = _properties(node / "properties")
-        if not p.get("simd_count") or not p.get("simd_per_cu"):
-            continue
-        location = p.get("location_id", 0)
-        bus = f"{p.get('domain', 0):04x}:{location >> 8:02x}:{(location >> 3) & 0x1F:02x}.{location & 0x7}"
-        memory = _properties(node / "mem_banks" / "0" / "properties")
-        found[bus] = DeviceProps(
-            (names or {}).get(bus, "AMD GPU"),
-            gfx_target(p.get("gfx_target_version", 0)),
-            p["simd_count"] // p["simd_per_cu"],
-            p.get("max_engine_clk_fcompute") or None,
-            memory.get("mem_clk_max") or None,
-            memory.get("width") or None,
+    """By PCI bus id, every GPU node of amdgpu's KFD topology."""
+    return {
+        bus: DeviceProps(
+            (names or {}).get(bus, "AMD GPU"), g.gfx, g.compute_units, g.sclk_max_mhz, g.mclk_max_mhz, g.bus_bits
         )
-    return found
+        for bus, g in kfd_gpus(nodes).items()
+    }

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rigcheck.engine.facts.gpu_props import amd_props, gfx_target
+from rigcheck.engine.facts.gpu_props import amd_props
+from rigcheck.engine.hw.kfd import gfx_target
 from rigcheck.engine.measure.arch_peaks import Peak, compute_peak, memory_peak
 
 
