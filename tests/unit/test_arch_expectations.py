@@ -119,7 +119,9 @@ def test_an_h100_at_the_h200_s_shares_has_every_figure_judged_with_no_warn() -> 
         assert count.numbers["not_judged"] == 0 and count.numbers["judged"] == len(mine)
         (summary,) = [v for v in verdicts if v.check == "reference"]
         assert f"{len(mine)} figure(s) within" in summary.explanation
-        against = "their model's reference" if stage == "bandwidth" else "their model's or their architecture's"
+        against = {"bandwidth": "their model's reference", "training": "of their architecture's reference"}.get(
+            stage, "their model's or their architecture's"
+        )
         assert against in summary.explanation  # the copy has the H100's own (DCGM) entry
     bases = {figure_expectation(m).basis for m in figures}
     assert any(b.startswith("Hopper share of its datasheet peak (H200 rigcheck-measured, 3 runs") for b in bases)
