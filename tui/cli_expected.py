@@ -47,6 +47,7 @@ def expected_lines(name: str, props: DeviceProps | None, baseline: dict[str, Any
     lines = [f"  expected on this GPU ({facts}):"]
     if props is not None:
         lines += ["  derived peaks:", *peak_lines(props)] if peak_lines(props) else []
+    lines.append("  each figure (measured: its model's entry; derived: its architecture's share of its peak):")
     for figure in sorted(gpu_figures(), key=_sort_key):
         found = lookup(name, figure, props, baseline)
         if isinstance(found, str):
