@@ -103,3 +103,22 @@ def test_an_endless_or_huge_baseline_is_one_line_not_a_memory_blowup(tmp_path: P
     big.write_bytes(b" " * options.BASELINE_FILE_MAX_BYTES)  # at the cap: read, and refused as not JSON instead
     assert main(["references", "--all", "--baseline", str(big)]) == EXIT_USAGE
     assert "not JSON" in capsys.readouterr().err
+
+
+def test_a_gpu_the_table_does_not_list_shows_its_derived_expectations(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    from rigcheck.engine.facts.present_gpus import PresentGpu
+    from rigcheck.engine.measure.arch_peaks import DeviceProps
+    from rigcheck.tui import cli_references
+
+    bus = "0000:01:00.0"
+    monkeypatch.setattr(cli_references, "present_gpus", lambda: [PresentGpu("NVIDIA L40S", bus, "0x26b9")])
+    monkeypatch.setattr(
+        cli_references, "nvidia_props", lambda: {bus: DeviceProps("NVIDIA L40S", "sm_89", 142, 2520, 9001, 384)}
+    )
+    monkeypatch.setattr(cli_references, "amd_props", lambda **_: {})
+    assert main(["references"]) == 0
+    out = capsys.readouterr().out
+    assert "NVIDIA L40S, 0000:01:00.0, PCI id 0x26b9: not in the table; expected from its architecture (Ada)" in out
+    assert "bf16         366.4 TFLOP/s  derived from 142 SMs x 2,520 MHz x 1,024 bf16 FLOP/clock (sm_89)" in out
+    assert "derived     Hopper share carried to Ada" in out
+    assert "train c128 b8192 bf16" in out and "NOT JUDGED  no Ada model has a measured train" in out
