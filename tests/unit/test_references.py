@@ -387,3 +387,29 @@ def test_noisy_figures_warn_by_name_but_launch_bound_and_broken_ones_do_not() ->
     assert found["noise"].status == Status.WARN
     assert found["noise"].numbers["noisy"] == ["matmul bf16 4096"]
     assert found["noise"].explanation.startswith("1 figure(s) were noisy (interquartile spread over 5% of the median)")
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value", "status"),
+    [
+        ("fp32", 51.0, Status.PASS),
+        ("tf32", 400.0, Status.PASS),
+        ("fp16", 760.0, Status.PASS),
+        ("fp16", 600.0, Status.WARN),
+    ],
+)
+def test_an_h100_s_best_of_is_judged_against_its_architecture_where_its_model_has_no_entry(
+    dtype: str, value: float, status: Status
+) -> None:
+    """Issue 40: on an H100 SXM, best fp32, tf32 and fp16 were NOT JUDGED beside '78% of the datasheet'; the
+    figure's device facts now carry the H200's measured share to it."""
+    best = sweep_best(value, dtype)
+    best.params.update(
+        gpu_name="NVIDIA H100 80GB HBM3", gpu_arch="sm_90", gpu_units=132, sm_clock_max_mhz=1980,
+        mem_clock_max_mhz=2619, memory_bus_bits=5120,
+    )  # fmt: skip
+    (verdict,) = summary_verdicts([best], "cuda:0", "NVIDIA H100 80GB HBM3", None, 132, "sm_90")
+    assert verdict.status == status, verdict.explanation
+    assert "expected (Hopper share of its datasheet peak (H200 rigcheck-measured, 3 runs" in verdict.explanation
+    if status == Status.WARN:
+        assert "more than 15% below the reference" in verdict.explanation
