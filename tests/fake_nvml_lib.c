@@ -45,6 +45,9 @@ typedef struct{unsigned char uuid[16];int status;unsigned clique;unsigned state;
 int nvmlDeviceGetGpuFabricInfo(H h,F*f){f->state=3;f->status=0;return 0;}
 int nvmlDeviceGetClockInfo(H h,int k,unsigned*v){*v=k==1?1980:3201;return 0;}
 int nvmlDeviceGetMaxClockInfo(H h,int k,unsigned*v){*v=k==1?1980:3201;return 0;}
+int nvmlDeviceGetMemoryBusWidth(H h,unsigned*v){*v=6144;return 0;}
+int nvmlDeviceGetCudaComputeCapability(H h,int*a,int*b){*a=9;*b=0;return 0;}
+int nvmlDeviceGetNumGpuCores(H h,unsigned*v){*v=16896;return 0;}
 int nvmlDeviceGetTemperature(H h,int s,unsigned*v){*v=s==0?40:0;return 0;}
 int nvmlDeviceGetPowerUsage(H h,unsigned*v){*v=126000;return 0;}
 typedef struct{unsigned long long total,free,used;}M;

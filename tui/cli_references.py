@@ -1,13 +1,16 @@
 """`rigcheck references`: the reference table for the GPUs present (or `--all`), with every figure's source and
-its share of the datasheet peak, so a user sees what the machine will be held to; `--baseline FILE` overrides
-the table for the figures it holds, as it does in a run."""
+its share of the datasheet peak, and each figure's expectation on each present GPU (measured or derived from its
+architecture), so a user sees what the machine will be held to; on a CPU host, its CPU's; `--baseline FILE`
+overrides the table for the figures it holds, as it does in a run."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
+from rigcheck.engine.facts.gpu_props import amd_props, nvidia_props
 from rigcheck.engine.facts.present_gpus import present_gpus
+from rigcheck.engine.measure.arch_peaks import family_of
 from rigcheck.engine.measure.references import (
     MODELS,
     SOURCES,
@@ -20,6 +23,7 @@ from rigcheck.engine.measure.references import (
 )
 from rigcheck.engine.run.numbers import given
 from rigcheck.engine.run.options import read_baseline
+from rigcheck.tui.cli_expected import cpu_lines, derivation_lines, expected_lines
 
 
 def add_parser(commands: Any) -> None:
@@ -79,19 +83,24 @@ def command_references(args: argparse.Namespace) -> int:
     shown: list[Model] = []
     if args.all:
         shown = list(MODELS)
-        blocks = [_model_lines(m, None, None) for m in MODELS]
+        blocks = [_model_lines(m, None, None) for m in MODELS] + [derivation_lines()]
     else:
         gpus = present_gpus()
+        props = nvidia_props() | amd_props(names={g.bus_id: g.name for g in gpus if g.bus_id})
         for gpu in gpus:
-            model = model_of(gpu.name, pci_id=gpu.pci_id)
+            mine = props.get(gpu.bus_id or "")
+            model = model_of(gpu.name, mine.units if mine else None, mine.arch if mine else None, gpu.pci_id)
             where = f"{gpu.name}, {gpu.bus_id or '?'}, PCI id {gpu.pci_id or '?'}"
             if model is None:
-                blocks.append([f"{where}: no reference for this model; judged against peers and history only"])
+                family = family_of(mine.arch) if mine else None
+                blocks.append([f"{where}: not in the table; expected from its architecture ({family or 'unknown'})"])
             else:
                 shown.append(model)
                 blocks.append(_model_lines(model, gpu.name, baseline))
-        if not gpus:
-            print("no GPU found (NVML, amdgpu); `rigcheck references --all` lists every model in the table")
-            return 0
+            blocks[-1] += expected_lines(gpu.name, mine, baseline)
+        if not gpus:  # a CPU host: its CPU figures are still judged, so say against what
+            blocks.append(
+                ["no GPU on this host (NVML, amdgpu); `rigcheck references --all` lists every model", *cpu_lines()]
+            )
     print("\n\n".join("\n".join(block) for block in [*blocks, _sources(list(dict.fromkeys(shown)))] if block))
     return 0

@@ -8,6 +8,7 @@ from typing import Any
 
 from rigcheck.engine.facts.amd_driver import amd_cards, memory_pool
 from rigcheck.engine.facts.dtypes import amd_matrix_dtypes, nvidia_matrix_dtypes, slow_dtypes
+from rigcheck.engine.facts.gpu_props import amd_props
 from rigcheck.engine.hw.amdgpu import DRM_ROOT
 from rigcheck.engine.hw.pci import torch_bus_id
 
@@ -51,6 +52,8 @@ def join_nvidia(device: dict[str, Any], driver: dict[str, Any]) -> dict[str, Any
         device["memory_driver_total"] = match.get("memory_total")
         device["memory_driver_used"] = match.get("memory_used")
         device["driver_index"] = match.get("index")
+        for key in ("sm_clock_max_mhz", "mem_clock_max_mhz", "memory_bus_bits"):  # its derived peaks' inputs
+            device[key] = match.get(key)
     device["memory_pool_bytes"] = device.get("memory_driver_total") or device["memory_torch_total"]
     device["memory_pool_source"] = "driver" if device.get("memory_driver_total") else "torch"
     return device
@@ -58,6 +61,10 @@ def join_nvidia(device: dict[str, Any], driver: dict[str, Any]) -> dict[str, Any
 
 def join_amd(device: dict[str, Any], drm_root: Path = DRM_ROOT) -> dict[str, Any]:
     """Attach sysfs VRAM/GTT totals, matched by PCI address, else by position; pick the real pool."""
+    found = amd_props().get(device.get("pci") or "")
+    if found is not None:  # its derived peaks' inputs, from amdgpu's KFD topology (measure/arch_peaks.py)
+        device |= {"sm_clock_max_mhz": found.sm_clock_max_mhz, "mem_clock_max_mhz": found.mem_clock_max_mhz}
+        device["memory_bus_bits"] = found.memory_bus_bits
     cards = amd_cards(drm_root)
     match = next((c for c in cards if device["pci"] and c["pci"] == device["pci"]), None)
     if match is None and len(cards) > device["index"]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rigcheck.engine.hw.nvml import NvmlFailure, NvmlUnavailable, ok, open_nvml
+from rigcheck.engine.hw.nvml import CLOCK_MEM, CLOCK_SM, NvmlFailure, NvmlUnavailable, ok, open_nvml
 from rigcheck.engine.hw.sysfs import read_text
 
 PROC_VERSION = Path("/proc/driver/nvidia/version")
@@ -37,6 +37,10 @@ def nvidia_driver(library: str | None = None) -> dict[str, Any]:
                     "memory_total": memory.total if memory else None,
                     "memory_used": memory.used if memory else None,
                     "persistence": ok(nvml.persistence_mode(handle)),  # 0 off, 1 on (the settings table's)
+                    # with the SM count, what its peaks are derived from (measure/arch_peaks.py)
+                    "sm_clock_max_mhz": ok(nvml.max_clock(handle, CLOCK_SM)),
+                    "mem_clock_max_mhz": ok(nvml.max_clock(handle, CLOCK_MEM)),
+                    "memory_bus_bits": ok(nvml.memory_bus_width(handle)),
                 }
             )
         facts["devices"] = devices

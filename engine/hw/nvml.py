@@ -168,6 +168,18 @@ class Nvml(NvmlHealthCalls):
     def max_clock(self, handle: Handle, kind: int) -> int | NvmlFailure:
         return self._value("nvmlDeviceGetMaxClockInfo", _uint, handle, _int(kind))
 
+    def cuda_capability(self, handle: Handle) -> tuple[int, int] | NvmlFailure:
+        """(major, minor): the architecture whose per-SM rates derive its peaks."""
+        return self._pair("nvmlDeviceGetCudaComputeCapability", handle, _int)
+
+    def gpu_cores(self, handle: Handle) -> int | NvmlFailure:
+        """FP32 lanes in all: with the architecture's lanes per SM, its SM count."""
+        return self._value("nvmlDeviceGetNumGpuCores", _uint, handle)
+
+    def memory_bus_width(self, handle: Handle) -> int | NvmlFailure:
+        """Bits: with the maximum memory clock, the theoretical memory bandwidth (measure/arch_peaks.py)."""
+        return self._value("nvmlDeviceGetMemoryBusWidth", _uint, handle)
+
     def temperature(self, handle: Handle, sensor: int = TEMPERATURE_GPU) -> int | NvmlFailure:
         return self._value("nvmlDeviceGetTemperature", _uint, handle, _int(sensor))
 

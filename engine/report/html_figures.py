@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rigcheck.engine.events import Measurement
-from rigcheck.engine.measure.references import reference_for
 from rigcheck.engine.report.rows import Row
+from rigcheck.engine.trust.expect_arch import figure_reference
 from rigcheck.engine.trust.peers import PEER_TOLERANCE, peer_groups
 from rigcheck.engine.trust.reference import device_model, reference_verdict
 
@@ -91,7 +91,7 @@ def references(report: dict[str, Any]) -> dict[int, Against]:
             numbers, status = found
         else:
             model = device_model(m)
-            verdict = reference_verdict(m, reference_for(model, m.name)) if model else None
+            verdict = reference_verdict(m, figure_reference(m)) if model else None  # its model's, or its arch's
             if verdict is None:
                 continue
             numbers, status = verdict.numbers, verdict.status.value

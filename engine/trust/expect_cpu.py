@@ -9,7 +9,7 @@ Standard library only: the parent runs it.
 from __future__ import annotations
 
 from rigcheck.engine.events import Measurement, Status, Verdict
-from rigcheck.engine.facts.cpu_reference import cpu_reference, this_cpu
+from rigcheck.engine.facts.cpu_reference import cpu_model, cpu_reference, this_cpu
 from rigcheck.engine.trust.cause import Expectation
 from rigcheck.engine.trust.expect_words import joined, judge
 
@@ -26,14 +26,17 @@ def cpu_verdict(m: Measurement, stage: str, cpu_name: str) -> Verdict | None:
     expected = achievable * float(limit)
     ratio = m.value / expected
     basis = m.params.get("limit_basis") or "its limit"
+    model = cpu_model(cpu_name)
+    capability = f" ({model.capability})" if model is not None and model.capability else ""
     head = (
         f"cpu {m.name} {m.value:,.4g} GFLOP/s: {m.value / float(limit):.0%} of {basis}"
-        f" ({float(limit):,.4g}), against the {achievable:.0%} the {reference.model} reaches ({reference.short}): "
-        f"{ratio:.2f}x of the {expected:,.4g} expected"
+        f" ({float(limit):,.4g}), against the {achievable:.0%} the {reference.model}{capability} reaches "
+        f"({reference.short}): {ratio:.2f}x of the {expected:,.4g} expected"
     )
     numbers = {"device": "cpu", "value": m.value, "expected": round(expected, 2), "ratio": round(ratio, 4)}
     numbers |= {"share_of_limit": round(m.value / float(limit), 4), "achievable": round(achievable, 4)}
-    numbers |= {"model": reference.model, "source": reference.source}
+    numbers |= {"model": reference.model, "source": reference.source, "capability": capability.strip(" ()")}
+    numbers |= {"basis": f"{achievable:.0%} of its limit, as a {reference.model}{capability} reaches"}
     graded = Status.PASS if ratio >= reference.warn_below else Status.WARN
     threads = m.params.get("threads")
     if graded == Status.WARN and threads:

@@ -15,34 +15,18 @@ import re
 from collections.abc import Iterable
 
 from rigcheck.engine.events import Measurement, Status, Verdict
+from rigcheck.engine.measure.board_roofline import per_sample, roofline
 from rigcheck.engine.measure.references import reference_for
 from rigcheck.engine.trust.cause import Expectation
+from rigcheck.engine.trust.expect_arch import figure_reference
 from rigcheck.engine.trust.expect_words import joined, judge
 from rigcheck.engine.trust.reference import device_model
 
-BOARD_CELLS = 49  # the 7x7 board (engine/models/board_net.py)
-PLANES, BLOCKS = 12, 6
-TRAIN_OVER_FORWARD = 3.0  # forward, then backward for inputs and for weights
-TENSOR_PASSES = 20  # activation tensors of c x 49 read or written per block per forward pass (convs, norms, relu, add)
 WARN_BELOW = 0.5
 MIN_BATCH = 4096  # smaller batches are bound by kernel launches, which no roofline of matmul and copy rates holds
 CALIBRATION = "NVIDIA H200"  # the model whose references set the share of the roofline a healthy GPU reaches
+__all__ = ["per_sample", "roofline", "training_verdict"]
 _TAG = re.compile(r"^train c(\d+) b(\d+) (fp32|bf16)( compiled)?$")
-
-
-def per_sample(channels: int, precision: str) -> tuple[float, float]:
-    """(FLOPs, bytes) of one training sample of the board network."""
-    conv = 2.0 * 9 * channels * channels * BOARD_CELLS
-    forward = BLOCKS * 2 * conv + 2.0 * 9 * PLANES * channels * BOARD_CELLS
-    size = 2 if precision == "bf16" else 4
-    traffic = BLOCKS * TENSOR_PASSES * channels * BOARD_CELLS * size
-    return TRAIN_OVER_FORWARD * forward, TRAIN_OVER_FORWARD * traffic
-
-
-def roofline(channels: int, precision: str, tflops: float, copy_gbs: float) -> float:
-    """Samples/s if each sample's FLOPs ran at the matmul rate and its traffic at the copy rate, one after the other."""
-    flops, traffic = per_sample(channels, precision)
-    return 1.0 / (flops / (tflops * 1e12) + traffic / (copy_gbs * 1e9))
 
 
 def matmul_dtype(precision: str) -> str:
@@ -78,8 +62,8 @@ def training_verdict(m: Measurement, stage: str, run_figures: list[Measurement])
     name = device_model(m)
     if tag is None or name is None or m.params.get("broken") or m.value <= 0:
         return None
-    if reference_for(name, m.name) is not None:
-        return None
+    if figure_reference(m) is not None:
+        return None  # its model's entry or its architecture's carried share judges it (trust/reference.py)
     channels, batch, precision = int(tag.group(1)), int(tag.group(2)), tag.group(3)
     if batch < MIN_BATCH:
         return None

@@ -12,7 +12,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from rigcheck.engine.events import Measurement, Status, Verdict
-from rigcheck.engine.measure.references import reference_for
+from rigcheck.engine.facts.cpu_reference import this_capability
+from rigcheck.engine.trust.expect_arch import figure_expectation, figure_reference
 from rigcheck.engine.trust.expect_cpu import cpu_reference, cpu_verdict, this_cpu
 from rigcheck.engine.trust.expect_link import link_of, link_verdict
 from rigcheck.engine.trust.expect_training import training_verdict
@@ -36,9 +37,8 @@ def has_reference(m: Measurement, baseline: dict[str, Any] | None, cpu_name: str
     CPU model's achievable share (a CPU matmul with a limit)."""
     if m.device == "cpu":
         return bool(m.params.get("limit")) and cpu_reference(m, cpu_name) is not None
-    name = device_model(m)
-    if name is not None and reference_for(name, m.name, baseline) is not None:
-        return True
+    if device_model(m) is not None and figure_reference(m, baseline) is not None:
+        return True  # its model's entry, the baseline's, or its architecture's share of its derived peak
     link = link_of(m)
     return m.params.get("bound") == "link" and bool(link["max_gen"] and link["max_width"])
 
@@ -63,6 +63,11 @@ def coverage_verdict(
         return Verdict(stage, "expectations", Status.PASS, text, numbers)
     models = sorted({device_model(m) or ((cpu_name or "this CPU") if m.device == "cpu" else m.device) for m in missing})
     shown = ", ".join(f"{m.device} {m.name}" for m in missing[:6]) + (" ..." if len(missing) > 6 else "")
+    whys = sorted({figure_expectation(m, baseline).basis.removeprefix("none: ") for m in missing if m.device != "cpu"})
+    if any(m.device == "cpu" for m in missing):  # a CPU is known by its units, not its brand (issue 40)
+        whys.insert(0, f"no CPU with {this_capability()} units has a measured share of its limit")
+    if whys:
+        shown += f" (why: {'; '.join(whys[:3])})"
     text = (
         f"{len(missing)} of {len(counted)} figure(s) not judged against a reference ({', '.join(models)}): "
         f"{NO_REFERENCE}: {shown}"

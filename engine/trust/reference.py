@@ -10,9 +10,10 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from rigcheck.engine.events import Measurement, Status, Verdict
-from rigcheck.engine.measure.references import FAIL_BELOW, WARN_BELOW, Reference, grade, reference_for
+from rigcheck.engine.measure.references import FAIL_BELOW, WARN_BELOW, Reference, grade
 from rigcheck.engine.trust.cause import Expectation, likely_cause
 from rigcheck.engine.trust.cause import vendor_of as cause_vendor
+from rigcheck.engine.trust.expect_arch import figure_reference
 
 AGAIN = " again"  # the name's end of a figure the matmul child measured a second time
 
@@ -56,6 +57,8 @@ def reference_verdict(m: Measurement, reference: Reference | None, stage: str | 
         "model": reference.model,
         "kind": reference.kind,
         "source": reference.source,
+        "basis": reference.short,  # what it was judged against: its model's entry, or its architecture's share
+        "derived": reference.kind == "expected",
     }
     band = 1 - reference.warn_below  # the entry's own tolerance
     found = likely_cause(m, Expectation(reference.value, reference.cite(), reference.kind))
@@ -98,7 +101,7 @@ def reference_verdicts(
         name = device_model(m)
         if name is None or (m.device, m.name) in again:
             continue  # a figure measured again is judged by its second measurement, taken once the GPU was idle
-        verdict = reference_verdict(m, reference_for(name, m.name.removesuffix(AGAIN), baseline), stage)
+        verdict = reference_verdict(m, figure_reference(m, baseline), stage)
         if verdict is not None:
             judged.append(verdict)
     if not judged:
@@ -107,6 +110,9 @@ def reference_verdicts(
     yield from slow
     if not slow:
         against = "the baseline's" if all(v.numbers["kind"] == "baseline" for v in judged) else "their model's"
+        derived = sum(bool(v.numbers.get("derived")) for v in judged)
+        if derived:  # issue 40: a share its architecture's measured models reach, carried to this GPU's peaks
+            against = "their architecture's" if derived == len(judged) else "their model's or their architecture's"
         models = ", ".join(sorted({str(v.numbers["model"]) for v in judged}))
         bands = sorted({round(v.tolerance if v.tolerance is not None else 1 - WARN_BELOW, 4) for v in judged})
         within = f"{bands[0]:.0%}" if len(bands) == 1 else f"their entries' bands ({bands[0]:.0%}-{bands[-1]:.0%})"
@@ -116,6 +122,6 @@ def reference_verdicts(
             Status.PASS,
             f"{len(judged)} figure(s) within {within} of {against} reference figures ({models}); "
             f"below {FAIL_BELOW:.0%} of one would be a FAIL",
-            {"compared": len(judged), "models": models},
+            {"compared": len(judged), "models": models, "derived": derived},
             tolerance=bands[-1],
         )

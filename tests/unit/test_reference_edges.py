@@ -77,9 +77,9 @@ def test_the_verdict_carries_the_stage_it_is_asked_for(share: float, status: Sta
 def test_a_baseline_reference_is_the_baseline_s_whatever_object_holds_its_kind(monkeypatch: pytest.MonkeyPatch) -> None:
     kind = "".join(["base", "line"])  # equal to "baseline", but not the same object (a kind read from a file)
     baseline = Reference(H200, "matmul bf16 8192", 790.0, "TFLOP/s", kind, "a known-good box", "baseline")
-    monkeypatch.setattr(reference_module, "reference_for", lambda *_: baseline)
+    monkeypatch.setattr(reference_module, "figure_reference", lambda *_: baseline)
     (summary,) = reference_verdicts([figure(780.0)], "matmul")
     assert summary.status == Status.PASS and "of the baseline's reference figures (NVIDIA H200)" in summary.explanation
-    monkeypatch.setattr(reference_module, "reference_for", lambda *_: h200_bf16())
+    monkeypatch.setattr(reference_module, "figure_reference", lambda *_: h200_bf16())
     (table,) = reference_verdicts([figure(780.0)], "matmul")
     assert "of their model's reference figures (H200)" in table.explanation

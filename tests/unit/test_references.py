@@ -120,16 +120,24 @@ def test_an_unknown_model_is_not_judged_and_says_so() -> None:
 def test_a_cpu_best_on_a_model_the_table_keeps_points_at_the_verdict_that_judges_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from rigcheck.engine.facts import cpu_reference
     from rigcheck.engine.stages.matmul import verdicts
 
     figure = Measurement("matmul", "matmul fp32 1024", 900.0, "GFLOP/s", 1.0, 20, "cpu", sweep_best(0.9, "fp32").params)
-    for cpu, said in (
-        ("Intel(R) Xeon(R) Processor", "judged against this CPU model's own reference in `cpu matmul fp32 1024`"),
-        ("AMD EPYC 9654 96-Core Processor", "a CPU has no datasheet reference (compared only against history)"),
+    judged = "judged against this CPU model's own reference in `cpu matmul fp32 1024`"
+    unjudged = "a CPU has no datasheet reference (compared only against history)"
+    for cpu, capability, said in (
+        ("Intel(R) Xeon(R) Processor", "Intel AVX-512", judged),
+        # issue 40: the same brand string on a 2-core VM with AVX2 units is another CPU: the H200 host's share
+        # of its limit says nothing of it
+        ("Intel(R) Xeon(R) Processor", "Intel AVX2+FMA", unjudged),
+        ("AMD EPYC 9654 96-Core Processor", "AMD AVX-512", unjudged),
+        ("Intel(R) Xeon(R) Platinum 8480+", "Intel AVX-512", judged),  # by what it can do, not by its name
     ):
         monkeypatch.setattr(verdicts, "this_cpu", lambda c=cpu: c)
+        monkeypatch.setattr(cpu_reference, "this_capability", lambda c=capability: c)
         (verdict,) = summary_verdicts([figure], "cpu", None, None)
-        assert verdict.status == Status.NOT_JUDGED and said in verdict.explanation, verdict.explanation
+        assert verdict.status == Status.NOT_JUDGED and said in verdict.explanation, (cpu, capability)
 
 
 def test_max_find_uses_the_same_reference() -> None:
@@ -382,3 +390,29 @@ def test_noisy_figures_are_noted_by_name_but_launch_bound_and_broken_ones_are_no
     assert found["noise"].explanation.startswith(
         "note: 1 figure(s) were noisy (interquartile spread over 5% of the median) and stayed so when measured again"
     )
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value", "status"),
+    [
+        ("fp32", 51.0, Status.PASS),
+        ("tf32", 400.0, Status.PASS),
+        ("fp16", 760.0, Status.PASS),
+        ("fp16", 600.0, Status.WARN),
+    ],
+)
+def test_an_h100_s_best_of_is_judged_against_its_architecture_where_its_model_has_no_entry(
+    dtype: str, value: float, status: Status
+) -> None:
+    """Issue 40: on an H100 SXM, best fp32, tf32 and fp16 were NOT JUDGED beside '78% of the datasheet'; the
+    figure's device facts now carry the H200's measured share to it."""
+    best = sweep_best(value, dtype)
+    best.params.update(
+        gpu_name="NVIDIA H100 80GB HBM3", gpu_arch="sm_90", gpu_units=132, sm_clock_max_mhz=1980,
+        mem_clock_max_mhz=2619, memory_bus_bits=5120,
+    )  # fmt: skip
+    (verdict,) = summary_verdicts([best], "cuda:0", "NVIDIA H100 80GB HBM3", None, 132, "sm_90")
+    assert verdict.status == status, verdict.explanation
+    assert "expected (Hopper share of its datasheet peak (H200 rigcheck-measured, 3 runs" in verdict.explanation
+    if status == Status.WARN:
+        assert "more than 15% below the reference" in verdict.explanation

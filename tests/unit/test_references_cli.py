@@ -30,6 +30,10 @@ def test_the_gpus_present_are_listed_with_their_figures_and_sources(two_h200s: N
     assert "device copy (any size)" in out and "NVIDIA DCGM diag-skus.yaml" in out
     assert "\nsources:\n" in out and "commit b9e29720eebd4aa946fa9678975385efbc90a777" in out
     assert "A100" not in out  # only the models present
+    # issue 40: each figure's expectation on each GPU, measured (its model's entry) or derived (its architecture)
+    assert "expected on this GPU (132 units x 1980 MHz, sm_90):" in out
+    assert "derived from 132 SMs x 1,830 MHz x 4,096 bf16 FLOP/clock (sm_90)" in out
+    assert "matmul bf16 4096" in out and "792.1 TFLOP/s   measured    H200 rigcheck-measured, 3 runs" in out
 
 
 def test_a_baseline_overrides_the_figures_it_holds(two_h200s: None, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -63,7 +67,26 @@ def test_no_gpu_says_where_to_look(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(nvml, "LIBRARY", str(tmp_path / "absent.so"))
     monkeypatch.setattr(present, "DRM_ROOT", tmp_path / "no-drm")
     assert main(["references"]) == 0
-    assert "no GPU found" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # issue 40: a CPU host's run judges its CPU figures, so it says against what, not "no GPU found"
+    assert "no GPU found" not in out and "no GPU on this host (NVML, amdgpu)" in out
+    assert "\nthis CPU: " in out and ("NOT JUDGED against a reference" in out or "measured" in out)
+
+
+def test_a_cpu_host_whose_units_were_measured_shows_its_expected_figures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    from rigcheck.engine.hw import nvml
+    from rigcheck.tui import cli_expected
+
+    monkeypatch.setattr(nvml, "LIBRARY", str(tmp_path / "absent.so"))
+    monkeypatch.setattr(present, "DRM_ROOT", tmp_path / "no-drm")
+    xeon = {"model": "Intel(R) Xeon(R) Processor", "flags": ["avx2", "fma", "avx512f"], "machine": "x86_64"}
+    monkeypatch.setattr(cli_expected, "cpu_facts", lambda: xeon | {"logical_cpus": 16, "max_mhz": 3150.0})
+    assert main(["references"]) == 0
+    out = capsys.readouterr().out
+    assert "this CPU: Intel(R) Xeon(R) Processor (Intel AVX-512, 16 CPUs); its limit: 3,226 GFLOP/s fp32" in out
+    assert "matmul fp32 1024" in out and "1,039 GFLOP/s  measured" in out  # 32% of 3,226, as the H200 host reached
 
 
 def test_an_endless_or_huge_baseline_is_one_line_not_a_memory_blowup(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -80,3 +103,22 @@ def test_an_endless_or_huge_baseline_is_one_line_not_a_memory_blowup(tmp_path: P
     big.write_bytes(b" " * options.BASELINE_FILE_MAX_BYTES)  # at the cap: read, and refused as not JSON instead
     assert main(["references", "--all", "--baseline", str(big)]) == EXIT_USAGE
     assert "not JSON" in capsys.readouterr().err
+
+
+def test_a_gpu_the_table_does_not_list_shows_its_derived_expectations(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    from rigcheck.engine.facts.present_gpus import PresentGpu
+    from rigcheck.engine.measure.arch_peaks import DeviceProps
+    from rigcheck.tui import cli_references
+
+    bus = "0000:01:00.0"
+    monkeypatch.setattr(cli_references, "present_gpus", lambda: [PresentGpu("NVIDIA L40S", bus, "0x26b9")])
+    monkeypatch.setattr(
+        cli_references, "nvidia_props", lambda: {bus: DeviceProps("NVIDIA L40S", "sm_89", 142, 2520, 9001, 384)}
+    )
+    monkeypatch.setattr(cli_references, "amd_props", lambda **_: {})
+    assert main(["references"]) == 0
+    out = capsys.readouterr().out
+    assert "NVIDIA L40S, 0000:01:00.0, PCI id 0x26b9: not in the table; expected from its architecture (Ada)" in out
+    assert "bf16         366.4 TFLOP/s  derived from 142 SMs x 2,520 MHz x 1,024 bf16 FLOP/clock (sm_89)" in out
+    assert "derived     Hopper share carried to Ada" in out
+    assert "train c128 b8192 bf16" in out and "NOT JUDGED  no Ada model has a measured train" in out

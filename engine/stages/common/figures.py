@@ -28,6 +28,7 @@ from rigcheck.engine.measure.plausibility import (
 )
 from rigcheck.engine.measure.stats import LAUNCH_BOUND_S, TimingStats
 from rigcheck.engine.stages.common import span_clocks
+from rigcheck.engine.stages.common.device_facts import device_facts
 from rigcheck.engine.stages.common.limits import bus_id, gpu_matmul_limit
 
 # What an fp32 matrix multiply can run as without being asked, in the order tried: TF32, then bf16.
@@ -39,7 +40,8 @@ def device_identity(device: torch.device) -> dict[str, object]:
     if device.type != "cuda":
         return {}
     uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
-    return {"pci_bus_id": bus_id(device), "gpu_uuid": str(uuid) if uuid is not None else None}
+    identity = {"pci_bus_id": bus_id(device), "gpu_uuid": str(uuid) if uuid is not None else None}
+    return identity | device_facts(device)  # its SMs, clocks and bus width: the parent derives its peaks (issue 40)
 
 
 def timing_params(stats: TimingStats) -> dict[str, object]:

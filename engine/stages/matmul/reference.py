@@ -9,7 +9,7 @@ The child has no telemetry: it states the rule only. The parent quotes the figur
 from __future__ import annotations
 
 from rigcheck.engine.events import Status
-from rigcheck.engine.measure.references import WARN_BELOW, Reference, grade
+from rigcheck.engine.measure.references import Reference, grade
 
 
 def judged(
@@ -32,6 +32,6 @@ def judged(
     }
     ending = ""
     if status != Status.PASS:
-        rule = "below half of" if status == Status.FAIL else f"more than {1 - WARN_BELOW:.0%} below"
+        rule = "below half of" if status == Status.FAIL else f"more than {1 - reference.warn_below:.0%} below"
         ending = f"; {rule} the reference"
     return status, f", {share:.0%} of {reference.cite()}", ending, numbers

@@ -13,8 +13,9 @@ from collections.abc import Iterator
 
 import torch
 from rigcheck.engine.events import Event, Measurement, Progress, Status, Verdict
+from rigcheck.engine.measure.arch_peaks import props_of
+from rigcheck.engine.measure.arch_shares import lookup
 from rigcheck.engine.measure.plausibility import over_limit
-from rigcheck.engine.measure.references import reference_for
 from rigcheck.engine.measure.stats import TimingStats
 from rigcheck.engine.stage import StageContext
 from rigcheck.engine.stages.common.figures import checked, device_identity, usable
@@ -109,10 +110,9 @@ def max_find(context: StageContext, device: torch.device, budget_s: float, dtype
         yield Verdict(STAGE, "max-find", Status.SKIP, "no shape was measured", device=label)
         return
     share = f", {best.params['share_of_peak']:.0%} of the datasheet's {peak:g}" if peak else ""
-    props = torch.cuda.get_device_properties(device)
-    sms, arch = getattr(props, "multi_processor_count", None), getattr(props, "gcnArchName", None)
     # the mean is judged: the published MAMF is a mean of iterations at the best shape, too
-    reference = reference_for(device_name, f"max-find {dtype}", context.spec.option("baseline"), sms, arch)
+    found = lookup(device_name, f"max-find {dtype}", props_of(best.params), context.spec.option("baseline"))
+    reference = None if isinstance(found, str) else found  # its model's, else its architecture's share (issue 40)
     status, cited, ending, against = judged(best.value, reference, device_name, best.name)
     yield Verdict(
         STAGE,

@@ -8,7 +8,9 @@ from typing import Any
 
 from rigcheck.engine.events import Measurement, Status, Verdict
 from rigcheck.engine.facts.cpu_reference import cpu_reference, this_cpu
-from rigcheck.engine.measure.references import reference_for
+from rigcheck.engine.measure.arch_peaks import props_of
+from rigcheck.engine.measure.arch_shares import lookup
+from rigcheck.engine.measure.references import Reference, reference_for
 from rigcheck.engine.stages.common.figures import usable
 from rigcheck.engine.stages.matmul.reference import judged
 
@@ -48,6 +50,17 @@ def bests(results: list[Measurement]) -> tuple[dict[str, Measurement], dict[str,
     return by_dtype, unusable
 
 
+def _reference(
+    device_name: str, best: Measurement, key: str, baseline: dict[str, Any] | None, sms: int | None, arch: str | None
+) -> Reference | None:
+    """The best-of's reference: the baseline's, its model's own, else its architecture's share (issue 40)."""
+    props = props_of(best.params)
+    if props is None:  # a figure with no device facts: its model's entry alone, told apart by SMs and arch
+        return reference_for(device_name, f"best-{key}", baseline, sms, arch)
+    found = lookup(device_name, f"best-{key}", props, baseline)
+    return None if isinstance(found, str) else found
+
+
 def failing_bests(
     results: list[Measurement],
     device_name: str,
@@ -58,7 +71,7 @@ def failing_bests(
     """The best figures that would FAIL against their reference, not yet measured again."""
     found = []
     for key, best in bests(results)[0].items():
-        reference = reference_for(device_name, f"best-{key}", baseline, sms, arch)
+        reference = _reference(device_name, best, key, baseline, sms, arch)
         if (
             not best.params.get("remeasured")
             and judged(best.value, reference, device_name, best.name)[0] == Status.FAIL
@@ -102,7 +115,7 @@ def summary_verdicts(
         if device_name is None and cpu_reference(best, this_cpu()) is not None:
             ending = f"; not judged here: judged against this CPU model's own reference in `cpu {best.name}`"
         if device_name is not None:
-            reference = reference_for(device_name, f"best-{key}", baseline, sms, arch)
+            reference = _reference(device_name, best, key, baseline, sms, arch)
             status, cited, ending, against = judged(best.value, reference, device_name, best.name)
         again = best.params.get("remeasured")
         if again:
