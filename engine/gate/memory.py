@@ -6,6 +6,7 @@ is a WARN that names the first run where the value changed.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +43,10 @@ class Point:
 
 
 def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    """A stored count as an int; None for anything else (text, a bool, NaN or infinity from a tampered row)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value) if math.isfinite(value) else None
 
 
 def point(run_id: int, started: float, gpu: dict[str, Any]) -> Point:
@@ -54,8 +58,10 @@ def point(run_id: int, started: float, gpu: dict[str, Any]) -> Point:
     corrected = _int(ecc.get("aggregate_corrected", ecc.get("volatile_corrected")))
     remapped = None
     if "correctable" in rows or "uncorrectable" in rows:
-        remapped = int(rows.get("correctable", 0)) + int(rows.get("uncorrectable", 0))
-    codes = tuple(sorted(int(c) for c in (xid.get("codes") or {})))
+        parts = [_int(rows.get("correctable", 0)), _int(rows.get("uncorrectable", 0))]
+        remapped = None if None in parts else sum(p for p in parts if p is not None)
+    codes_in = xid.get("codes") if isinstance(xid.get("codes"), dict) else {}
+    codes = tuple(sorted(int(c) for c in codes_in if str(c).isdigit() and len(str(c)) <= 6))
     return Point(run_id, started, corrected, remapped, _int(link.get("width")), _int(link.get("max_gen")), codes)
 
 
