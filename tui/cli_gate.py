@@ -237,6 +237,24 @@ def command_gpu_history(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_check_history(args: argparse.Namespace) -> int:
+    """`history --checks`: the gate's kept checks, newest first, each with the gate's own state and line."""
+    import time
+
+    from rigcheck.engine.run.preflight import open_store
+    from rigcheck.engine.store.history import checks
+
+    rows = checks(open_store(args.store), args.limit)
+    if not rows:
+        print("no health check kept in this store (`rigcheck check` keeps one per check that changed something)")
+        return 0
+    print(f"{'run':>6}  {'when':<16}  {'state':<8}  summary")
+    for row in rows:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(row["started"])) if row["started"] else "-"
+        print(f"{row['id']:>6}  {when:<16}  {row['state']:<8}  {fit(row['summary'], 200)}")
+    return 0
+
+
 def health_source(store_arg: str | None) -> Callable[[], dict[str, Any] | None]:
     """For `monitor --prom-textfile`: the newest health run's report, read again only when a newer run lands.
     A store that is not there (it is never made for this) or cannot be read gives None: the monitor goes on."""
