@@ -225,6 +225,8 @@ def command_gpu_history(args: argparse.Namespace) -> int:
     from rigcheck.engine.gate.timeline import gpu_timeline
     from rigcheck.engine.run.preflight import open_store
 
+    if not (args.gpu.isascii() and args.gpu.isprintable()):  # a GPU UUID is plain ASCII ("GPU-9b25...")
+        raise UsageError(f"--gpu {args.gpu!a}: not a GPU UUID (plain ASCII, as nvidia-smi -L prints it)")
     rows = gpu_timeline(open_store(args.store), args.gpu)
     if not rows:
         raise UsageError(f"no run in the store has a GPU with UUID {args.gpu!r}")  # repr: no terminal escape echoed

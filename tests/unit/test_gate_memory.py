@@ -155,3 +155,29 @@ def test_a_pcie_read_that_fails_is_unknown_never_ok(node: Node) -> None:
     assert next(v for v in result.verdicts if v.check == "pcie" and v.device == "nvml:1").status == Status.SKIP
     node.faults(pcie_fail1=0)
     assert node.check(expect=2).state == OK
+
+
+def test_history_gpu_shows_a_tampered_row_without_a_traceback_or_an_escape(node: Node) -> None:
+    from rigcheck.engine.gate.timeline import gpu_timeline
+
+    uuid = "GPU-00000000-0000-0000-0000-000000000001"
+    clean = node.check(expect=2)
+    node.faults(persistence1=0)
+    bad = node.check(expect=2)
+
+    def poison(facts: dict) -> None:
+        gpu = facts["gpus"][1]
+        gpu["ecc"] = {"aggregate_corrected": float("inf"), "volatile_corrected": float("nan")}
+        gpu["row_remap"] = {"correctable": float("inf"), "uncorrectable": 1}
+        gpu["xid"] = {"codes": {"13\x1b]0;owned\x07": 1}}
+
+    tamper(node, bad.run_id, poison)
+    db = sqlite3.connect(node.store.path)
+    db.execute("UPDATE runs SET started = 1e308, profile = 'x\x1b[2J' WHERE id = ?", (bad.run_id,))
+    db.commit()
+    db.close()
+    rows = gpu_timeline(node.store, uuid)
+    assert [row["run"] for row in rows] == [clean.run_id, bad.run_id]
+    assert rows[0]["corrected"] == "12" and rows[0]["when"] != "-"  # the clean row as before
+    assert rows[1]["corrected"] == "-" and rows[1]["remapped"] == "-" and rows[1]["when"] == "-"
+    assert all(str(value).isprintable() for row in rows for value in row.values())
