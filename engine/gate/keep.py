@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from rigcheck.engine.events import Facts, StageFinished, StageStarted, Status, worst
-from rigcheck.engine.gate.memory import point
+from rigcheck.engine.gate.memory import block, point
 from rigcheck.engine.stages.health.checks import STAGE
 
 PROFILE = "passive"  # the run's profile in the store: how `history` and exports tell a gate check apart
@@ -25,7 +25,7 @@ RUN_TABLES = ("events", "measurements", "verdicts", "facts", "samples", "stages"
 
 def signature(facts: dict[str, Any]) -> str:
     """What the timeline tells apart: the state, its line, and each GPU's counters that history compares."""
-    gate = facts.get("gate") if isinstance(facts.get("gate"), dict) else {}
+    gate = block(facts.get("gate"))
     gpus = []
     for gpu in facts.get("gpus") or []:
         if isinstance(gpu, dict):

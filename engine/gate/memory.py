@@ -49,18 +49,23 @@ def _int(value: Any) -> int | None:
     return int(value) if math.isfinite(value) else None
 
 
+def block(value: Any) -> dict[str, Any]:
+    """A stored record's part as a dict; {} for anything else (a tampered or absent part)."""
+    return value if isinstance(value, dict) else {}
+
+
 def point(run_id: int, started: float, gpu: dict[str, Any]) -> Point:
     """A stored GPU record (the gate's or the health stage's facts) as a Point."""
-    ecc = gpu.get("ecc") if isinstance(gpu.get("ecc"), dict) else {}
-    rows = gpu.get("row_remap") if isinstance(gpu.get("row_remap"), dict) else {}
-    link = gpu.get("pcie") if isinstance(gpu.get("pcie"), dict) else {}
-    xid = gpu.get("xid") if isinstance(gpu.get("xid"), dict) else {}
+    ecc = block(gpu.get("ecc"))
+    rows = block(gpu.get("row_remap"))
+    link = block(gpu.get("pcie"))
+    xid = block(gpu.get("xid"))
     corrected = _int(ecc.get("aggregate_corrected", ecc.get("volatile_corrected")))
     remapped = None
     if "correctable" in rows or "uncorrectable" in rows:
         parts = [_int(rows.get("correctable", 0)), _int(rows.get("uncorrectable", 0))]
         remapped = None if None in parts else sum(p for p in parts if p is not None)
-    codes_in = xid.get("codes") if isinstance(xid.get("codes"), dict) else {}
+    codes_in = block(xid.get("codes"))
     codes = tuple(sorted(int(c) for c in codes_in if str(c).isdigit() and len(str(c)) <= 6))
     return Point(run_id, started, corrected, remapped, _int(link.get("width")), _int(link.get("max_gen")), codes)
 
@@ -115,7 +120,11 @@ def _counter(
     rise = now - base
     name = f"{gpu.label} {gpu.uuid}"
     since = "this run" if first_changed is None else f"run {first_changed.run_id}"
-    numbers = {"from": base, "to": now, "since_run": None if first_changed is None else first_changed.run_id}
+    numbers: dict[str, Any] = {
+        "from": base,
+        "to": now,
+        "since_run": None if first_changed is None else first_changed.run_id,
+    }
     if rise < warn_at:
         text = f"{name}: {words} at {now}, {rise} more than run {last_at_base.run_id} (below {warn_at})"
         return verdict(check, gpu.label, Status.PASS, text, words, numbers)

@@ -6,7 +6,7 @@ import json
 import time
 from typing import Any
 
-from rigcheck.engine.gate.memory import gpu_uuid, point
+from rigcheck.engine.gate.memory import block, gpu_uuid, point
 from rigcheck.engine.gate.outcome import printable
 from rigcheck.engine.stages.health.checks import STAGE
 
@@ -42,7 +42,8 @@ def gpu_timeline(store: Any, uuid: str) -> list[dict[str, Any]]:
             data = json.loads(row["data"])
         except (TypeError, ValueError):
             continue  # a row that cannot be read is left out; the others still show
-        gpus = data.get("gpus") if isinstance(data, dict) and isinstance(data.get("gpus"), list) else []
+        gpus = block(data).get("gpus")
+        gpus = gpus if isinstance(gpus, list) else []
         for gpu in gpus:
             if not isinstance(gpu, dict) or gpu_uuid(gpu) != uuid:
                 continue
