@@ -64,10 +64,10 @@ def test_a_hung_drivers_check_is_kept_as_unknown_beside_a_clean_one(
 ) -> None:
     library, state, log = node
     store = str(tmp_path / "store.db")
-    common = ["--store", store, "check", "--kernel-log", str(log), "--timeout", "2"]
-    assert rigcheck(library, state, *common).returncode == 0
+    common = ["--store", store, "check", "--kernel-log", str(log)]
+    assert rigcheck(library, state, *common).returncode == 0  # the default 20 s: a busy host is never "hung"
     write_state(state, init_sleep=60)
-    hung = rigcheck(library, state, *common)
+    hung = rigcheck(library, state, *common, "--timeout", "2")
     assert hung.returncode == 7 and hung.stdout.startswith("UNKNOWN: the check did not finish in 2 s"), hung.stderr
     assert "stored" in hung.stderr
     listed = rigcheck(library, state, "--store", store, "history", "--checks")
@@ -80,10 +80,11 @@ def test_a_hung_drivers_check_is_kept_as_unknown_beside_a_clean_one(
 def test_slurm_health_says_it_would_drain_a_hung_driver(node: tuple[Path, Path, Path], tmp_path: Path) -> None:
     library, state, log = node
     env = fake_scontrol(tmp_path)
-    args = ["slurm-health", "--no-store", "--kernel-log", str(log), "--timeout", "2", "--node", "vm", "--dry-run"]
-    clean = rigcheck(library, state, *args, env=env)
+    args = ["slurm-health", "--no-store", "--kernel-log", str(log), "--node", "vm", "--dry-run"]
+    clean = rigcheck(library, state, *args, env=env)  # the default 20 s: a busy host is never "hung"
     assert clean.returncode == 0 and "slurm: node vm healthy and in service" in clean.stderr
     write_state(state, init_sleep=60)
+    args = [*args[:-1], "--timeout", "2", "--dry-run"]
     hung = rigcheck(library, state, *args, "--exit-style", "nagios", env=env)
     assert hung.returncode == 3
     reason = "Reason=rigcheck: hung driver? no answer in 2 s"
