@@ -160,11 +160,11 @@ def _print(result: Any, verbose: bool, style: str) -> None:
     details.flush()
 
 
-def _keep(args: argparse.Namespace, result: Any) -> None:
+def _keep(args: argparse.Namespace, result: Any) -> bool:
     """Keep the check in the store's timeline, after the answer and the action, in at most KEEP_WAIT_S: a held or
-    slow store costs the memory, never the deadline a scheduler gives the check."""
+    slow store costs the memory, never the deadline a scheduler gives the check. Whether keeping ended."""
     if args.no_store:
-        return
+        return True
 
     def work() -> None:
         from rigcheck.engine.gate.passive import keep
@@ -179,16 +179,19 @@ def _keep(args: argparse.Namespace, result: Any) -> None:
     thread = threading.Thread(target=work, name="rigcheck-gate-keep", daemon=True)
     thread.start()
     thread.join(KEEP_WAIT_S)
-    if thread.is_alive():
+    ended = not thread.is_alive()
+    if not ended:
         result.store_error = f"not stored: the store did not answer in {KEEP_WAIT_S:g} s"
     if result.store_error:
         print(f"note: {result.store_error}", file=sys.stderr)
     elif result.run_id is not None:
         print(f"run {result.run_id} stored", file=sys.stderr)
+    return ended
 
 
 def _leave(code: int, finished: bool) -> int:
-    """The exit code; after a timeout the process leaves at once (the wedged thread may never return)."""
+    """The exit code; after a timeout (the check's or the store's) the process leaves at once: the thread stuck
+    in a wedged driver or a held store may never return."""
     if not finished:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -199,8 +202,8 @@ def _leave(code: int, finished: bool) -> int:
 def command_check(args: argparse.Namespace) -> int:
     result, finished = _judged_in_time(args)
     _print(result, args.verbose, args.exit_style)
-    _keep(args, result)
-    return _leave(result.code(args.exit_style), finished)
+    kept = _keep(args, result)
+    return _leave(result.code(args.exit_style), finished and kept)
 
 
 def command_slurm_health(args: argparse.Namespace) -> int:
@@ -215,10 +218,10 @@ def command_slurm_health(args: argparse.Namespace) -> int:
     said, _ = act(node, result.state, getattr(result, "cause", None) or result.line, dry_run=args.dry_run)
     print(f"slurm: {said}", file=sys.stderr, flush=True)
     result.facts.setdefault("gate", {})["slurm"] = said
-    _keep(args, result)
+    kept = _keep(args, result)
     # a node that may take work exits 0 whatever the style: a WARN must not fail a job's prolog
     # (a scontrol that failed is said on stderr; a failing node's code is non-zero already)
-    return _leave(0 if result.state in (OK, WARN) else result.code(args.exit_style), finished)
+    return _leave(0 if result.state in (OK, WARN) else result.code(args.exit_style), finished and kept)
 
 
 def command_gpu_history(args: argparse.Namespace) -> int:

@@ -164,3 +164,25 @@ def test_a_new_store_on_a_full_disk_still_gets_the_answer(node: tuple[Path, Path
     done = in_tiny_tmpfs(tiny, "4k", *command, "--kernel-log", str(log))
     assert done.returncode == 1 and done.stdout.startswith("CRITICAL: nvml:1 row remap failed"), done.stderr
     assert "note:" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_store_held_by_another_writer_costs_the_memory_not_the_deadline(
+    node: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    import time
+
+    library, state, log = node
+    store = tmp_path / "store.db"
+    common = ["--store", str(store), "check", "--kernel-log", str(log)]
+    assert rigcheck(library, state, *common).returncode == 0  # the clean case: made and kept
+    holder = sqlite3.connect(store, timeout=0)
+    holder.execute("BEGIN IMMEDIATE")  # another process's write lock, held past the store's 30 s patience
+    try:
+        start = time.monotonic()
+        done = rigcheck(library, state, *common)
+        took = time.monotonic() - start
+    finally:
+        holder.rollback()
+        holder.close()
+    assert done.returncode == 0 and done.stdout.startswith("OK: 2 GPU(s) healthy"), done.stderr
+    assert "not stored: the store did not answer in 5 s" in done.stderr and took < 25, (took, done.stderr)
