@@ -4,6 +4,9 @@
      gpus=2  ecc_corrected=12  ecc_uncorrected=0  remap_pending=0  remap_failure=0  remap_correctable=0
      gen=5  width=16  power_limit=700000  persistence=1  throttle=1  vbios=96.00.68.00.01  processes=0
      init_sleep=0 (seconds nvmlInit_v2 hangs, as a wedged driver does)  init_fail=0
+     util=0 (% of time the GPU was busy)  pcie_fail=0 (1: every PCIe link read fails, as on a GPU going bad)
+     pid=4242 (the first listed process's pid: give a live one for a process this namespace can see)
+     unlisted=0 (MiB in use that no listed process accounts for: a process in another container)
    A key suffixed with the GPU's index (width1=8) applies to that GPU alone. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,11 +49,12 @@ int nvmlDeviceGetTotalEccErrors(H h,int t,int c,unsigned long long*n){*n=t==0?G(
 int nvmlDeviceGetRetiredPages(H h,int cause,unsigned*count,unsigned long long*a){return 3;}
 int nvmlDeviceGetRetiredPagesPendingStatus(H h,int*v){return 3;}
 int nvmlDeviceGetRemappedRows(H h,unsigned*a,unsigned*b,unsigned*p,unsigned*f){*a=G("remap_correctable",0,h);*b=0;*p=G("remap_pending",0,h);*f=G("remap_failure",0,h);return 0;}
-int nvmlDeviceGetCurrPcieLinkGeneration(H h,unsigned*v){*v=G("gen",5,h);return 0;}
-int nvmlDeviceGetMaxPcieLinkGeneration(H h,unsigned*v){*v=5;return 0;}
-int nvmlDeviceGetGpuMaxPcieLinkGeneration(H h,unsigned*v){*v=5;return 0;}
-int nvmlDeviceGetCurrPcieLinkWidth(H h,unsigned*v){*v=G("width",16,h);return 0;}
-int nvmlDeviceGetMaxPcieLinkWidth(H h,unsigned*v){*v=16;return 0;}
+#define PCIE_OK(h) if(G("pcie_fail",0,h))return 15
+int nvmlDeviceGetCurrPcieLinkGeneration(H h,unsigned*v){PCIE_OK(h);*v=G("gen",5,h);return 0;}
+int nvmlDeviceGetMaxPcieLinkGeneration(H h,unsigned*v){PCIE_OK(h);*v=5;return 0;}
+int nvmlDeviceGetGpuMaxPcieLinkGeneration(H h,unsigned*v){PCIE_OK(h);*v=5;return 0;}
+int nvmlDeviceGetCurrPcieLinkWidth(H h,unsigned*v){PCIE_OK(h);*v=G("width",16,h);return 0;}
+int nvmlDeviceGetMaxPcieLinkWidth(H h,unsigned*v){PCIE_OK(h);*v=16;return 0;}
 int nvmlDeviceGetPersistenceMode(H h,unsigned*v){*v=G("persistence",1,h);return 0;}
 int nvmlDeviceGetPowerManagementLimit(H h,unsigned*v){*v=G("power_limit",700000,h);return 0;}
 int nvmlDeviceGetPowerManagementDefaultLimit(H h,unsigned*v){*v=700000;return 0;}
@@ -58,7 +62,7 @@ int nvmlDeviceGetPowerManagementLimitConstraints(H h,unsigned*a,unsigned*b){*a=2
 int nvmlDeviceGetEnforcedPowerLimit(H h,unsigned*v){*v=G("power_limit",700000,h);return 0;}
 int nvmlDeviceGetCurrentClocksEventReasons(H h,unsigned long long*v){*v=G("throttle",1,h);return 0;}
 typedef struct{unsigned gpu,memory;}U;
-int nvmlDeviceGetUtilizationRates(H h,U*u){u->gpu=0;u->memory=0;return 0;}
+int nvmlDeviceGetUtilizationRates(H h,U*u){u->gpu=(unsigned)G("util",0,h);u->memory=0;return 0;}
 int nvmlDeviceGetMigMode(H h,unsigned*c,unsigned*p){return 3;}
 typedef struct{unsigned char uuid[16];int status;unsigned clique;unsigned state;}F;
 int nvmlDeviceGetGpuFabricInfo(H h,F*f){return 3;}
@@ -67,5 +71,12 @@ int nvmlDeviceGetComputeRunningProcesses_v3(H h,unsigned*n,P*p){
   unsigned want=(unsigned)G("processes",0,h);
   if(!want){*n=0;return 0;}
   if(*n<want||!p){*n=want;return 7;}
-  for(unsigned i=0;i<want;i++){memset(&p[i],0,sizeof p[i]);p[i].pid=4242+i;p[i].used=1073741824ULL;}
+  for(unsigned i=0;i<want;i++){memset(&p[i],0,sizeof p[i]);p[i].pid=(unsigned)G("pid",4242,h)+i;p[i].used=1073741824ULL;}
   *n=want;return 0;}
+/* v2 leaves out the driver's reservation: 40 MiB of bookkeeping, the listed processes' 1 GiB each, and `unlisted` */
+typedef struct{unsigned version;unsigned long long total,reserved,free,used;}M2;
+int nvmlDeviceGetMemoryInfo_v2(H h,M2*m){
+  if(m->version!=0x02000028)return 2;
+  m->total=150000000000ULL;m->reserved=645922816ULL;
+  m->used=(40ULL+1024ULL*(unsigned long long)G("processes",0,h)+(unsigned long long)G("unlisted",0,h))*1048576ULL;
+  m->free=m->total-m->used;return 0;}

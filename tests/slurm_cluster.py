@@ -36,7 +36,7 @@ def wait_for(what: str, ready: Callable[[], bool], timeout: float = START_S) -> 
 
 
 class Cluster:
-    def __init__(self, folder: Path, health_program: Path, interval_s: int) -> None:
+    def __init__(self, folder: Path, health_program: Path, interval_s: int, others: tuple[str, ...] = ()) -> None:
         self.folder = folder
         self.node = socket.gethostname().split(".")[0]
         self.conf = folder / "slurm.conf"
@@ -70,7 +70,9 @@ class Cluster:
         }
         text = "".join(f"{key}={value}\n" for key, value in lines.items())
         text += f"NodeName={self.node} NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN\n"
-        text += f"PartitionName=debug Nodes={self.node} Default=YES State=UP\n"
+        for number, other in enumerate(others, start=2):  # nodes no slurmd answers for: another admin's to drain
+            text += f"NodeName={other} NodeAddr=127.0.0.{number} CPUs=1 State=UNKNOWN\n"
+        text += f"PartitionName=debug Nodes={','.join((self.node, *others))} Default=YES State=UP\n"
         (folder / "state").mkdir()
         (folder / "spool").mkdir()
         self.conf.write_text(text)
@@ -82,8 +84,8 @@ class Cluster:
         )
         return done.stdout + done.stderr
 
-    def node_line(self) -> str:
-        return self.scontrol("show", "node", self.node, "--oneliner")
+    def node_line(self, node: str | None = None) -> str:
+        return self.scontrol("show", "node", node or self.node, "--oneliner")
 
     def _start(self, *command: str) -> None:
         log = (self.folder / f"{Path(command[0]).name}.out").open("wb")
@@ -119,11 +121,13 @@ class Cluster:
 
 
 @contextmanager
-def slurm_cluster(folder: Path, health_program: Path, interval_s: int = 3) -> Iterator[Cluster]:
+def slurm_cluster(
+    folder: Path, health_program: Path, interval_s: int = 3, others: tuple[str, ...] = ()
+) -> Iterator[Cluster]:
     need(MUNGED, SLURMCTLD, SLURMD, "scontrol")
     if os.geteuid() != 0:
         skip_or_fail("a private slurmd runs as root (SlurmdUser=root) and this test is not root")
-    cluster = Cluster(folder, health_program, interval_s)
+    cluster = Cluster(folder, health_program, interval_s, others)
     try:
         cluster.start()
         yield cluster

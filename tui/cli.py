@@ -29,7 +29,13 @@ from rigcheck.engine.stage import PROFILES, parse_device
 from rigcheck.engine.store import StoreError
 from rigcheck.tui.cli_fleet import command_fleet
 from rigcheck.tui.cli_follow import command_cancel, command_follow
-from rigcheck.tui.cli_gate import command_check, command_gpu_history, command_slurm_health, health_source
+from rigcheck.tui.cli_gate import (
+    command_check,
+    command_check_history,
+    command_gpu_history,
+    command_slurm_health,
+    health_source,
+)
 from rigcheck.tui.cli_parser import build_parser
 from rigcheck.tui.cli_references import command_references
 from rigcheck.tui.cli_run import command_run
@@ -126,9 +132,13 @@ def command_history(args: argparse.Namespace) -> int:
 
     if args.gpu:  # one GPU's health timeline (issue 33)
         return command_gpu_history(args)
+    if args.checks:  # the gate's checks, a health timeline apart from runs (issue 43)
+        return command_check_history(args)
+    from rigcheck.engine.store.history import check_count, real_runs
+
     store = open_store(args.store)
     sweep_stale(store)  # sockets that engines killed with -9 left behind
-    runs = store.runs(args.limit)
+    runs = real_runs(store, args.limit)
     for run in runs:
         if store.is_live(run):
             run["status"] = "LIVE"
@@ -136,6 +146,8 @@ def command_history(args: argparse.Namespace) -> int:
     console.print(history_table(runs, store.worst_statuses([run["id"] for run in runs]), console.width))
     for line in store.unlisted:
         print(f"rigcheck: {line}", file=sys.stderr)
+    if check_count(store):
+        print(f"{check_count(store)} health check(s) kept apart: `rigcheck history --checks`")
     return 0
 
 

@@ -110,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
         history.add_argument(
             "--gpu", type=given("a GPU UUID"), metavar="UUID", help="one GPU's health timeline across runs, by its UUID"
         )
+        history.add_argument("--checks", action="store_true", help="the health gate's checks (`check`), not runs")
     follow = commands.add_parser("follow", help="follow a run live (default: the newest live one)", parents=[common])
     follow.add_argument("run", nargs="?", metavar="RUN", help="a run number or 'last'")
     cancel = commands.add_parser("cancel", help="stop a live run (or only its running stage)", parents=[common])

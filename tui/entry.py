@@ -53,12 +53,16 @@ def main() -> int:
     """Import the command line, give SIGINT back, and run the command."""
     try:
         from rigcheck.engine.exits import EXIT_INTERRUPTED
-        from rigcheck.tui.cli import main as command_line
+        from rigcheck.tui.gate_entry import gate_command_of, gate_main
+
+        if gate_command_of(sys.argv[1:]) is None:  # the health gate loads only what it reads with (issue 44)
+            from rigcheck.tui.cli import main as command_line
     finally:
         if _TAKEN:
             _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     try:
-        return command_line()
+        gate = gate_main(sys.argv[1:])
+        return gate if gate is not None else command_line()
     except KeyboardInterrupt:  # between giving SIGINT back and the command's own handling
         _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
         os.write(2, INTERRUPTED_LINE)

@@ -11,7 +11,15 @@ from pathlib import Path
 from rigcheck.engine.facts.health_model import Missing
 from rigcheck.engine.hw.pci import normalise_bus_id
 
-XID_LINE = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F]+:[0-9a-fA-F]+:[0-9a-fA-F]+)(?:\.\d)?\): (\d+)")
+# Only a line the NVIDIA driver wrote is an XID: "NVRM: Xid" opens the kernel's message, after a /dev/kmsg header
+# of the kernel's own facility (priority 0-7; a user's write to /dev/kmsg is facility 1 or more) or a dmesg
+# timestamp in a saved log. The same words later in a message (a program's file name in a segfault line) are
+# any local user's to choose (issue 44).
+_KMSG_HEAD = r"(?:[0-7],\d+,\d+,[^;]*;)?"
+_DMESG_HEAD = r"(?:<[0-7]>)?(?:\[\s*\d+\.\d+\]\s?|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]\s?)?"
+XID_LINE = re.compile(
+    "^" + _KMSG_HEAD + _DMESG_HEAD + r"NVRM: Xid \(PCI:([0-9a-fA-F]+:[0-9a-fA-F]+:[0-9a-fA-F]+)(?:\.\d)?\): (\d+)"
+)
 
 # The XIDs that mean the hardware or its memory failed, in words; others are often an application's fault.
 CRITICAL_XIDS = {

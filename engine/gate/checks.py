@@ -15,6 +15,10 @@ from rigcheck.engine.stages.health.checks import BUSY_PCT, HARDWARE_REASONS, STA
 
 RECOVERY_XID = 154  # "GPU recovery action changed": the driver names what it needs (NVIDIA's Xid catalog)
 NO_ACTION = {"None", "none"}
+# as the run's unseen-user evidence judges (engine/trust/unseen.py): memory no listed process holds below this is
+# the driver's bookkeeping (a context is about 500 MiB); a GPU this busy or more with no process here did work
+UNLISTED_MIN = 256 * 2**20
+IDLE_PCT = 5.0
 SOFT_REASONS = {"idle", "application clock setting", "sync boost", "display clock setting", "power cap"}
 
 
@@ -195,7 +199,23 @@ def pcie_now(gpu: GateGpu) -> Verdict:
     return verdict("pcie", gpu.label, Status.PASS, f"{gpu.label} PCIe link at {now}, its maximum", "PCIe", dict(link))
 
 
+def unseen_users(gpu: GateGpu) -> list[str]:
+    """What shows a user of this GPU that rigcheck cannot see (another container or PID namespace), in words:
+    a listed pid that is not in this namespace, memory that no listed process holds, work with no process here."""
+    found = [] if isinstance(gpu.processes, Missing) else gpu.processes
+    words = [f"pid {p['pid']} (not in this PID namespace)" for p in found if not p.get("seen", True)]
+    if gpu.unlisted is not None and gpu.unlisted >= UNLISTED_MIN:
+        words.append(f"{gpu.unlisted / 2**30:.1f} GiB that no listed process holds")
+    idle = gpu.health.idle_clocks
+    busy = idle.get("utilization_pct") if isinstance(idle, dict) else None
+    if isinstance(busy, int | float) and busy > IDLE_PCT and not any(p.get("seen", True) for p in found):
+        words.append(f"{busy:g}% busy with no process of this namespace on it")
+    return words
+
+
 def processes(gpu: GateGpu, expect_idle: bool) -> Verdict:
+    """Who else uses the GPU: a listed process warns only where it should be idle (--expect-idle); a process
+    rigcheck cannot see warns always, and fails a GPU that should be idle (a job prolog must not be told free)."""
     found = gpu.processes
     if isinstance(found, Missing):
         return verdict(
@@ -206,12 +226,19 @@ def processes(gpu: GateGpu, expect_idle: bool) -> Verdict:
             "processes unread",
             {"missing": found.why},
         )
+    unseen = unseen_users(gpu)
+    numbers: dict[str, Any] = {"pids": [p["pid"] for p in found], "processes": found, "unlisted_bytes": gpu.unlisted}
+    if unseen:
+        text = f"{gpu.label} is used by a process rigcheck cannot see (another container): {'; '.join(unseen)}"
+        if expect_idle:
+            text += " (--expect-idle: it is not free)"
+        status = Status.FAIL if expect_idle else Status.WARN
+        return verdict("processes", gpu.label, status, text, f"{gpu.label} unseen user", numbers | {"unseen": unseen})
     if not found:
-        return verdict("processes", gpu.label, Status.PASS, f"{gpu.label} runs no other process", "idle", {"pids": []})
+        return verdict("processes", gpu.label, Status.PASS, f"{gpu.label} runs no other process", "idle", numbers)
     listed = ", ".join(
         f"pid {p['pid']}" + (f" ({p['used_bytes'] / 2**30:.1f} GiB)" if p.get("used_bytes") else "") for p in found
     )
-    numbers = {"pids": [p["pid"] for p in found], "processes": found}
     if expect_idle:
         text = f"{gpu.label} should be idle (--expect-idle) but runs {listed}: a previous job left it behind?"
         return verdict("processes", gpu.label, Status.WARN, text, f"{gpu.label} busy: pid {found[0]['pid']}", numbers)

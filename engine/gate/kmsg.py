@@ -2,6 +2,10 @@
 
 /dev/kmsg records read "priority,sequence,microseconds,flags;message"; a saved plain log (dmesg) has no
 sequence, so its line number stands in. The boot id says whether sequence numbers still compare.
+
+Everything in the log is untrusted text: any local user can put words in it (a program's file name in a
+segfault line). Only a line the driver wrote counts as an XID (engine/facts/xid.py's XID_LINE), and what the
+gate keeps of one is numbers and words of its own: a code, a bus id, and a recovery action from NVIDIA's list.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ KMSG = Path("/dev/kmsg")
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 RECORD = re.compile(r"^\d+,(\d+),\d+,[^;]*;(.*)$")
 # XID 154 (drivers from R550): "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)"
-RECOVERY = re.compile(r"recovery action changed from .*? to (0x[0-9a-fA-F]+) \(([^)]+)\)")
+RECOVERY = re.compile(r"recovery action changed from .*? to (0x[0-9a-fA-F]{1,8})\b")
+# NVIDIA's recovery actions by code (the XID catalog); the words in the line itself are never repeated
+ACTIONS = {0: "None", 1: "GPU Reset Required", 2: "Node Reboot Required", 3: "Drain P2P", 4: "Drain and Reset"}
 
 
 @dataclass(frozen=True)
@@ -38,13 +44,22 @@ class KernelLog:
     lines: list[str]  # every message, for readers that count XIDs since boot
 
 
-def _records(raw: list[str]) -> list[tuple[int, str]]:
-    """(sequence, message) for each line; a line without a kmsg header takes its line number."""
+def _records(raw: list[str]) -> list[tuple[int, str, str]]:
+    """(sequence, whole line, message) for each line; a line without a kmsg header takes its line number."""
     out = []
     for number, chunk in enumerate("".join(raw).splitlines(), start=1):
         match = RECORD.match(chunk)
-        out.append((int(match.group(1)), match.group(2)) if match else (number, chunk))
+        out.append((int(match.group(1)), chunk, match.group(2)) if match else (number, chunk, chunk))
     return out
+
+
+def recovery_action(message: str) -> str | None:
+    """The action an XID 154 line asks for, in NVIDIA's words for its code; None where the line names none."""
+    found = RECOVERY.search(message)
+    if found is None:
+        return None
+    code = int(found.group(1), 16)
+    return ACTIONS.get(code, f"recovery action 0x{code:x}")
 
 
 def read_kernel_log(path: Path | None = None) -> KernelLog | Missing:
@@ -62,12 +77,11 @@ def read_kernel_log(path: Path | None = None) -> KernelLog | Missing:
         return raw
     records, last = [], 0
     lines = []
-    for seq, message in _records(raw):
+    for seq, line, message in _records(raw):
         last = max(last, seq)
         lines.append(message)
-        match = XID_LINE.search(message)
-        if match:
-            bus = normalise_bus_id(match.group(1) + ".0") or match.group(1)
-            found = RECOVERY.search(message)
-            records.append(XidRecord(seq, bus, int(match.group(2)), found.group(2) if found else None))
+        match = XID_LINE.match(line)  # the header kept: a user's write to /dev/kmsg is not the kernel's
+        bus = normalise_bus_id(match.group(1) + ".0") if match else None
+        if match and bus and len(match.group(2)) <= 6:
+            records.append(XidRecord(seq, bus, int(match.group(2)), recovery_action(message)))
     return KernelLog(records, last, boot, lines)

@@ -6,6 +6,7 @@ is a WARN that names the first run where the value changed.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -42,20 +43,30 @@ class Point:
 
 
 def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    """A stored count as an int; None for anything else (text, a bool, NaN or infinity from a tampered row)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value) if math.isfinite(value) else None
+
+
+def block(value: Any) -> dict[str, Any]:
+    """A stored record's part as a dict; {} for anything else (a tampered or absent part)."""
+    return value if isinstance(value, dict) else {}
 
 
 def point(run_id: int, started: float, gpu: dict[str, Any]) -> Point:
     """A stored GPU record (the gate's or the health stage's facts) as a Point."""
-    ecc = gpu.get("ecc") if isinstance(gpu.get("ecc"), dict) else {}
-    rows = gpu.get("row_remap") if isinstance(gpu.get("row_remap"), dict) else {}
-    link = gpu.get("pcie") if isinstance(gpu.get("pcie"), dict) else {}
-    xid = gpu.get("xid") if isinstance(gpu.get("xid"), dict) else {}
+    ecc = block(gpu.get("ecc"))
+    rows = block(gpu.get("row_remap"))
+    link = block(gpu.get("pcie"))
+    xid = block(gpu.get("xid"))
     corrected = _int(ecc.get("aggregate_corrected", ecc.get("volatile_corrected")))
     remapped = None
     if "correctable" in rows or "uncorrectable" in rows:
-        remapped = int(rows.get("correctable", 0)) + int(rows.get("uncorrectable", 0))
-    codes = tuple(sorted(int(c) for c in (xid.get("codes") or {})))
+        parts = [_int(rows.get("correctable", 0)), _int(rows.get("uncorrectable", 0))]
+        remapped = None if None in parts else sum(p for p in parts if p is not None)
+    codes_in = block(xid.get("codes"))
+    codes = tuple(sorted(int(c) for c in codes_in if str(c).isdigit() and len(str(c)) <= 6))
     return Point(run_id, started, corrected, remapped, _int(link.get("width")), _int(link.get("max_gen")), codes)
 
 
@@ -109,7 +120,11 @@ def _counter(
     rise = now - base
     name = f"{gpu.label} {gpu.uuid}"
     since = "this run" if first_changed is None else f"run {first_changed.run_id}"
-    numbers = {"from": base, "to": now, "since_run": None if first_changed is None else first_changed.run_id}
+    numbers: dict[str, Any] = {
+        "from": base,
+        "to": now,
+        "since_run": None if first_changed is None else first_changed.run_id,
+    }
     if rise < warn_at:
         text = f"{name}: {words} at {now}, {rise} more than run {last_at_base.run_id} (below {warn_at})"
         return verdict(check, gpu.label, Status.PASS, text, words, numbers)

@@ -68,9 +68,15 @@ def _phrase(verdict: Verdict) -> str:
     )
 
 
+def printable(text: str) -> str:
+    """Text with every character a terminal would act on (escapes, newlines, other controls) shown as '?'."""
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
 def fit(text: str, limit: int = LINE_MAX) -> str:
-    """One line of at most `limit` characters (cut with "...")."""
-    line = " ".join(text.split())
+    """One line of at most `limit` characters (cut with "..."), printable characters only: no escape byte read
+    from a log or a file reaches a terminal, a drain reason or node-problem-detector's message."""
+    line = " ".join(printable(text.replace("\n", " ")).split())
     return line if len(line) <= limit else line[: limit - 3].rstrip() + "..."
 
 
@@ -85,6 +91,7 @@ def summary(state: str, verdicts: list[Verdict], unknown: list[str], gpus: int) 
         causes = causes or ["no GPU health could be read"]
     else:
         causes = [_phrase(v) for v in verdicts if v.status == Status.WARN]
+    causes = [fit(cause, 10 * LINE_MAX) for cause in causes]  # printable only, whatever a reader returned
     head = f"{state}: "
     body = "; ".join(causes)
     if len(head + body) <= LINE_MAX:

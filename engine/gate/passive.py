@@ -1,29 +1,30 @@
 """The passive check: read the node, judge it, compare each GPU with its history, and keep a short run in the store.
 
-The store is optional (None: judge only, as a read-only store or `--no-store` asks); a store that cannot be
-written costs the history, never the answer.
+The store is optional (None: judge only, as a read-only store or `--no-store` asks). Its memory across checks is
+a bonus, never a precondition: a store that cannot be read (damaged, a NaN in a stored counter) or written (a
+full disk) costs the history, never the answer.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import math
 import socket
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rigcheck.engine.events import Facts, StageFinished, StageStarted, Status, Verdict, worst
+from rigcheck.engine.events import Status, Verdict
 from rigcheck.engine.facts.health_model import Missing
 from rigcheck.engine.gate import checks, memory
+from rigcheck.engine.gate.keep import PROFILE, keep_check
 from rigcheck.engine.gate.kmsg import KernelLog
 from rigcheck.engine.gate.outcome import OK, exit_code, state_of, summary
 from rigcheck.engine.gate.read import GateGpu, NodeReading, no_gpu_found, read_node
 from rigcheck.engine.stages.health import checks as health
 from rigcheck.engine.stages.health.checks import STAGE
 
-PROFILE = "passive"  # the run's profile in the store: how `history` and exports tell a gate run apart
+__all__ = ["PROFILE", "GateResult", "earlier_health", "keep", "passive_check"]
 HISTORY_RUNS = 500  # earlier health facts read for each check: months of checks every few minutes per GPU
 
 
@@ -36,6 +37,7 @@ class GateResult:
     run_id: int | None = None
     store_error: str | None = None
     facts: dict[str, Any] = field(default_factory=dict)
+    cause: str | None = None  # the drain reason's words where the line's would not do (a check that timed out)
 
     def code(self, style: str) -> int:
         return exit_code(self.state, style)
@@ -61,13 +63,14 @@ def earlier_health(store: Any) -> list[tuple[int, float, str, dict[str, Any]]]:
         (STAGE, socket.gethostname(), HISTORY_RUNS),
     )
     out = []
-    for row in rows:
+    for row in rows:  # a row that cannot be read is left out: one damaged check never hides the others
         try:
             data = json.loads(row["data"])
-        except ValueError:
+            started = float(row["started"] or 0)
+        except (TypeError, ValueError):
             continue
-        if isinstance(data, dict):
-            out.append((int(row["id"]), float(row["started"] or 0), str(row["profile"] or ""), data))
+        if isinstance(data, dict) and math.isfinite(started):
+            out.append((int(row["id"]), started, str(row["profile"] or ""), data))
     return out
 
 
@@ -82,10 +85,23 @@ def _expected(earlier: list[tuple[int, float, str, dict[str, Any]]], asked: int 
 
 
 def _cursor(earlier: list[tuple[int, float, str, dict[str, Any]]]) -> dict[str, Any] | None:
+    """The newest check's place in the kernel log; None where it is not a whole number (a tampered row)."""
     for _, _, profile, data in earlier:
         if profile == PROFILE and isinstance(data.get("kmsg"), dict):
-            return data["kmsg"]
+            seq = data["kmsg"].get("last_seq")
+            if isinstance(seq, int) and not isinstance(seq, bool):
+                return {"boot_id": str(data["kmsg"].get("boot_id")), "last_seq": seq}
+            return None
     return None
+
+
+def _history(gpu: GateGpu, record: dict[str, Any], rows: list[tuple[int, float, dict[str, Any]]]) -> list[Verdict]:
+    """This GPU against its history; a history that cannot be read is a note, never a failure to check."""
+    try:
+        return memory.compare(memory.Gpu(gpu.label, gpu.uuid), record, rows)
+    except (TypeError, ValueError, OverflowError, KeyError, AttributeError) as error:
+        text = f"{gpu.label} {gpu.uuid}: its history in the store could not be read ({type(error).__name__})"
+        return [checks.verdict("history", gpu.label, Status.SKIP, text, "history unread", {})]
 
 
 def gpu_record(gpu: GateGpu, log: KernelLog | Missing) -> dict[str, Any]:
@@ -139,15 +155,12 @@ def judge_gpu(gpu: GateGpu, reading: NodeReading, cursor: dict[str, Any] | None,
     return found
 
 
-def _store_run(store: Any, result: GateResult, argv: list[str]) -> None:
-    run_id = store.begin_run([STAGE], "all", PROFILE, sys.executable, argv)
-    result.run_id = run_id
-    store.record(run_id, StageStarted(STAGE, "all", os.getpid(), sys.executable))
-    store.record(run_id, Facts(STAGE, result.facts))
-    for item in result.verdicts:
-        store.record(run_id, item)
-    store.record(run_id, StageFinished(STAGE, worst(v.status for v in result.verdicts) or Status.SKIP, 0))
-    store.end_run(run_id, "complete", result.code("rigcheck"))
+def keep(store: Any, result: GateResult, argv: list[str]) -> None:
+    """Keep the check in the store's health timeline; a store that cannot take it is said in store_error."""
+    try:
+        result.run_id = keep_check(store, result.code("rigcheck"), result.verdicts, result.facts, argv)
+    except Exception as error:  # a full disk, a read-only, locked or damaged store: the answer stands
+        result.store_error = f"not stored: {error}"
 
 
 def passive_check(
@@ -157,15 +170,17 @@ def passive_check(
     expect_idle: bool = False,
     argv: list[str] | None = None,
     reading: NodeReading | None = None,
+    store_after: bool = True,
 ) -> GateResult:
-    """Read, judge and (where there is a store) keep one passive check of this node."""
+    """Read, judge and (where there is a store, unless `store_after` is False: the caller keeps it once it has
+    acted) keep one passive check of this node."""
     earlier: list[tuple[int, float, str, dict[str, Any]]] = []
     store_error = None
     if store is not None:
         try:
             earlier = earlier_health(store)
         except Exception as error:  # a damaged store loses the history, not the answer
-            store_error = f"history not read: {error}"
+            store_error = f"history not read: {type(error).__name__}: {error!r}"
     reading = reading or read_node(kernel_log)
     if expect_gpus == 0 and not reading.gpus and not reading.pci_gpus:
         # asked for none and none anywhere, not even on the PCI bus: a CPU node of a mixed cluster, checked
@@ -179,7 +194,7 @@ def passive_check(
         record = gpu_record(gpu, reading.kernel_log)
         records.append(record)
         verdicts += judge_gpu(gpu, reading, cursor, expect_idle)
-        verdicts += memory.compare(memory.Gpu(gpu.label, gpu.uuid), record, history_rows)
+        verdicts += _history(gpu, record, history_rows)
     state = state_of(verdicts, reading.unknown)
     line = summary(state, verdicts, reading.unknown, len(reading.gpus))
     log = reading.kernel_log
@@ -199,9 +214,6 @@ def passive_check(
     if isinstance(log, KernelLog):
         facts["kmsg"] = {"boot_id": log.boot_id, "last_seq": log.last_seq}
     result = GateResult(state, line, verdicts, reading, facts=facts, store_error=store_error)
-    if store is not None:
-        try:
-            _store_run(store, result, argv or [])
-        except Exception as error:  # a full disk, a read-only or locked store: the answer stands
-            result.store_error = f"not stored: {error}"
+    if store is not None and store_after:
+        keep(store, result, argv or [])
     return result

@@ -21,6 +21,7 @@ from rigcheck.engine.hw.pci import PCI_DEVICES
 from rigcheck.engine.hw.sysfs import read_text
 
 PCI_ROOT = PCI_DEVICES
+PROC = Path("/proc")  # a pid not here belongs to another PID namespace (another container)
 NVIDIA_VENDOR = "0x10de"
 DISPLAY_CLASSES = ("0x0300", "0x0302")  # VGA and 3D controllers: GPUs, not NVSwitches or audio functions
 
@@ -33,7 +34,8 @@ class GateGpu:
     health: GpuHealth
     uuid: str | None
     vbios: str | Missing
-    processes: list[dict[str, Any]] | Missing  # pid and used_bytes of each process other than rigcheck
+    processes: list[dict[str, Any]] | Missing  # pid, used_bytes and seen (its pid is in this namespace) of each
+    unlisted: int | None = None  # device memory in use beyond every listed process's own (None: not known)
 
 
 @dataclass
@@ -57,6 +59,25 @@ def pci_nvidia_gpus(root: Path = PCI_ROOT) -> int:
         for device in entries
         if read_text(device / "vendor") == NVIDIA_VENDOR and (read_text(device / "class") or "")[:6] in DISPLAY_CLASSES
     )
+
+
+def _users(nv: Any, handle: Any, own: int) -> tuple[list[dict[str, Any]] | Missing, int | None]:
+    """Every process on this GPU other than rigcheck (compute and graphics, once each), whether this PID namespace
+    can see it, and the memory in use that no listed process accounts for (as the run's unseen evidence reads it)."""
+    found = nv.compute_processes(handle)
+    if isinstance(found, NvmlFailure):
+        return Missing(f"NVML could not list processes: {found}"), None
+    graphics = nv.graphics_processes(handle)
+    listed = {p.pid: p for p in [*found, *([] if isinstance(graphics, NvmlFailure) else graphics)]}
+    memory = nv.memory_v2(handle)  # v2's `used` leaves out the driver's reservation
+    unlisted = None
+    if not isinstance(memory, NvmlFailure) and all(p.used_gpu_memory is not None for p in listed.values()):
+        unlisted = max(0, int(memory.used) - sum(int(p.used_gpu_memory or 0) for p in listed.values()))
+    return [
+        {"pid": pid, "used_bytes": p.used_gpu_memory, "seen": (PROC / str(pid)).exists()}
+        for pid, p in sorted(listed.items())
+        if pid != own
+    ], unlisted
 
 
 def _nvidia(reading: NodeReading, kernel: KernelLog | Missing) -> None:
@@ -84,12 +105,7 @@ def _nvidia(reading: NodeReading, kernel: KernelLog | Missing) -> None:
                 continue
             uuid = nv.uuid(handle)
             vbios = nv.vbios_version(handle)
-            found = nv.compute_processes(handle)
-            processes: list[dict[str, Any]] | Missing = (
-                Missing(f"NVML could not list processes: {found}")
-                if isinstance(found, NvmlFailure)
-                else [{"pid": p.pid, "used_bytes": p.used_gpu_memory} for p in found if p.pid != own]
-            )
+            processes, unlisted = _users(nv, handle, own)
             reading.gpus.append(
                 GateGpu(
                     f"nvml:{gpu.index}",
@@ -99,6 +115,7 @@ def _nvidia(reading: NodeReading, kernel: KernelLog | Missing) -> None:
                     if isinstance(vbios, NvmlFailure)
                     else vbios,
                     processes,
+                    unlisted,
                 )
             )
     finally:

@@ -6,7 +6,8 @@ import json
 import time
 from typing import Any
 
-from rigcheck.engine.gate.memory import gpu_uuid
+from rigcheck.engine.gate.memory import block, gpu_uuid, point
+from rigcheck.engine.gate.outcome import printable
 from rigcheck.engine.stages.health.checks import STAGE
 
 
@@ -14,9 +15,17 @@ def _num(block: Any, *keys: str) -> str:
     if not isinstance(block, dict):
         return "-"
     for key in keys:
-        if isinstance(block.get(key), int):
+        if isinstance(block.get(key), int) and not isinstance(block.get(key), bool):
             return str(block[key])
     return "-"
+
+
+def _when(started: Any) -> str:
+    """A start time as local date and minute; "-" for one a tampered row made unreadable (text, NaN, 1e308)."""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(float(started)))
+    except (TypeError, ValueError, OverflowError, OSError):
+        return "-"
 
 
 def gpu_timeline(store: Any, uuid: str) -> list[dict[str, Any]]:
@@ -29,26 +38,33 @@ def gpu_timeline(store: Any, uuid: str) -> list[dict[str, Any]]:
     )
     out = []
     for row in rows:
-        data = json.loads(row["data"])
-        for gpu in data.get("gpus") or []:
+        try:
+            data = json.loads(row["data"])
+        except (TypeError, ValueError):
+            continue  # a row that cannot be read is left out; the others still show
+        gpus = block(data).get("gpus")
+        gpus = gpus if isinstance(gpus, list) else []
+        for gpu in gpus:
             if not isinstance(gpu, dict) or gpu_uuid(gpu) != uuid:
                 continue
-            link = gpu.get("pcie") if isinstance(gpu.get("pcie"), dict) else {}
-            rows_ = gpu.get("row_remap") if isinstance(gpu.get("row_remap"), dict) else None
-            remapped = (
-                "-" if rows_ is None else str(int(rows_.get("correctable", 0)) + int(rows_.get("uncorrectable", 0)))
-            )
-            codes = (gpu.get("xid") or {}).get("codes") if isinstance(gpu.get("xid"), dict) else None
+            try:
+                found = point(int(row["id"]), 0.0, gpu)
+            except (TypeError, ValueError, OverflowError):
+                continue
+            xid = gpu.get("xid")
+            codes = xid.get("codes") if isinstance(xid, dict) and isinstance(xid.get("codes"), dict) else None
             out.append(
                 {
                     "run": row["id"],
-                    "when": time.strftime("%Y-%m-%d %H:%M", time.localtime(row["started"] or 0)),
-                    "kind": "check" if row["profile"] == "passive" else row["profile"],
+                    "when": _when(row["started"]),
+                    "kind": "check" if row["profile"] == "passive" else printable(str(row["profile"])),
                     "corrected": _num(gpu.get("ecc"), "aggregate_corrected", "volatile_corrected"),
                     "uncorrected": _num(gpu.get("ecc"), "volatile_uncorrected"),
-                    "remapped": remapped,
-                    "pcie": f"Gen{link['gen']} x{link['width']}" if "gen" in link and "width" in link else "-",
-                    "xids": ", ".join(f"{c} x{n}" for c, n in codes.items()) if codes else "-",
+                    "remapped": "-" if found.remapped is None else str(found.remapped),
+                    "pcie": "-"
+                    if found.width is None or not isinstance((gpu.get("pcie") or {}).get("gen"), int)
+                    else f"Gen{gpu['pcie']['gen']} x{found.width}",
+                    "xids": printable(", ".join(f"{c} x{n}" for c, n in codes.items())) if codes else "-",
                 }
             )
     return out

@@ -3,6 +3,10 @@
 Autopilot's `autopilot_health_checks{check,node,...}` is the precedent: one series per check and device, its
 value the result. GPU labels are dcgm-exporter's in snake_case (`gpu` is NVML's index, `uuid` "GPU-...",
 `pci_bus_id`), so the README's relabel rule joins them with DCGM_FI_* series.
+
+No label carries the run number: a Prometheus series is its labels, and one that changed at each check would
+start a new series every few minutes, so an alert rule with `for:` would never fire (issue 43). The run a value
+came from is the age gauge's business, not a label's.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ def health_families(report: dict[str, Any], hostname: str, now: float | None = N
     verdicts = [v for v in report.get("verdicts") or [] if v.get("stage") == STAGE and not v.get("host")]
     if not verdicts:
         return []
-    run = report["run"]
+    run = report["run"]  # its times only: never a label (one series per host, GPU and check)
     gpus = _gpus(report)
     check = Gauge("rigcheck_health_check", f"Each health check's result per device, as a code: {STATUS_HELP}.")
     worst: dict[tuple[tuple[str, str], ...], int] = {}
@@ -64,14 +68,14 @@ def health_families(report: dict[str, Any], hostname: str, now: float | None = N
         "The passive check's answer: 0 OK, 1 WARN, 2 CRITICAL, 3 UNKNOWN (could not check: never OK).",
     )
     state = ((report.get("facts") or {}).get(STAGE) or {}).get("gate", {}).get("state")
-    gate.add({"hostname": hostname, "run": run["id"]}, GATE_CODES.get(state) if state else None)
+    gate.add({"hostname": hostname}, GATE_CODES.get(state) if state else None)
     age = Gauge(
         "rigcheck_health_age_seconds",
         "Seconds from the end of the run these health results come from to the writing of this file: "
         "a dashboard sees a stale result.",
     )
     ended = run.get("finished") or run.get("started")
-    age.add({"hostname": hostname, "run": run["id"]}, None if ended is None else max(0.0, (now or time.time()) - ended))
+    age.add({"hostname": hostname}, None if ended is None else max(0.0, (now or time.time()) - ended))
     return [check, gate, age]
 
 

@@ -1,9 +1,10 @@
 """The earlier clean figures of one figure on one GPU (by UUID) or on the host's CPU, read from the store for
-engine/trust/history.py."""
+engine/trust/history.py; and the run list with the gate's checks apart from real runs."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from rigcheck.engine.events import Measurement
 from rigcheck.engine.store.read import StoreReader
@@ -34,3 +35,52 @@ def earlier_clean_figures(store: StoreReader, run_id: int, m: Measurement, limit
         if len(found) >= limit:
             break
     return found
+
+
+# The gate's checks (`rigcheck check`, run profile "passive") are a health timeline, not runs: listed apart.
+CHECK_PROFILE = "passive"
+GATE_STATES = ("OK", "WARN", "CRITICAL", "UNKNOWN")
+
+
+def real_runs(store: StoreReader, limit: int) -> list[dict[str, Any]]:
+    """The newest runs that are not gate checks, less any whose row cannot be shown (`store.unlisted` says
+    which), so a node checked every few minutes still lists its real runs."""
+    from rigcheck.engine.store.read import _unlistable
+
+    rows = store._read(
+        "SELECT * FROM runs WHERE profile IS NULL OR profile != ? ORDER BY id DESC LIMIT ?", (CHECK_PROFILE, limit)
+    )
+    listed, unlisted = [], []
+    for row in map(dict, rows):
+        problem = _unlistable(row)
+        if problem:
+            unlisted.append(f"run {row['id']} left out: {problem}")
+        else:
+            listed.append(row)
+    store.unlisted = tuple(unlisted)
+    return listed
+
+
+def check_count(store: StoreReader) -> int:
+    return int(store._read("SELECT COUNT(*) AS n FROM runs WHERE profile = ?", (CHECK_PROFILE,))[0]["n"])
+
+
+def checks(store: StoreReader, limit: int) -> list[dict[str, Any]]:
+    """The newest gate checks: run id, start, the gate's state (OK, WARN, CRITICAL, UNKNOWN: never a verdict's
+    SKIP or FAIL) and its one line, newest first; a check whose facts cannot be read says so."""
+    rows = store._read(
+        "SELECT r.id AS id, r.started AS started, f.data AS data FROM runs r LEFT JOIN facts f ON f.run_id = r.id"
+        " AND f.stage = 'health' AND f.host = '' WHERE r.profile = ? ORDER BY r.id DESC LIMIT ?",
+        (CHECK_PROFILE, limit),
+    )
+    out = []
+    for row in rows:
+        try:
+            gate = json.loads(row["data"] or "{}").get("gate") or {}
+        except (ValueError, AttributeError):
+            gate = {}
+        state = gate.get("state") if gate.get("state") in GATE_STATES else "UNKNOWN"
+        summary = gate.get("summary") if isinstance(gate.get("summary"), str) else "(its facts cannot be read)"
+        started = row["started"] if isinstance(row["started"], int | float) else None
+        out.append({"id": int(row["id"]), "started": started, "state": state, "summary": summary})
+    return out

@@ -38,9 +38,7 @@ def test_a_failing_check_drains_with_rigchecks_reason() -> None:
         scontrol = Scontrol("IDLE")
         said, ok = act("gpu7", state, f"{state}: nvml:1 row remap failed", scontrol)
         assert ok and "drained" in said
-        assert scontrol.asked == [
-            ["update", "NodeName=gpu7", "State=DRAIN", f"Reason=rigcheck: {state}: nvml:1 row remap failed"]
-        ]
+        assert scontrol.asked == [["update", "NodeName=gpu7", "State=DRAIN", "Reason=rigcheck: row remap failed gpu1"]]
 
 
 def test_a_warn_or_ok_check_neither_drains_nor_touches_a_node_in_service() -> None:
@@ -63,7 +61,7 @@ def test_resume_only_rigchecks_own_drain() -> None:
 
 
 def test_an_unchanged_drain_is_not_rewritten_and_a_changed_one_is() -> None:
-    same = Scontrol("IDLE+DRAIN", "rigcheck: CRITICAL: nvml:1 XID 79")
+    same = Scontrol("IDLE+DRAIN", "rigcheck: XID 79 gpu1")
     act("gpu7", CRITICAL, "CRITICAL: nvml:1 XID 79", same)
     assert same.asked == []
     changed = Scontrol("IDLE+DRAIN", "rigcheck: CRITICAL: nvml:1 XID 79")
@@ -91,14 +89,16 @@ def test_slurm_health_exits_0_where_the_node_may_take_work(monkeypatch) -> None:
         reading = argparse.Namespace(unknown=[])
 
         def __init__(self, state: str) -> None:
-            self.state, self.line = state, f"{state}: x"
+            self.state, self.line, self.facts = state, f"{state}: x", {}
 
         def code(self, style: str) -> int:
             from rigcheck.engine.gate.outcome import exit_code
 
             return exit_code(self.state, style)
 
-    args = argparse.Namespace(timeout=20.0, exit_style="nagios", verbose=False, node="gpu7", dry_run=False)
+    args = argparse.Namespace(
+        timeout=20.0, exit_style="nagios", verbose=False, node="gpu7", dry_run=False, kernel_log=None, no_store=True
+    )
     monkeypatch.setattr(slurm, "run_scontrol", Scontrol("IDLE"))
     for state, code in ((OK, 0), (WARN, 0), (CRITICAL, 2), (UNKNOWN, 3)):
         monkeypatch.setattr(cli_gate, "_run_check", lambda _args, s=state: Result(s))

@@ -8,6 +8,7 @@ from typing import Any
 
 from rigcheck.engine.report.fleet_view import fleet_label
 from rigcheck.engine.store import Store
+from rigcheck.engine.store.history import real_runs
 from rigcheck.tui.screens.compare import CompareScreen, compare_rows
 from rigcheck.tui.screens.fleet import FleetScreen
 from rigcheck.tui.widgets.styling import status_text
@@ -51,7 +52,7 @@ class HistoryScreen(Screen[int | None]):
         table.add_column("", key="mark", width=len(MARK))  # a fixed width: update_cell does not widen
         for name in ("run", "started", "status", "worst", "device", "profile", "stages", "fingerprint"):
             table.add_column(name, key=name)
-        runs = self.store.runs(200)
+        runs = real_runs(self.store, 200)  # the gate's checks are a health timeline: `history --checks`
         worst = self.store.worst_statuses([run["id"] for run in runs])
         for run in runs:
             self.run_ids.append(run["id"])
