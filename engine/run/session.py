@@ -20,7 +20,7 @@ from rigcheck.engine.store.reserve import END_RESERVE_NAME, SpaceReserve
 from rigcheck.engine.store.run_end import run_end
 from rigcheck.engine.telemetry.sample import Sample
 from rigcheck.engine.telemetry.sampler import Sampler
-from rigcheck.engine.trust.conditions import DEFAULT_POLICY, ConditionsAnnotator, TrustPolicy
+from rigcheck.engine.trust.conditions import DEFAULT_POLICY, ConditionsAnnotator, TrustPolicy, judge_untimed, stamp
 from rigcheck.engine.trust.quiet import WAIT, HostBusy, busy_next_step, others_busy, wait_quiet
 from rigcheck.engine.trust.unseen import UNLISTED_MIN  # [unseen hook]
 from rigcheck.engine.trust.unseen_evidence import gpu_users  # [unseen hook]
@@ -77,23 +77,18 @@ class RunSession:
         return self.store.earlier_clean_clocks(self.plan.run_id, measurement.name, uuid)
 
     def _annotate(self, measurement: Measurement) -> Measurement:
-        """Telemetry conditions and trust, plus whether Verify has vouched for this device's answers."""
+        """Telemetry conditions and the figure's one judgement (another run sharing its device, only with --force, is
+        one of the judge's inputs), plus whether Verify has vouched for this device's answers."""
+        sharing = self.store.sharing_runs(self.plan.run_id, self.devices) if self.devices else []
         if self._conditions is not None:
-            measurement = self._conditions(measurement)
+            measurement = self._conditions(measurement, sharing)
+        else:
+            measurement = stamp(measurement, measurement.conditions, judge_untimed(sharing), sharing)
         verified = self.store.verified(self.plan.run_id, measurement.device or self.plan.request.device) or (
             self.writes.held > 0  # Verify's end may be held in memory while another process holds the store
             and self.run.stage_status.get("verify") in (Status.PASS, Status.WARN)
         )
-        conditions = measurement.conditions | {"verified": verified}
-        sharing = self.store.sharing_runs(self.plan.run_id, self.devices) if self.devices else []
-        if sharing:  # only with --force: two runs on one device make each other's figures worthless
-            reason = f"run(s) {', '.join(map(str, sharing))} used the same device at the same time (--force)"
-            conditions |= {
-                "other_runs_on_device": sharing,
-                "trust": "SUSPECT",
-                "trust_reasons": [*conditions.get("trust_reasons", []), reason],
-            }
-        return replace(measurement, conditions=conditions)
+        return replace(measurement, conditions=measurement.conditions | {"verified": verified})
 
     def _record(self, event: Event) -> None:
         if isinstance(event, StageStarted):

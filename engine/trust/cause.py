@@ -30,6 +30,7 @@ from typing import Any
 from rigcheck.engine.events import Measurement, Status
 from rigcheck.engine.facts.settings import InForce
 from rigcheck.engine.measure.references import MODELS, model_of
+from rigcheck.engine.trust.judgement import GPU_PROCESSES
 from rigcheck.engine.trust.view import Conditions
 
 THERMAL = ("software thermal slowdown", "hardware thermal slowdown")
@@ -111,7 +112,7 @@ def split_reason(reason: str) -> tuple[str, str]:
 def _outside(c: Conditions) -> Cause | None:
     """Someone else's load on the GPU or on the CPUs the figure needed: never the hardware's fault."""
     # the GPU's other processes are the cause only where trust blamed them (one that only holds memory is not)
-    blamed = c.trust is None or (c.disturbed and any("on the GPU" in r for r in c.outside))
+    blamed = c.trust is None or (c.disturbed and any(r.kind == GPU_PROCESSES for r in c.outside))
     if c.other_gpu_processes and blamed:
         named = ", ".join(f"{o.get('name', '?')} (pid {o.get('pid')})" for o in c.other_gpu_processes[:3])
         first = c.other_gpu_processes[0].get("pid")
