@@ -62,6 +62,12 @@ class Trust(str, Enum):
     SUSPECT = "SUSPECT"  # something outside the measurement interfered: the reasons say what
     BROKEN = "BROKEN"  # impossible, or its two clocks disagree: never a result
 
+    def __str__(self) -> str:  # the word, wherever it is written (an f-string, a join, a report)
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
     @property
     def is_result(self) -> bool:
         """Whether the figure is a result at all (a BROKEN one is left out of best-of, baselines and peers)."""

@@ -14,10 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from rigcheck.engine.events import Measurement, Status, Verdict
+from rigcheck.engine.events import Measurement, Status, Trust, Verdict
 from rigcheck.engine.measure.references import reference_for
 from rigcheck.engine.trust.cause import Expectation
 from rigcheck.engine.trust.expect_words import joined, judge
+from rigcheck.engine.trust.judgement import trust_in
 from rigcheck.engine.trust.reference import device_model
 
 BOARD_CELLS = 49  # the 7x7 board (engine/models/board_net.py)
@@ -56,7 +57,7 @@ def _own(figures: Iterable[Measurement], device: str, prefix: str) -> float | No
         m.value
         for m in figures
         if m.device == device and m.name.startswith(prefix) and not m.params.get("broken") and m.value > 0
-        and (m.conditions or {}).get("trust") in (None, "TRUSTED")
+        and trust_in(m.conditions) in (None, Trust.TRUSTED)
     ]  # fmt: skip
     return max(found) if found else None
 

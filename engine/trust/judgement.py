@@ -17,7 +17,7 @@ from typing import Any
 
 from rigcheck.engine.events import Trust
 
-__all__ = ["OUTSIDE_WORDS", "Expected", "Judgement", "Reason", "reason_words", "trust_in"]
+__all__ = ["OUTSIDE_WORDS", "Expected", "Judgement", "Reason", "reason_words", "trust_in", "trust_word"]
 
 # Words in a trust reason that say who disturbed the figure, for conditions stored before `trust_outside` was kept.
 OUTSIDE_WORDS = ("other process", "CPUs busy", "cgroup", "CPU quota", "cannot see", "same device at the same time")
@@ -202,6 +202,12 @@ class Judgement:
 def trust_in(conditions: Mapping[str, Any] | None) -> Trust | None:
     """A figure's trust, read from its stored conditions (None: no telemetry judged it, or an unknown word)."""
     return Trust.of((conditions or {}).get("trust"))
+
+
+def trust_word(conditions: Mapping[str, Any] | None) -> str | None:
+    """The trust word as stored, known to this version or not (a later version's word is shown as it was written)."""
+    word = (conditions or {}).get("trust")
+    return str(word) if word else None
 
 
 def reason_words(conditions: Mapping[str, Any] | None) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rigcheck.engine.events import Trust
 from rigcheck.engine.report.rows import (
     NO_TELEMETRY,
     Row,
@@ -21,11 +22,11 @@ from rigcheck.engine.report.rows import (
 
 NEXT = "; next: "
 WHAT_TRUST_MEANS = {
-    "TRUSTED": "measured on a quiet device: it can be compared with other runs.",
-    "SUSPECT": "something disturbed it while it was measured, so it says more about that than about the machine.",
-    "NOISY": "its repeats disagree too much for it to be compared.",
-    "BROKEN": "it cannot be right (above what the hardware can do): a timer or the work was wrong.",
-    "UNJUDGED": "it could not be judged.",
+    Trust.TRUSTED: "measured on a quiet device: it can be compared with other runs.",
+    Trust.SUSPECT: "something disturbed it while it was measured, so it says more about that than about the machine.",
+    Trust.NOISY: "its repeats disagree too much for it to be compared.",
+    Trust.BROKEN: "it cannot be right (above what the hardware can do): a timer or the work was wrong.",
+    Trust.UNJUDGED: "it could not be judged.",
 }
 
 
