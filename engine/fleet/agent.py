@@ -23,6 +23,7 @@ from rigcheck.engine.fleet.handshake import NoNonce, take_nonce
 from rigcheck.engine.fleet.pairs import STAGE as LINKS_STAGE
 from rigcheck.engine.fleet.refusal import refuse_asks, refuse_early, refuse_on
 from rigcheck.engine.fleet.store_link import FleetStoreError, connect
+from rigcheck.engine.run.figures import annotate_figure
 from rigcheck.engine.run.owner import OwnedRun
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import exit_code_for
@@ -206,8 +207,8 @@ class Agent:
         self._send(channel, StageStarted(LINKS_STAGE, ",".join(local), os.getpid(), self.request.python))
         try:
             for event in (*fleet_collectives(plan), *pairwise_rounds(plan, pair_bytes, 5 if gpu else 3)):
-                if isinstance(event, Measurement) and conditions is not None:
-                    event = conditions(event)
+                if isinstance(event, Measurement) and self.local_run_id is not None:  # as a local run's figures
+                    event = annotate_figure(event, self.store, self.local_run_id, local, conditions, local[0])
                 self._send(channel, event)
                 status = getattr(event, "status", None)
                 if isinstance(status, Status):

@@ -22,7 +22,6 @@ from rigcheck.engine.events import (
     worst,
 )
 from rigcheck.engine.exits import EXIT_ERROR
-from rigcheck.engine.measure.speedup import gpu_over_cpu
 from rigcheck.engine.registry import StageInfo
 from rigcheck.engine.run.batch import BatchRunner, Settled
 from rigcheck.engine.run.launch import AHEAD_READY_S, Launcher
@@ -31,11 +30,9 @@ from rigcheck.engine.run.outcome import describe_death, exit_code_for, signal_na
 from rigcheck.engine.run.plan import Child, RunPlan, stage_batches
 from rigcheck.engine.run.warm_pool import WarmPool
 from rigcheck.engine.stages.common.partials import remove_partials
-from rigcheck.engine.trust.expectations import expectation_verdicts
 from rigcheck.engine.trust.history import History
-from rigcheck.engine.trust.peers import peer_verdicts
-from rigcheck.engine.trust.reference import reference_verdicts
 from rigcheck.engine.trust.settle import settle
+from rigcheck.engine.trust.stage_judge import StageFigures, judge_stage
 
 # kept importable from here: the front ends, the fleet and the tests name them as the runner's
 __all__ = ["Child", "Run", "RunPlan", "describe_death", "exit_code_for", "signal_name", "stage_batches"]
@@ -219,26 +216,17 @@ class Run:
         statuses = [s.status for s in settled]
         if self._restated:  # a child's FAIL restated INCONCLUSIVE must not fail the stage
             statuses = [s for s in statuses if s in (Status.CRASH, Status.TIMEOUT)] + self._stage_verdicts
-        if len({s.child.device for s in settled}) > 1:
-            analyses = [*peer_verdicts(self._stage_figures, info.name, plan.peer_tolerance)]
-            if any(s.child.device == "cpu" for s in settled):
-                analyses += gpu_over_cpu(self._stage_figures, info.name)
-            for verdict in analyses:
-                self._emit(verdict)
-                statuses.append(verdict.status)
         baseline = plan.request.options.get("baseline")  # --baseline: the user's own figures, not the model table
-        for verdict in reference_verdicts(
-            self._stage_figures, info.name, baseline if isinstance(baseline, dict) else None
-        ):
-            self._emit(verdict)
-            statuses.append(verdict.status)
-        for verdict in expectation_verdicts(  # issue 32: links, history, and what had no reference
-            self._stage_figures,
+        given = StageFigures(
             info.name,
+            self._stage_figures,
+            frozenset(s.child.device for s in settled),
+            plan.peer_tolerance,
             baseline if isinstance(baseline, dict) else None,
             self.history,
-            run_figures=self._run_figures,
-        ):
+            self._run_figures,
+        )
+        for verdict in judge_stage(given):
             self._emit(verdict)
             statuses.append(verdict.status)
         status = worst(statuses) or Status.SKIP

@@ -11,6 +11,7 @@ from rigcheck.engine.events import Event, Facts, LogLine, Measurement, RunFinish
 from rigcheck.engine.gate.full_run import health_history
 from rigcheck.engine.hw.devices import nvml_index  # [unseen hook]
 from rigcheck.engine.registry import StageInfo
+from rigcheck.engine.run.figures import annotate_figure
 from rigcheck.engine.run.runner import Listener, Run, RunPlan
 from rigcheck.engine.store import Store
 from rigcheck.engine.store.errors import is_full
@@ -20,7 +21,7 @@ from rigcheck.engine.store.reserve import END_RESERVE_NAME, SpaceReserve
 from rigcheck.engine.store.run_end import run_end
 from rigcheck.engine.telemetry.sample import Sample
 from rigcheck.engine.telemetry.sampler import Sampler
-from rigcheck.engine.trust.conditions import DEFAULT_POLICY, ConditionsAnnotator, TrustPolicy, judge_untimed, stamp
+from rigcheck.engine.trust.conditions import DEFAULT_POLICY, ConditionsAnnotator, TrustPolicy
 from rigcheck.engine.trust.quiet import WAIT, HostBusy, busy_next_step, others_busy, wait_quiet
 from rigcheck.engine.trust.unseen import UNLISTED_MIN  # [unseen hook]
 from rigcheck.engine.trust.unseen_evidence import gpu_users  # [unseen hook]
@@ -77,18 +78,17 @@ class RunSession:
         return self.store.earlier_clean_clocks(self.plan.run_id, measurement.name, uuid)
 
     def _annotate(self, measurement: Measurement) -> Measurement:
-        """Telemetry conditions and the figure's one judgement (another run sharing its device, only with --force, is
-        one of the judge's inputs), plus whether Verify has vouched for this device's answers."""
-        sharing = self.store.sharing_runs(self.plan.run_id, self.devices) if self.devices else []
-        if self._conditions is not None:
-            measurement = self._conditions(measurement, sharing)
-        else:
-            measurement = stamp(measurement, measurement.conditions, judge_untimed(sharing), sharing)
-        verified = self.store.verified(self.plan.run_id, measurement.device or self.plan.request.device) or (
-            self.writes.held > 0  # Verify's end may be held in memory while another process holds the store
-            and self.run.stage_status.get("verify") in (Status.PASS, Status.WARN)
+        """Telemetry conditions and the figure's one judgement, plus whether Verify has vouched for its device."""
+        return annotate_figure(
+            measurement,
+            self.store,
+            self.plan.run_id,
+            self.devices,
+            self._conditions,
+            self.plan.request.device,
+            # Verify's end may be held in memory while another process holds the store
+            lambda: self.writes.held > 0 and self.run.stage_status.get("verify") in (Status.PASS, Status.WARN),
         )
-        return replace(measurement, conditions=measurement.conditions | {"verified": verified})
 
     def _record(self, event: Event) -> None:
         if isinstance(event, StageStarted):
