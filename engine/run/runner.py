@@ -23,6 +23,7 @@ from rigcheck.engine.events import (
 )
 from rigcheck.engine.exits import EXIT_ERROR
 from rigcheck.engine.registry import StageInfo
+from rigcheck.engine.report.failures import strict_code
 from rigcheck.engine.run.batch import BatchRunner, Settled
 from rigcheck.engine.run.launch import AHEAD_READY_S, Launcher
 from rigcheck.engine.run.no_child import skip_reason
@@ -68,6 +69,7 @@ class Run:
         # each figure's earlier clean values: set by the session, which has the store
         self.history: History | None = None
         self._stage_verdicts: list[Status] = []  # as settled in the parent
+        self._run_verdicts: list[Status] = []  # every verdict of the run, for --strict
         self._restated = False  # a child's verdict was restated here: the stage's status comes from the settled ones
         self._cancel_stage = threading.Event()
         self._cancel_run = threading.Event()
@@ -109,9 +111,10 @@ class Run:
 
     @property
     def exit_code(self) -> int:
+        """The run's exit code by the one rule: its stages' statuses, then --strict (report/failures.py)."""
         if self.failed:
             return EXIT_ERROR
-        return exit_code_for(self.stage_status.values())
+        return strict_code(exit_code_for(self.stage_status.values()), self._run_verdicts, self.plan.request.strict)
 
     # -- the supervisor thread --
     def _emit(self, event: Event) -> None:
@@ -129,6 +132,7 @@ class Run:
             self._restated = self._restated or settled.status != event.status
             event = settled
             self._stage_verdicts.append(event.status)
+            self._run_verdicts.append(event.status)
         if isinstance(event, StageFinished):
             self.stage_status[event.stage] = event.status
         for listener in self.listeners:

@@ -49,6 +49,7 @@ REQUEST = RunRequest(
     argv=("run", "--device", "all"),
     force=True,
     cold=True,
+    strict=True,
 )
 
 
