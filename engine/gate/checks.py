@@ -11,11 +11,12 @@ from rigcheck.engine.facts.health_model import Missing
 from rigcheck.engine.facts.xid import CRITICAL_XIDS
 from rigcheck.engine.gate.kmsg import KernelLog
 from rigcheck.engine.gate.read import GateGpu, NodeReading
-from rigcheck.engine.stages.health.checks import BUSY_PCT, HARDWARE_REASONS, STAGE
+from rigcheck.engine.hw.throttle import HARDWARE_SIGNALS as HARDWARE_REASONS
+from rigcheck.engine.hw.throttle import SOFT_REASONS
+from rigcheck.engine.stages.health.checks import BUSY_PCT, STAGE
 
 RECOVERY_XID = 154  # "GPU recovery action changed": the driver names what it needs (NVIDIA's Xid catalog)
 NO_ACTION = {"None", "none"}
-SOFT_REASONS = {"idle", "application clock setting", "sync boost", "display clock setting", "power cap"}
 
 
 def verdict(

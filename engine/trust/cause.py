@@ -29,12 +29,12 @@ from typing import Any
 
 from rigcheck.engine.events import Measurement, Status
 from rigcheck.engine.facts.settings import InForce
+from rigcheck.engine.hw.throttle import POWER_FAULTS, THERMAL_REASONS
 from rigcheck.engine.measure.references import MODELS, model_of
 from rigcheck.engine.trust.judgement import GPU_PROCESSES
 from rigcheck.engine.trust.view import Conditions
 
-THERMAL = ("software thermal slowdown", "hardware thermal slowdown")
-POWER_FAULTS = ("hardware slowdown", "power brake")
+THERMAL = THERMAL_REASONS  # the one table of what each throttle reason means: hw/throttle.py
 NOTHING = "nothing in its conditions (clocks, power, load and settings were normal): likely the software stack"
 NOTHING_NEXT = "compare `rigcheck run probe`'s torch and CUDA with a healthy host's or the reference's"
 NOT_HARDWARE = ("broken", "outside", "setting")  # causes that say nothing about the hardware measured

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rigcheck.engine.events import Measurement, Trust
+from rigcheck.engine.hw.throttle import SLOWDOWN_REASONS
 from rigcheck.engine.measure.plausibility import over_limit
 from rigcheck.engine.trust.clocks import _judge_clocks, _slowdown_next, _smi
 from rigcheck.engine.trust.cpu_load import _named, _size, cpu_contention
@@ -37,12 +38,7 @@ from rigcheck.engine.trust.judgement import (
 from rigcheck.engine.trust.policy import DEFAULT_POLICY, TrustPolicy
 from rigcheck.engine.trust.unseen import Findings
 
-SLOWDOWN_REASONS = {
-    "hardware slowdown",
-    "software thermal slowdown",
-    "hardware thermal slowdown",
-    "power brake",
-}
+__all__ = ["SLOWDOWN_REASONS", "judge", "judge_untimed", "shared_reason"]
 
 
 def shared_reason(runs: Sequence[int]) -> Reason:
