@@ -11,7 +11,6 @@ from types import SimpleNamespace
 from ci_tools import need
 from rigcheck.engine.hw.nvml import (
     FUNCTION_NOT_FOUND,
-    FUNCTION_NOT_FOUND,
     NOT_SUPPORTED,
     GpuProcess,
     Memory,
