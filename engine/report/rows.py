@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rigcheck.engine.events import Measurement, Trust, Verdict
-from rigcheck.engine.trust.judgement import reason_words, trust_word
+from rigcheck.engine.trust.judgement import note_words, reason_words, trust_word
 
 Row = dict[str, Any]
 NO_TELEMETRY = "no telemetry"
@@ -91,6 +91,10 @@ def unverified(row: Row) -> bool:
 
 def trust_reasons(row: Row) -> list[str]:
     return reason_words(row.get("conditions"))
+
+
+def notes_of(row: Row) -> list[str]:
+    return note_words(row.get("conditions"))
 
 
 def status_of(row: Row) -> str:
@@ -185,9 +189,9 @@ def detail_text(row: Row) -> str:
         spread = f" (spread of the rate ±{spread} of the median)" if spread else ""
     repeats = f" over {row['repeats']} repeats" if row.get("repeats") and row["repeats"] > 1 else ""
     lines = [f"{row['name']}: {value_text(row)}{spread}{repeats} on {row['device'] or 'the host'}"]
-    reasons = list(conditions.get("trust_reasons") or [])
+    reasons = reason_words(conditions)
     lines.append(f"trust: {trust_of(row)}" + (f": {'; '.join(reasons)}" if reasons else ""))
-    lines.extend(f"note: {note}" for note in conditions.get("notes") or [])
+    lines.extend(f"note: {note}" for note in note_words(conditions))
     verified = conditions.get("verified")
     verified_words = {True: "yes", False: "no: Verify has not passed on this device with this environment"}
     lines.append(f"verified: {verified_words.get(verified, 'unknown')}")

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rigcheck.engine.events import Measurement, Status
 from rigcheck.engine.facts.settings import InForce
 from rigcheck.engine.hw.throttle import POWER_FAULTS, THERMAL_REASONS
 from rigcheck.engine.measure.references import MODELS, model_of
-from rigcheck.engine.trust.judgement import GPU_PROCESSES
+from rigcheck.engine.trust.judgement import GPU_PROCESSES, Judgement
 from rigcheck.engine.trust.view import Conditions
 
 THERMAL = THERMAL_REASONS  # the one table of what each throttle reason means: hw/throttle.py
@@ -188,10 +188,18 @@ def _link(figure: Measurement, c: Conditions) -> Cause:
 
 
 def likely_cause(
-    figure: Measurement, expectation: Expectation | None = None, settings: Iterable[InForce] | None = None
+    figure: Measurement,
+    expectation: Expectation | None = None,
+    settings: Iterable[InForce] | None = None,
+    judgement: Judgement | None = None,
 ) -> Cause:
-    """The figure's likely cause and next step (see the module's docstring for the order)."""
+    """The figure's likely cause and next step (see the module's docstring for the order). `judgement`: the figure's
+    judgement with its structured reasons (by default the one its conditions hold); the rules read each reason's
+    kind and whether it lies outside the hardware, never its words."""
     c = Conditions.from_dict(figure.conditions)
+    if judgement is not None:
+        c = replace(c, trust=judgement.trust, trust_reasons=tuple(judgement.reasons), outside=tuple(judgement.outside))
+        c = replace(c, judgement=judgement)
     p = figure.params
     if p.get("broken"):
         return Cause(str(p["broken"]), str(p.get("broken_next") or "run it again"), "broken")

@@ -17,7 +17,7 @@ from typing import Any
 
 from rigcheck.engine.events import Trust
 
-__all__ = ["OUTSIDE_WORDS", "Expected", "Judgement", "Reason", "reason_words", "trust_in", "trust_word"]
+__all__ = ["OUTSIDE_WORDS", "Expected", "Judgement", "Reason", "note_words", "reason_words", "trust_in", "trust_word"]
 
 # Words in a trust reason that say who disturbed the figure, for conditions stored before `trust_outside` was kept.
 OUTSIDE_WORDS = ("other process", "CPUs busy", "cgroup", "CPU quota", "cannot see", "same device at the same time")
@@ -213,3 +213,8 @@ def trust_word(conditions: Mapping[str, Any] | None) -> str | None:
 def reason_words(conditions: Mapping[str, Any] | None) -> list[str]:
     """A figure's trust reasons in words, as stored."""
     return [str(r) for r in (conditions or {}).get("trust_reasons") or ()]
+
+
+def note_words(conditions: Mapping[str, Any] | None) -> list[str]:
+    """A figure's notes (what bore on it but made it no less trusted), as stored."""
+    return [str(n) for n in (conditions or {}).get("notes") or ()]

@@ -9,7 +9,7 @@ from typing import Any
 
 from rigcheck.engine.events import Trust
 from rigcheck.engine.facts.settings import InForce
-from rigcheck.engine.trust.judgement import OUTSIDE_WORDS, Judgement, Reason
+from rigcheck.engine.trust.judgement import OUTSIDE_WORDS, Judgement, Reason, note_words
 
 __all__ = ["OUTSIDE_WORDS", "Conditions"]
 
@@ -67,7 +67,7 @@ class Conditions:
             trust_reasons=tuple(judged.reasons) if judged else (),
             outside=tuple(judged.outside) if judged else (),
             judgement=judged,
-            notes=tuple(judged.notes) if judged else tuple(str(n) for n in data.get("notes") or ()),
+            notes=tuple(note_words(data)),
             samples=int(data.get("samples") or 0),
             gpu_name=data.get("gpu_name"),
             gpu_vendor=data.get("gpu_vendor"),

@@ -119,3 +119,26 @@ def test_trust_carries_what_the_reports_restate() -> None:
     assert [t for t in Trust if not t.is_result] == [Trust.BROKEN]
     assert [t for t in Trust if t.sound] == [Trust.TRUSTED]
     assert Trust.of("SUSPECT") is Trust.SUSPECT and Trust.of(None) is None and Trust.of("LATER") is None
+
+
+def test_the_whole_record_carries_its_expectation_and_its_one_cause() -> None:
+    from rigcheck.engine.trust.cause import Expectation
+    from rigcheck.engine.trust.conditions import stamp
+    from rigcheck.engine.trust.explained import explained
+
+    rival = [{"pid": 825, "name": "python3", "gpu_memory": 2**30}]
+    conditions = QUIET | {"other_gpu_processes": rival}
+    figure = stamp(matmul(400.0), conditions, judge(conditions, matmul(400.0)))
+    whole = explained(figure, Expectation(800.0, "the H200's published MAMF", "reference"))
+    assert whole is not None and whole.outside_hardware
+    assert whole.expectation is not None and whole.expectation.ratio == 0.5 and whole.expectation.basis == "reference"
+    assert (
+        whole.cause is not None
+        and "python3 (pid 825)" in whole.cause
+        and whole.next_step == "stop pid 825 and run again"
+    )
+    assert Judgement.of(whole.stored()) == whole  # it keeps and reads back whole
+    alone = explained(stamp(matmul(700.0), QUIET, judge(QUIET, matmul(700.0))))
+    assert alone is not None and alone.expectation is not None and alone.expectation.value is None
+    assert alone.expectation.none_why and alone.trust is Trust.TRUSTED
+    assert explained(matmul(700.0)) is None  # no judge saw it: no telemetry, no trust

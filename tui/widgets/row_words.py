@@ -13,6 +13,7 @@ from rigcheck.engine.report.rows import (
     NO_TELEMETRY,
     Row,
     condition_phrases,
+    notes_of,
     spread_text,
     trust_of,
     trust_reasons,
@@ -114,7 +115,7 @@ def detail_words(row: Row) -> str:
     lines = [why_text(row), f"Value: {value_text(row)}{repeats}{spread_words}."]
     verified = {True: "yes", False: "no, Verify has not passed on this device with this environment"}
     lines.append(f"Verified: {verified.get(conditions.get('verified'), 'unknown')}.")
-    lines.extend(f"Note: {sentence(note)}" for note in conditions.get("notes") or [])
+    lines.extend(f"Note: {sentence(note)}" for note in notes_of(row))
     lines.append(f"Conditions: {conditions_text(conditions)}.")
     if row.get("params"):
         lines.append(f"Parameters: {fields(row['params'])}.")
