@@ -169,7 +169,7 @@ class Judgement:
         texts = [str(r) for r in data.get("trust_reasons") or ()]
         details = [d for d in data.get("trust_detail") or () if isinstance(d, Mapping)]
         kept_outside = "trust_outside" in data
-        outside = {str(r) for r in data.get("trust_outside") or ()}
+        outside = [str(r) for r in data.get("trust_outside") or ()]
         reasons = []
         for index, text in enumerate(texts):
             detail = details[index] if len(details) == len(texts) else {}
@@ -188,6 +188,8 @@ class Judgement:
                     [str(i) for i in detail.get("involved") or ()],
                 )
             )
+        # a hand-written or partial record may name an outside reason only in `trust_outside`: it is still one
+        reasons += [Reason(text, _legacy_kind(text), True) for text in dict.fromkeys(outside) if text not in texts]
         expected = data.get("expectation")
         return Judgement(
             trust,
