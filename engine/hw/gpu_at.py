@@ -23,7 +23,9 @@ def gpu_at(nvml: Nvml, address: str | None) -> Handle | None:
         return found
     for index in range(ok(nvml.count()) or 0):
         handle = nvml.handle(index)
-        pci = nvml.pci_info(handle) if not isinstance(handle, NvmlFailure) else handle
+        if isinstance(handle, NvmlFailure):
+            continue  # a GPU NVML cannot read is passed over: it is never taken for this one
+        pci = nvml.pci_info(handle)
         if not isinstance(pci, NvmlFailure) and normalise_bus_id(pci.bus_id) == wanted:
             return handle
     return None

@@ -118,7 +118,7 @@ def _own_rules(
         count, window = conditions.get("samples", 0), conditions.get("window_s", 0.0)
         text = f"too short to judge: {count} telemetry samples in {window} s"
         return Judgement(Trust.UNJUDGED, [Reason(text, TOO_SHORT, False, {"samples": float(count)})], notes)
-    if noisy:
+    if noisy and spread is not None:
         text = f"timing spread {spread:.0%} of the median"
         return Judgement(Trust.NOISY, [Reason(text, SPREAD, False, {"spread_rel": float(spread)})], notes)
     return Judgement(Trust.TRUSTED, [], notes)
