@@ -65,8 +65,7 @@ class Trust(str, Enum):
     def __str__(self) -> str:  # the word, wherever it is written (an f-string, a join, a report)
         return self.value
 
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
+    __format__ = str.__format__  # type: ignore[assignment]  (f"{Trust.BROKEN}" is BROKEN, as str() is)
 
     @property
     def is_result(self) -> bool:
@@ -99,13 +98,8 @@ class Trust(str, Enum):
 
 NO_TELEMETRY_CODE = 3  # rigcheck_figure_trust for a figure no telemetry covered
 _TRUST_CODE = {Trust.TRUSTED: 0, Trust.NOISY: 1, Trust.UNJUDGED: 2, Trust.SUSPECT: 4, Trust.BROKEN: 5}
-_TRUST_STYLE = {
-    Trust.TRUSTED: "pass",
-    Trust.NOISY: "warn",
-    Trust.UNJUDGED: "skip",
-    Trust.SUSPECT: "warn",
-    Trust.BROKEN: "fail",
-}
+_TRUST_STYLE = {Trust.TRUSTED: "pass", Trust.NOISY: "warn", Trust.UNJUDGED: "skip", Trust.SUSPECT: "warn"}
+_TRUST_STYLE[Trust.BROKEN] = "fail"
 
 
 def worst_by(items: Iterable[T], status_of: Callable[[T], Status | str]) -> T | None:
