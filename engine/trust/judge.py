@@ -94,11 +94,8 @@ def _own_rules(
     else:
         device_timed = params.get("timer") == "events" and not params.get("launch_bound")
         _judge_clocks(conditions, bound, policy, reference_clocks, held, notes, device_timed)
-    numbers = {
-        k: float(conditions[k])
-        for k in ("clock_ratio", "mem_clock_ratio", "sm_clock_mean_mhz")
-        if isinstance(conditions.get(k), (int, float))
-    }
+    read = {k: conditions.get(k) for k in ("clock_ratio", "mem_clock_ratio", "sm_clock_mean_mhz")}
+    numbers = {k: float(v) for k, v in read.items() if isinstance(v, (int, float))}
     reasons.extend(Reason(text, CLOCKS, False, numbers) for text in held)
     for setting in conditions.get("settings") or []:
         notes.append(f"{setting['name']}={setting['value']} is set: {setting['effect']}")
