@@ -51,6 +51,57 @@ _SEVERITY = {
 }
 
 
+class Trust(str, Enum):
+    """How far a figure can be trusted, from the conditions it was measured under (engine/trust/judge.py decides
+    it); each word carries what the reports restate: whether the figure is a result, its Prometheus code and its
+    style class (the same classes as a status's, engine/report/rows.py)."""
+
+    TRUSTED = "TRUSTED"  # measured on a quiet device: comparable with other runs
+    NOISY = "NOISY"  # nothing interfered, but its repeats spread more than the policy allows
+    UNJUDGED = "UNJUDGED"  # too few telemetry samples cover it to say
+    SUSPECT = "SUSPECT"  # something outside the measurement interfered: the reasons say what
+    BROKEN = "BROKEN"  # impossible, or its two clocks disagree: never a result
+
+    def __str__(self) -> str:  # the word, wherever it is written (an f-string, a join, a report)
+        return self.value
+
+    __format__ = str.__format__  # type: ignore[assignment]  (f"{Trust.BROKEN}" is BROKEN, as str() is)
+
+    @property
+    def is_result(self) -> bool:
+        """Whether the figure is a result at all (a BROKEN one is left out of best-of, baselines and peers)."""
+        return self is not Trust.BROKEN
+
+    @property
+    def sound(self) -> bool:
+        """Whether the figure may stand for the machine elsewhere (a baseline, a history, a comparison)."""
+        return self is Trust.TRUSTED
+
+    @property
+    def code(self) -> int:
+        """rigcheck_figure_trust's value, worse the higher (3 is a figure with no telemetry: no trust word)."""
+        return _TRUST_CODE[self]
+
+    @property
+    def style(self) -> str:
+        """The style class front ends colour it by."""
+        return _TRUST_STYLE[self]
+
+    @staticmethod
+    def of(word: object) -> Trust | None:
+        """The trust a stored word names; None for none, or for a word this version does not know."""
+        try:
+            return Trust(word) if word else None
+        except ValueError:
+            return None
+
+
+NO_TELEMETRY_CODE = 3  # rigcheck_figure_trust for a figure no telemetry covered
+_TRUST_CODE = {Trust.TRUSTED: 0, Trust.NOISY: 1, Trust.UNJUDGED: 2, Trust.SUSPECT: 4, Trust.BROKEN: 5}
+_TRUST_STYLE = {Trust.TRUSTED: "pass", Trust.NOISY: "warn", Trust.UNJUDGED: "skip", Trust.SUSPECT: "warn"}
+_TRUST_STYLE[Trust.BROKEN] = "fail"
+
+
 def worst_by(items: Iterable[T], status_of: Callable[[T], Status | str]) -> T | None:
     """The item whose status is the most severe (the first of equals), passing over status words this
     version does not know; None when none is left. Every "worst status" in rigcheck is this one."""

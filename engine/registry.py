@@ -1,4 +1,16 @@
-"""The stages rigcheck knows, named by import path so the parent can list them without importing torch."""
+"""The stages rigcheck knows, named by import path so the parent can list them without importing torch.
+
+Adding a stage (docs/ADDING_A_STAGE.md has the whole guide) touches these files and no others:
+1. `engine/stages/<name>.py` (or a package `engine/stages/<name>/` with `stage.py`): `run(context: StageContext) ->
+   Iterator[Event]`, a generator of engine/events.py's dataclasses (Measurement, Verdict, Progress, LogLine). It
+   imports only the standard library, numpy and torch (it runs in a spawned child, under any `--python`).
+2. One `StageInfo(...)` below in `STAGES`: its name, its target ("module:function"), a one-line summary, its time
+   limits, and the flags that say how the runner treats it (`throughput`, `per_device`, ...) and what its GPU
+   figures are (`figure_kinds`: which settings in force can change them).
+3. `tests/unit/test_<name>.py`: the stage's own rules, each fault beside a clean case (tests/unit/test_toy_stage.py
+   runs a whole stage end to end from these files alone; tests/unit/test_stage_contract.py checks registrations).
+Trust, the one cause, references, history, every export, the CLI and the app pick its figures up from the events.
+"""
 
 from __future__ import annotations
 
@@ -22,12 +34,18 @@ class StageInfo:
     timed: bool = False  # its `duration` option sets how long it runs, so its time limit grows with it
     min_gpus: int = 0  # fewer GPUs asked for by name: the parent SKIPs it without starting a child
     fresh_child: bool = False  # always in a fresh interpreter, never a warm child (see training's note)
+    # What its GPU figures are beyond "a GPU figure", for the settings that change them (facts/settings.py): "blas"
+    # (matrix multiplies: BLAS and math-mode settings), "alloc" (allocates as it goes: allocator settings), "links"
+    # (collectives between GPUs: NCCL settings). FIGURE_KINDS lists them.
+    figure_kinds: tuple[str, ...] = ()
 
     def timeout(self, profile: str, options: dict[str, object] | None = None) -> float:
         limit = self.timeouts.get(profile, max(self.timeouts.values()))
         duration = (options or {}).get("duration") if self.timed else None
         return max(limit, float(duration) + TIMED_SETUP_S) if isinstance(duration, int | float) else limit
 
+
+FIGURE_KINDS = ("blas", "alloc", "links")  # the words `StageInfo.figure_kinds` may use
 
 FLEET_HOSTS_STAGE = "fleet"  # the fleet run's host-against-host comparison, a stage row of its own
 FLEET_LINKS_STAGE = "fleet-links"  # the fleet run's pairwise links between hosts
@@ -58,6 +76,7 @@ STAGES: dict[str, StageInfo] = {
             "are the answers right: every dtype, the board network and memory against float64",
             {"quick": 240.0, "standard": 600.0, "full": 1200.0},
             per_device=True,
+            figure_kinds=("alloc",),
         ),
         StageInfo(
             "hostbugs",
@@ -74,6 +93,7 @@ STAGES: dict[str, StageInfo] = {
             {"quick": 240.0, "standard": 600.0, "full": 1200.0},
             throughput=True,
             per_device=True,
+            figure_kinds=("blas",),
         ),
         StageInfo(
             "bandwidth",
@@ -90,6 +110,7 @@ STAGES: dict[str, StageInfo] = {
             {"quick": 600.0, "standard": 1200.0, "full": 1800.0},
             throughput=True,
             min_gpus=2,
+            figure_kinds=("links",),
         ),
         StageInfo(
             "training",
@@ -102,6 +123,7 @@ STAGES: dict[str, StageInfo] = {
             # Its small-batch GPU figures are bound by the host's Python overhead: in a warm child that had
             # run the earlier stages they came out 15-30% lower on an H200 (bench/RESULTS.md, issue 23).
             fresh_child=True,
+            figure_kinds=("blas", "alloc"),
         ),
         StageInfo(
             "burn",
@@ -111,6 +133,7 @@ STAGES: dict[str, StageInfo] = {
             throughput=True,
             default_in=("full",),
             timed=True,
+            figure_kinds=("blas",),
         ),
     )
 }

@@ -74,6 +74,9 @@ class FakeNvml:
     def count(self) -> int:
         return len(self.bus_ids)
 
+    def handle_by_bus_id(self, address: str) -> NvmlFailure:
+        return NvmlFailure(FUNCTION_NOT_FOUND, "a driver without the by-address call: hw.gpu_at reads each GPU's")
+
     def handle(self, index: int) -> str:
         return f"handle{index}"
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from rigcheck.tui.widgets.bench_panel import BenchPanel
 from rigcheck.tui.widgets.clocks_panel import ClocksPanel
 from rigcheck.tui.widgets.results_panel import ResultsPanel
+from rigcheck.tui.widgets.stage_keys import STAGE_KEYS
 from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
@@ -34,9 +35,13 @@ def tab_label(tab: str, title: str) -> str:
 
 
 BINDINGS = [
-    # 2-9 are system keys: out of the Keys panel, where `1-9 Stage` stands for all nine
+    # the other stage keys are system keys: out of the Keys panel, where `1-9 Stage` stands for them all
     Binding("1", "start_stage(0)", "Stage", key_display="1-9", tooltip="run one stage: its number in Stages"),
-    *(Binding(str(n), f"start_stage({n - 1})", f"Run stage {n}", show=False, system=True) for n in range(2, 10)),
+    *(
+        Binding(key, f"start_stage({n})", f"Run stage {key}", show=False, system=True)
+        for n, key in enumerate(STAGE_KEYS)
+        if n
+    ),
     Binding("a", "start_all", "Run all", tooltip="every stage of the profile"),
     Binding("c", "cancel", "Cancel", tooltip="the running stage; the next one still runs"),
     Binding("d", "cycle_device", "Device", tooltip="run on the next device: cpu, each GPU, all"),
@@ -50,7 +55,12 @@ BINDINGS = [
     *(Binding(key, f"show_tab('{tab}')", f"{title} tab", show=False) for key, tab, title, _ in TABS),
     Binding("ctrl+q,ctrl+c", "request_quit", "Quit", key_display="^q", priority=True),
     # While a run goes on the footer hides what cannot be done then; these answer those keys with why not.
-    Binding("a,d,p,1,2,3,4,5,6,7,8,9", "why_not('a run is in progress: cancel it (c) first')", show=False, system=True),
+    Binding(
+        ",".join(("a", "d", "p", *STAGE_KEYS)),
+        "why_not('a run is in progress: cancel it (c) first')",
+        show=False,
+        system=True,
+    ),
     Binding("c", "why_not('nothing is running')", show=False, system=True),
 ]
 

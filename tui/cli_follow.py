@@ -72,7 +72,7 @@ def command_follow(args: argparse.Namespace) -> int:
     if run.get("error"):
         err.print(f"run {run_id} ended in error: {run['error']}", style="red", markup=False)
     code = run["exit_code"] if run["exit_code"] is not None else EXIT_INTERRUPTED
-    code = summarise(report, code, False, err)
+    code = summarise(report, code, err)
     err.print(f"run {run_id}: {run['status']}; logs in {store.log_dir(run_id)}", markup=False, highlight=False)
     return code
 

@@ -12,8 +12,9 @@ import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rigcheck.engine.exits import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE
+from rigcheck.engine.exits import EXIT_FAIL, EXIT_USAGE
 from rigcheck.engine.report.exit_words import exit_line
+from rigcheck.engine.report.failures import failures, is_strict, warned
 from rigcheck.engine.report.judged import judged_line
 from rigcheck.engine.run.options import request_from_args, write_reports
 from rigcheck.engine.run.preflight import STDOUT, UsageError
@@ -59,26 +60,14 @@ def expected_times(store: Any, device: str, profile: str) -> dict[str, float]:
         return {}
 
 
-def summarise(report: dict[str, Any], code: int, strict: bool, err: Console, to_stderr: bool = False) -> int:
-    """Print the summary on stdout (on stderr when stdout takes a report); the exit code, with --strict
-    turning WARN into a failure."""
+def summarise(report: dict[str, Any], code: int, err: Console, to_stderr: bool = False) -> int:
+    """Print the summary on stdout (on stderr when stdout takes a report), and say where --strict made the run fail;
+    `code`, the engine's (report/failures.py applied --strict to it), comes back as it is."""
     _print_summary(report, to_stderr)
-    warned = sum(v["status"] == "WARN" for v in report["verdicts"])
-    if strict and warned and code in (EXIT_OK, EXIT_INCONCLUSIVE):  # a WARN under --strict fails, as a FAIL does
-        err.print(f"--strict: {warned} WARN verdict(s) fail the run", style="yellow")
-        code = EXIT_FAIL
+    count = warned(report)
+    if is_strict(report) and count and code == EXIT_FAIL and not failures(report, strict=False):
+        err.print(f"--strict: {count} WARN verdict(s) fail the run", style="yellow")
     return code
-
-
-def keep_strict(store: Any, run_id: int, code: int, err: Console) -> dict[str, Any] | None:
-    """Store --strict with the run and the exit code it returned, so `history` and every export say what this run
-    said; the report as stored now, or None (said in one line) where the store could not take it."""
-    try:
-        store.record_strict(run_id, code)
-        return store.report(run_id)
-    except (StoreError, sqlite3.Error, OSError) as error:  # a full disk, a read-only store: the exit code stands
-        err.print(f"rigcheck: --strict could not be stored with run {run_id} ({error})", markup=False, style="red")
-        return None
 
 
 def command_run(args: argparse.Namespace) -> int:
@@ -112,9 +101,7 @@ def command_run(args: argparse.Namespace) -> int:
     report = store.report(run_id)
     assert report is not None
     report_to_stdout = STDOUT in (args.json, args.junit)  # `--json -`: stdout holds only the report
-    code = summarise(report, code, args.strict, err, to_stderr=report_to_stdout)
-    if args.strict:
-        report = keep_strict(store, run_id, code, err) or report
+    code = summarise(report, code, err, to_stderr=report_to_stdout)
     counted = judged_line(report)  # issue 32: figures judged against a reference, and not
     if counted:
         err.print(counted, markup=False, highlight=False)

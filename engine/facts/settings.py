@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rigcheck.engine.registry import STAGES
+
 # The kinds of figure a setting can change; `figure_kinds` says which a figure is.
 CPU = "CPU figures"
 GPU = "GPU figures"
@@ -331,14 +333,16 @@ def figure_kinds(stage: str, device: str, params: Mapping[str, Any]) -> set[str]
         return kinds | ({HOST_LINK} if params.get("bound") == "link" else set())
     kinds = {GPU}
     dtype = str(params.get("dtype") or params.get("precision") or "")
-    if stage == "links":
+    info = STAGES.get(stage)
+    declared = set(info.figure_kinds) if info is not None else set()  # the stage's registration says (registry.py)
+    if "links" in declared:
         kinds.add(LINKS)
     if params.get("bound") == "link":
         kinds.add(HOST_LINK)
-    if stage in ("matmul", "training", "burn"):
+    if "blas" in declared:
         kinds.add(GPU_BLAS)
         kinds |= {GPU_FP32} if dtype == "fp32" else {GPU_TF32} if dtype == "tf32" else set()
-    if stage in ("training", "verify"):
+    if "alloc" in declared:
         kinds.add(GPU_ALLOC)
     return kinds
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from contextlib import suppress
 
 from rigcheck.engine.events import Event, LogLine, Measurement, StageFinished, StageStarted, Status, worst
-from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_USAGE
+from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_USAGE, combine
 from rigcheck.engine.fleet.args import FleetOptions
 from rigcheck.engine.fleet.channel import FleetChannel, Heartbeat, heartbeat_interval
 from rigcheck.engine.fleet.collector import Collector
@@ -23,6 +23,8 @@ from rigcheck.engine.fleet.handshake import NoNonce, take_nonce
 from rigcheck.engine.fleet.pairs import STAGE as LINKS_STAGE
 from rigcheck.engine.fleet.refusal import refuse_asks, refuse_early, refuse_on
 from rigcheck.engine.fleet.store_link import FleetStoreError, connect
+from rigcheck.engine.report.failures import strict_code
+from rigcheck.engine.run.figures import annotate_figure
 from rigcheck.engine.run.owner import OwnedRun
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import exit_code_for
@@ -101,7 +103,7 @@ class Agent:
             return code
         try:
             if self.options.links and self.env.world > 1:
-                code = max(code, self._links(channel))
+                code = combine([code, self._links(channel)])
             channel.finish({"exit_code": code, "run_id": self.local_run_id, "store": str(self.store.path)})
         except Exception as error:  # rank 0 went away during the collectives: this host's store has them
             channel.broken = (
@@ -115,7 +117,7 @@ class Agent:
             )
             return code
         if self.env.rank == 0:
-            code = max(code, self._finish_fleet())
+            code = combine([code, self._finish_fleet()])
         else:
             zero = channel.host(0) or {}
             self.say(f"the fleet run is in rank 0's store: {zero.get('name', '?')}:{zero.get('store', '?')}")
@@ -206,8 +208,8 @@ class Agent:
         self._send(channel, StageStarted(LINKS_STAGE, ",".join(local), os.getpid(), self.request.python))
         try:
             for event in (*fleet_collectives(plan), *pairwise_rounds(plan, pair_bytes, 5 if gpu else 3)):
-                if isinstance(event, Measurement) and conditions is not None:
-                    event = conditions(event)
+                if isinstance(event, Measurement) and self.local_run_id is not None:  # as a local run's figures
+                    event = annotate_figure(event, self.store, self.local_run_id, local, conditions, local[0])
                 self._send(channel, event)
                 status = getattr(event, "status", None)
                 if isinstance(status, Status):
@@ -217,7 +219,7 @@ class Agent:
                 sampler.stop()
         links = worst(statuses) or Status.PASS
         self._send(channel, StageFinished(LINKS_STAGE, links))
-        return exit_code_for([links])
+        return strict_code(exit_code_for([links]), statuses, self.request.strict)
 
     def _send(self, channel: FleetChannel, event: Event) -> None:
         """An event of the fleet part: into this host's own run first, then to rank 0 while its store answers."""
@@ -241,12 +243,14 @@ class Agent:
         assert self.collector is not None and self.fleet_run_id is not None
         late = f"rank 0 stopped waiting after {self.options.phase_timeout:g} s (--phase-timeout)"
         wait_s = self.options.phase_timeout + self.options.lost_after
-        return finish_fleet(self.store, self.collector, self.fleet_run_id, wait_s, late)
+        return finish_fleet(self.store, self.collector, self.fleet_run_id, wait_s, late, self.request.strict)
 
 
-def finish_fleet(store: Store, collector: Collector, fleet_run_id: int, wait_s: float, late: str = "") -> int:
+def finish_fleet(
+    store: Store, collector: Collector, fleet_run_id: int, wait_s: float, late: str = "", strict: bool = False
+) -> int:
     """Rank 0's end of the fleet run: wait for every agent (or name those still out), then the verdicts across
-    hosts, and the run's end; its exit code."""
+    hosts, and the run's end; its exit code (with --strict, a WARN fails it: the one rule, report/failures.py)."""
     from rigcheck.engine.fleet.verdicts import fleet_verdicts
 
     if not collector.wait(wait_s):
@@ -261,7 +265,10 @@ def finish_fleet(store: Store, collector: Collector, fleet_run_id: int, wait_s: 
     for host, verdict in found:
         store.record(fleet_run_id, verdict, host=host)
     stored = [Status(v["status"]) for v in report["verdicts"] if v["status"] in Status._value2member_map_]
-    code = exit_code_for([*stored, *(verdict.status for _, verdict in found)])
+    verdicts = [*stored, *(verdict.status for _, verdict in found)]
+    code = strict_code(exit_code_for(verdicts), verdicts, strict)
+    if strict:
+        store.record_strict(fleet_run_id, code)
     store.end_run(fleet_run_id, "complete", code)
     return code
 

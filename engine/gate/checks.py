@@ -11,7 +11,9 @@ from rigcheck.engine.facts.health_model import Missing
 from rigcheck.engine.facts.xid import CRITICAL_XIDS
 from rigcheck.engine.gate.kmsg import KernelLog
 from rigcheck.engine.gate.read import GateGpu, NodeReading
-from rigcheck.engine.stages.health.checks import BUSY_PCT, HARDWARE_REASONS, STAGE
+from rigcheck.engine.hw.throttle import HARDWARE_SIGNALS as HARDWARE_REASONS
+from rigcheck.engine.hw.throttle import SOFT_REASONS
+from rigcheck.engine.stages.health.checks import BUSY_PCT, STAGE
 
 RECOVERY_XID = 154  # "GPU recovery action changed": the driver names what it needs (NVIDIA's Xid catalog)
 NO_ACTION = {"None", "none"}
@@ -19,7 +21,6 @@ NO_ACTION = {"None", "none"}
 # the driver's bookkeeping (a context is about 500 MiB); a GPU this busy or more with no process here did work
 UNLISTED_MIN = 256 * 2**20
 IDLE_PCT = 5.0
-SOFT_REASONS = {"idle", "application clock setting", "sync boost", "display clock setting", "power cap"}
 
 
 def verdict(

@@ -144,6 +144,12 @@ class Nvml(NvmlHealthCalls):
         failed = self._call("nvmlDeviceGetHandleByIndex_v2", _uint(index), ctypes.byref(handle))
         return failed or handle
 
+    def handle_by_bus_id(self, address: str) -> Handle | NvmlFailure:
+        """The GPU at this PCI address ("0000:1b:00.0"), straight from the driver (no CUDA context)."""
+        handle = Handle()
+        failed = self._call("nvmlDeviceGetHandleByPciBusId_v2", address.encode("ascii"), ctypes.byref(handle))
+        return failed or handle
+
     # --- identity ----------------------------------------------------------------------------------
 
     def name(self, handle: Handle) -> str | NvmlFailure:

@@ -14,9 +14,11 @@ import time
 from collections import Counter, defaultdict
 from typing import Any
 
+from rigcheck.engine.events import Trust
 from rigcheck.engine.measure.baseline_file import BASELINE_FORMAT, BASELINE_VERSION
+from rigcheck.engine.trust.judgement import trust_in, trust_word
 
-UNSOUND = {"BROKEN", "SUSPECT", "NOISY", "UNJUDGED"}
+UNSOUND = {t.value for t in Trust if not t.sound}
 
 
 def cpu_model(report: dict[str, Any]) -> str | None:
@@ -45,7 +47,7 @@ def _figure_rows(report: dict[str, Any]) -> list[tuple[str, str, float, str, str
     for m in report.get("measurements", []):
         params, conditions = m.get("params") or {}, m.get("conditions") or {}
         model = _model(report, m)
-        sound = not (params.get("broken") or params.get("launch_bound") or conditions.get("trust") in UNSOUND)
+        sound = not (params.get("broken") or params.get("launch_bound") or trust_in(conditions) in UNSOUND)
         if model and sound and m.get("value"):
             where = f"{m.get('host') or ''} {m['device']}".strip()
             out.append((str(model), m["name"], float(m["value"]), m.get("unit") or "", where))
@@ -65,7 +67,7 @@ def _figure_rows(report: dict[str, Any]) -> list[tuple[str, str, float, str, str
 
 def _none_sound(report: dict[str, Any]) -> str:
     """Why a run gave no figure to make a baseline of, in one sentence."""
-    trusts = Counter(str((m.get("conditions") or {}).get("trust") or "no telemetry") for m in report["measurements"])
+    trusts = Counter(trust_word(m.get("conditions")) or "no telemetry" for m in report["measurements"])
     unsound = ", ".join(f"{n} {word}" for word, n in sorted(trusts.items()) if word in UNSOUND)
     if unsound:
         run = report["run"]["id"]

@@ -10,9 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from rigcheck.engine.events import Trust
 from rigcheck.engine.report.rows import signed_spread, trust_of, trust_reasons
-
-TRUSTED = "TRUSTED"
 
 
 @dataclass(frozen=True)
@@ -97,7 +96,9 @@ def _why_no_ratio(first: Side | None, second: Side | None, ids: tuple[Any, Any])
     if first.unit != second.unit:
         return f"units differ ({first.unit} / {second.unit})"
     untrusted = [
-        f"run {run_id} {side.trust}" for run_id, side in zip(ids, (first, second), strict=True) if side.trust != TRUSTED
+        f"run {run_id} {side.trust}"
+        for run_id, side in zip(ids, (first, second), strict=True)
+        if side.trust != Trust.TRUSTED
     ]
     if untrusted:
         return "no ratio: " + ", ".join(untrusted)

@@ -14,14 +14,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from rigcheck.engine.events import worst_by
+from rigcheck.engine.events import Trust, worst_by
 from rigcheck.engine.registry import FLEET_HOSTS_STAGE as HOSTS_STAGE
 from rigcheck.engine.registry import FLEET_LINKS_STAGE as LINKS_STAGE
 from rigcheck.engine.report.rows import Row, meaning, report_rows, trust_of
 
 KEY_DTYPE = {"gpu": "bf16", "cpu": "fp32"}
 KEY_RULE = "best bf16 matmul on a GPU (TFLOP/s), best fp32 matmul on the CPU (GFLOP/s), else the first figure"
-BROKEN = "BROKEN"  # never a result: left out of best-of, as the stage summaries leave it out
 # A host's state as front ends should colour it, by the row model's status classes.
 STATE_CLASS = {"lost": "crash", "joined": "running", "running": "running"}
 _GPU = re.compile(r"^cuda:(\d+)$")
@@ -102,7 +101,11 @@ FLEET_STAGES = (HOSTS_STAGE, LINKS_STAGE)
 def key_figure(figures: list[Row], device: str) -> tuple[Row | None, bool]:
     """The figure a cell shows, and whether it follows the key rule (KEY_RULE)."""
     dtype = KEY_DTYPE["cpu" if device == "cpu" else "gpu"]
-    candidates = [f for f in figures if f["stage"] == "matmul" and _dtype(f) == dtype and trust_of(f) != BROKEN]
+    candidates = [
+        f
+        for f in figures
+        if f["stage"] == "matmul" and _dtype(f) == dtype and Trust.of(trust_of(f)) is not Trust.BROKEN
+    ]
     if candidates:
         return max(candidates, key=lambda f: f["value"]), True
     own = [f for f in figures if f["stage"] not in FLEET_STAGES]  # the inter-host figures are the fleet's, not a cell's

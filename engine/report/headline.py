@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from rigcheck.engine.events import Trust
 from rigcheck.engine.report.rows import trust_of
 
 NEEDS_A_LOOK = ("CRASH", "TIMEOUT", "FAIL", "INCONCLUSIVE", "WARN")  # verdicts, worst first; each sets the exit code
-NOT_TRUSTED = ("BROKEN", "SUSPECT", "NOISY", "UNJUDGED")  # the trust words a headline counts
+NOT_TRUSTED = tuple(t.value for t in (Trust.BROKEN, Trust.SUSPECT, Trust.NOISY, Trust.UNJUDGED))  # a headline counts
 
 
 def counts(report: dict[str, Any]) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:

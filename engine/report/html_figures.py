@@ -12,6 +12,7 @@ from typing import Any
 from rigcheck.engine.events import Measurement
 from rigcheck.engine.report.rows import Row
 from rigcheck.engine.trust.expect_arch import figure_reference
+from rigcheck.engine.trust.judgement import trust_word
 from rigcheck.engine.trust.peers import PEER_TOLERANCE, peer_groups
 from rigcheck.engine.trust.reference import device_model, reference_verdict
 
@@ -132,9 +133,7 @@ def peers(report: dict[str, Any]) -> list[PeerGroup]:
         bars = []
         for unit, m in sorted(per_unit.items()):
             others = [v for u, v in values.items() if u != unit]
-            bars.append(
-                Bar(unit, m.value, str(m.conditions.get("trust") or ""), m.value < (1 - tolerance) * max(others))
-            )
+            bars.append(Bar(unit, m.value, trust_word(m.conditions) or "", m.value < (1 - tolerance) * max(others)))
         unit_word = next(iter(per_unit.values())).unit
         groups.append(PeerGroup(model, name, unit_word, tolerance, tuple(bars)))
     return groups

@@ -16,8 +16,10 @@ from rigcheck.engine.report.rows import (
     UNSTABLE_WORTH,
     has_hosts,
     is_unstable,
+    notes_of,
     signed_spread,
     trust_of,
+    trust_reasons,
     unverified,
 )
 
@@ -84,13 +86,12 @@ def _spread(row: dict[str, Any]) -> str:
 
 
 def _reasons(row: dict[str, Any]) -> str:
-    conditions = row.get("conditions") or {}
-    said = [words(r) for r in conditions.get("trust_reasons") or []]
+    said = [words(r) for r in trust_reasons(row)]
     if is_unstable(row.get("value"), row.get("spread")):
         said.append(f"unstable: {esc(UNSTABLE_WORTH)}")
     if unverified(row):
         said.append("unverified: Verify has not passed on this device with this environment")
-    said += [f'<span class="note">note: {words(n)}</span>' for n in conditions.get("notes") or []]
+    said += [f'<span class="note">note: {words(n)}</span>' for n in notes_of(row)]
     return "<br>".join(said)
 
 

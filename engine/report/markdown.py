@@ -17,6 +17,7 @@ from rigcheck.engine.report.rows import (
     condition_phrases,
     has_hosts,
     is_unstable,
+    notes_of,
     signed_spread,
     trust_of,
     trust_reasons,
@@ -53,7 +54,7 @@ def _reasons(row: dict[str, Any]) -> str:
         said.append(f"unstable: {UNSTABLE_WORTH}")
     if unverified(row):
         said.append("unverified: Verify has not passed on this device with this environment")
-    said += [f"note: {note}" for note in (row.get("conditions") or {}).get("notes") or []]
+    said += [f"note: {note}" for note in notes_of(row)]
     return "; ".join(said)
 
 

@@ -19,13 +19,15 @@ from typing import Any
 from prometheus_client.core import Metric
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
+from rigcheck.engine.events import NO_TELEMETRY_CODE, Trust
 from rigcheck.engine.report.failures import failures, is_strict
 from rigcheck.engine.report.fleet_view import gpu_index
 from rigcheck.engine.report.prom_families import Gauge, Info, Labels
 from rigcheck.engine.report.rows import NO_TELEMETRY, Row, report_rows, trust_of
 
 # rigcheck_figure_trust's value for each trust word, worse the higher; a word added later is -1 until it is listed
-TRUST_CODES = {"TRUSTED": 0, "NOISY": 1, "UNJUDGED": 2, NO_TELEMETRY: 3, "SUSPECT": 4, "BROKEN": 5}
+_CODES = {t.value: t.code for t in Trust} | {NO_TELEMETRY: NO_TELEMETRY_CODE}
+TRUST_CODES = dict(sorted(_CODES.items(), key=lambda item: item[1]))
 TRUST_HELP = ", ".join(f"{code} {word}" for word, code in TRUST_CODES.items())
 
 _BARE_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
@@ -170,7 +172,7 @@ def _figure_families(report: dict[str, Any]) -> list[Metric]:
         if seen[key] > 1:  # two samples with one label set would make the whole file unreadable to Prometheus
             labels["repeat"] = str(seen[key])
         figure.add(labels, row["value"])
-        trusted.add(labels, trust_of(row) == "TRUSTED")
+        trusted.add(labels, trust_of(row) == Trust.TRUSTED)
         trust.add(labels, TRUST_CODES.get(trust_of(row), -1))
     for key, count in verdicts.items():
         verdict.add(dict(key), count)

@@ -9,7 +9,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from rigcheck.engine.events import Measurement, Verdict
+from rigcheck.engine.events import Measurement, Trust, Verdict
+from rigcheck.engine.trust.judgement import note_words, reason_words, trust_word
 
 Row = dict[str, Any]
 NO_TELEMETRY = "no telemetry"
@@ -17,12 +18,9 @@ NO_TELEMETRY = "no telemetry"
 # What each status word means, for front ends to colour: every front end maps these classes, not the words.
 STATUS_CLASS = {
     "PASS": "pass",
-    "TRUSTED": "pass",
     "WARN": "warn",
     "INCONCLUSIVE": "inconclusive",  # could not be judged: never read as a pass, never as a fail
     "NOT JUDGED": "skip",  # measured, with nothing to judge it against
-    "SUSPECT": "warn",
-    "NOISY": "warn",
     "FAIL": "fail",
     "CRASH": "crash",
     "TIMEOUT": "crash",
@@ -30,7 +28,9 @@ STATUS_CLASS = {
     "SKIP": "skip",
     "cancelled": "skip",
     "running": "running",
-}
+} | {trust.value: trust.style for trust in Trust if trust in (Trust.TRUSTED, Trust.SUSPECT, Trust.NOISY)}
+# (a BROKEN or UNJUDGED figure keeps the plain style it always had: `Trust.style` is there for a front end that
+# colours them)
 
 # The conditions shown in a figure's detail, in this order, with their words.
 CONDITION_WORDS = (
@@ -81,7 +81,7 @@ def measurement_row(m: Measurement | Row) -> Row:
 
 def trust_of(row: Row) -> str:
     """A figure's trust word as the engine wrote it (TRUSTED, SUSPECT, NOISY, or one added later)."""
-    return str((row.get("conditions") or {}).get("trust") or NO_TELEMETRY)
+    return trust_word(row.get("conditions")) or NO_TELEMETRY
 
 
 def unverified(row: Row) -> bool:
@@ -90,7 +90,11 @@ def unverified(row: Row) -> bool:
 
 
 def trust_reasons(row: Row) -> list[str]:
-    return list((row.get("conditions") or {}).get("trust_reasons") or [])
+    return reason_words(row.get("conditions"))
+
+
+def notes_of(row: Row) -> list[str]:
+    return note_words(row.get("conditions"))
 
 
 def status_of(row: Row) -> str:
@@ -185,9 +189,9 @@ def detail_text(row: Row) -> str:
         spread = f" (spread of the rate ±{spread} of the median)" if spread else ""
     repeats = f" over {row['repeats']} repeats" if row.get("repeats") and row["repeats"] > 1 else ""
     lines = [f"{row['name']}: {value_text(row)}{spread}{repeats} on {row['device'] or 'the host'}"]
-    reasons = list(conditions.get("trust_reasons") or [])
+    reasons = reason_words(conditions)
     lines.append(f"trust: {trust_of(row)}" + (f": {'; '.join(reasons)}" if reasons else ""))
-    lines.extend(f"note: {note}" for note in conditions.get("notes") or [])
+    lines.extend(f"note: {note}" for note in note_words(conditions))
     verified = conditions.get("verified")
     verified_words = {True: "yes", False: "no: Verify has not passed on this device with this environment"}
     lines.append(f"verified: {verified_words.get(verified, 'unknown')}")

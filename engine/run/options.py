@@ -194,6 +194,7 @@ def request_from_args(args: argparse.Namespace, early_child: bool = False) -> tu
         tuple(sys.argv[1:]),
         args.force,
         cold=bool(getattr(args, "cold", False)),
+        strict=bool(getattr(args, "strict", False)),
     )
     return request, store
 

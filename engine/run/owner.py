@@ -91,6 +91,7 @@ class OwnedRun:
                 list(request.argv),
                 request.devices,
                 request.force,
+                request.strict,
             )
         except BaseException:
             self.locks.release()

@@ -27,6 +27,7 @@ class RunRequest:
     argv: tuple[str, ...] = ()
     force: bool = False  # run even where another live run holds one of these devices
     cold: bool = False  # every stage in a fresh interpreter, no warm child kept between stages
+    strict: bool = False  # a WARN verdict fails the run (exit 1): stored with the run when it begins
 
     @property
     def devices(self) -> tuple[str, ...]:

@@ -22,8 +22,8 @@ from rigcheck.engine.events import (
     worst,
 )
 from rigcheck.engine.exits import EXIT_ERROR
-from rigcheck.engine.measure.speedup import gpu_over_cpu
 from rigcheck.engine.registry import StageInfo
+from rigcheck.engine.report.failures import strict_code
 from rigcheck.engine.run.batch import BatchRunner, Settled
 from rigcheck.engine.run.launch import AHEAD_READY_S, Launcher
 from rigcheck.engine.run.no_child import skip_reason
@@ -31,11 +31,9 @@ from rigcheck.engine.run.outcome import describe_death, exit_code_for, signal_na
 from rigcheck.engine.run.plan import Child, RunPlan, stage_batches
 from rigcheck.engine.run.warm_pool import WarmPool
 from rigcheck.engine.stages.common.partials import remove_partials
-from rigcheck.engine.trust.expectations import expectation_verdicts
 from rigcheck.engine.trust.history import History
-from rigcheck.engine.trust.peers import peer_verdicts
-from rigcheck.engine.trust.reference import reference_verdicts
 from rigcheck.engine.trust.settle import settle
+from rigcheck.engine.trust.stage_judge import StageFigures, judge_stage
 
 # kept importable from here: the front ends, the fleet and the tests name them as the runner's
 __all__ = ["Child", "Run", "RunPlan", "describe_death", "exit_code_for", "signal_name", "stage_batches"]
@@ -71,6 +69,7 @@ class Run:
         # each figure's earlier clean values: set by the session, which has the store
         self.history: History | None = None
         self._stage_verdicts: list[Status] = []  # as settled in the parent
+        self._run_verdicts: list[Status] = []  # every verdict of the run, for --strict
         self._restated = False  # a child's verdict was restated here: the stage's status comes from the settled ones
         self._cancel_stage = threading.Event()
         self._cancel_run = threading.Event()
@@ -112,9 +111,10 @@ class Run:
 
     @property
     def exit_code(self) -> int:
+        """The run's exit code by the one rule: its stages' statuses, then --strict (report/failures.py)."""
         if self.failed:
             return EXIT_ERROR
-        return exit_code_for(self.stage_status.values())
+        return strict_code(exit_code_for(self.stage_status.values()), self._run_verdicts, self.plan.request.strict)
 
     # -- the supervisor thread --
     def _emit(self, event: Event) -> None:
@@ -132,6 +132,7 @@ class Run:
             self._restated = self._restated or settled.status != event.status
             event = settled
             self._stage_verdicts.append(event.status)
+            self._run_verdicts.append(event.status)
         if isinstance(event, StageFinished):
             self.stage_status[event.stage] = event.status
         for listener in self.listeners:
@@ -219,26 +220,17 @@ class Run:
         statuses = [s.status for s in settled]
         if self._restated:  # a child's FAIL restated INCONCLUSIVE must not fail the stage
             statuses = [s for s in statuses if s in (Status.CRASH, Status.TIMEOUT)] + self._stage_verdicts
-        if len({s.child.device for s in settled}) > 1:
-            analyses = [*peer_verdicts(self._stage_figures, info.name, plan.peer_tolerance)]
-            if any(s.child.device == "cpu" for s in settled):
-                analyses += gpu_over_cpu(self._stage_figures, info.name)
-            for verdict in analyses:
-                self._emit(verdict)
-                statuses.append(verdict.status)
         baseline = plan.request.options.get("baseline")  # --baseline: the user's own figures, not the model table
-        for verdict in reference_verdicts(
-            self._stage_figures, info.name, baseline if isinstance(baseline, dict) else None
-        ):
-            self._emit(verdict)
-            statuses.append(verdict.status)
-        for verdict in expectation_verdicts(  # issue 32: links, history, and what had no reference
-            self._stage_figures,
+        given = StageFigures(
             info.name,
+            self._stage_figures,
+            frozenset(s.child.device for s in settled),
+            plan.peer_tolerance,
             baseline if isinstance(baseline, dict) else None,
             self.history,
-            run_figures=self._run_figures,
-        ):
+            self._run_figures,
+        )
+        for verdict in judge_stage(given):
             self._emit(verdict)
             statuses.append(verdict.status)
         status = worst(statuses) or Status.SKIP

@@ -11,6 +11,7 @@ from rigcheck.engine.events import Event, Facts, LogLine, Measurement, RunFinish
 from rigcheck.engine.gate.full_run import health_history
 from rigcheck.engine.hw.devices import nvml_index  # [unseen hook]
 from rigcheck.engine.registry import StageInfo
+from rigcheck.engine.run.figures import annotate_figure
 from rigcheck.engine.run.runner import Listener, Run, RunPlan
 from rigcheck.engine.store import Store
 from rigcheck.engine.store.errors import is_full
@@ -77,23 +78,17 @@ class RunSession:
         return self.store.earlier_clean_clocks(self.plan.run_id, measurement.name, uuid)
 
     def _annotate(self, measurement: Measurement) -> Measurement:
-        """Telemetry conditions and trust, plus whether Verify has vouched for this device's answers."""
-        if self._conditions is not None:
-            measurement = self._conditions(measurement)
-        verified = self.store.verified(self.plan.run_id, measurement.device or self.plan.request.device) or (
-            self.writes.held > 0  # Verify's end may be held in memory while another process holds the store
-            and self.run.stage_status.get("verify") in (Status.PASS, Status.WARN)
+        """Telemetry conditions and the figure's one judgement, plus whether Verify has vouched for its device."""
+        return annotate_figure(
+            measurement,
+            self.store,
+            self.plan.run_id,
+            self.devices,
+            self._conditions,
+            self.plan.request.device,
+            # Verify's end may be held in memory while another process holds the store
+            lambda: self.writes.held > 0 and self.run.stage_status.get("verify") in (Status.PASS, Status.WARN),
         )
-        conditions = measurement.conditions | {"verified": verified}
-        sharing = self.store.sharing_runs(self.plan.run_id, self.devices) if self.devices else []
-        if sharing:  # only with --force: two runs on one device make each other's figures worthless
-            reason = f"run(s) {', '.join(map(str, sharing))} used the same device at the same time (--force)"
-            conditions |= {
-                "other_runs_on_device": sharing,
-                "trust": "SUSPECT",
-                "trust_reasons": [*conditions.get("trust_reasons", []), reason],
-            }
-        return replace(measurement, conditions=conditions)
 
     def _record(self, event: Event) -> None:
         if isinstance(event, StageStarted):

@@ -9,8 +9,8 @@ from typing import Any
 import numpy
 import torch
 from rigcheck.engine.events import Event, LogLine, Measurement, Progress, Status, Verdict
-from rigcheck.engine.hw.nvml import NvmlFailure, NvmlUnavailable, ok, open_nvml
-from rigcheck.engine.hw.pci import normalise_bus_id
+from rigcheck.engine.hw.gpu_at import gpu_at
+from rigcheck.engine.hw.nvml import NvmlUnavailable, ok, open_nvml
 from rigcheck.engine.measure.plausibility import Limit
 from rigcheck.engine.stage import StageContext
 from rigcheck.engine.stages.common.devices import by_profile, resolve_devices
@@ -127,11 +127,8 @@ def read_link(address: str | None) -> dict[str, Any] | None:
     if isinstance(nvml, NvmlUnavailable):
         return None
     try:
-        for index in range(ok(nvml.count()) or 0):
-            handle = nvml.handle(index)
-            pci = nvml.pci_info(handle) if not isinstance(handle, NvmlFailure) else handle
-            if isinstance(pci, NvmlFailure) or normalise_bus_id(pci.bus_id) != address:
-                continue
+        handle = gpu_at(nvml, address)
+        if handle is not None:
             link = {
                 "gen": ok(nvml.pcie_generation(handle)),
                 "width": ok(nvml.pcie_width(handle)),

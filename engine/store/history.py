@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rigcheck.engine.events import Measurement
+from rigcheck.engine.events import Measurement, Trust
 from rigcheck.engine.store.read import StoreReader
 from rigcheck.engine.trust.history import Past, identity
+from rigcheck.engine.trust.judgement import trust_in
 
 DEFAULT_LIMIT = 20
 
@@ -27,7 +28,7 @@ def earlier_clean_figures(store: StoreReader, run_id: int, m: Measurement, limit
     for row in rows:
         params, conditions = json.loads(row["params"] or "{}"), json.loads(row["conditions"] or "{}")
         pageable = params.get("bound") == "link" and not params.get("pinned")
-        if conditions.get("trust") != "TRUSTED" or params.get("broken") or params.get("launch_bound") or pageable:
+        if trust_in(conditions) is not Trust.TRUSTED or params.get("broken") or params.get("launch_bound") or pageable:
             continue
         if (wanted == "cpu" and row["device"] != "cpu") or (wanted != "cpu" and params.get("gpu_uuid") != wanted):
             continue

@@ -11,12 +11,13 @@ import socket
 import statistics
 from typing import Any
 
-from rigcheck.engine.events import worst
+from rigcheck.engine.events import Trust, worst
 from rigcheck.engine.store.errors import StoreDamaged
 from rigcheck.engine.store.inert import inert_report
 from rigcheck.engine.store.liveness import process_alive
 from rigcheck.engine.store.schema import StoreBase
 from rigcheck.engine.trust.contention import contention_report
+from rigcheck.engine.trust.judgement import trust_in
 
 DURATION_RUNS = 5  # a stage's expected time is the median of its last this-many runs
 
@@ -51,7 +52,7 @@ class StoreReader(StoreBase):
         for row in rows:
             params, conditions = json.loads(row["params"] or "{}"), json.loads(row["conditions"] or "{}")
             clock = conditions.get("sm_clock_mean_mhz")
-            if params.get("gpu_uuid") == gpu_uuid and conditions.get("trust") == "TRUSTED" and clock:
+            if params.get("gpu_uuid") == gpu_uuid and trust_in(conditions) is Trust.TRUSTED and clock:
                 clocks.append(float(clock))
         return clocks[:limit]
 

@@ -47,10 +47,12 @@ class StoreWriter(RunEnds):
         argv: list[str],
         devices: tuple[str, ...],
         force: bool = False,
+        strict: bool = False,
     ) -> tuple[int | None, list[dict[str, Any]]]:
         """Begin a run unless a live run holds one of `devices` (then None and those runs), in one
         transaction so two engines starting at once cannot both take a device. With `force` the run
-        begins anyway and the runs it shares a device with are still returned."""
+        begins anyway and the runs it shares a device with are still returned. `strict`: asked with --strict (kept
+        with the run from its start: its exit code is the engine's, --strict applied)."""
         self.need_write()
         with self._lock, self._damage_said():
             try:
@@ -68,8 +70,8 @@ class StoreWriter(RunEnds):
                     self._db.execute("ROLLBACK")
                     return None, taken
                 run_id = self._db.execute(
-                    "INSERT INTO runs (started, status, host, pid, device, profile, python, stages, argv, gpus)"
-                    " VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO runs (started, status, host, pid, device, profile, python, stages, argv, gpus, strict)"
+                    " VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         time.time(),
                         socket.gethostname(),
@@ -80,6 +82,7 @@ class StoreWriter(RunEnds):
                         _dumps(stages),
                         _dumps(argv),
                         _dumps(list(devices)),
+                        int(strict),
                     ),
                 ).lastrowid
                 self._db.execute("COMMIT")

@@ -24,17 +24,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rigcheck.engine.events import Measurement, Status
 from rigcheck.engine.facts.settings import InForce
+from rigcheck.engine.hw.throttle import POWER_FAULTS, THERMAL_REASONS
 from rigcheck.engine.measure.references import MODELS, model_of
 from rigcheck.engine.trust import mechanism
+from rigcheck.engine.trust.judgement import GPU_PROCESSES, Judgement
 from rigcheck.engine.trust.view import Conditions
 
-THERMAL = ("software thermal slowdown", "hardware thermal slowdown")
-POWER_FAULTS = ("hardware slowdown", "power brake")
+THERMAL = THERMAL_REASONS  # the one table of what each throttle reason means: hw/throttle.py
 NOTHING = "nothing in its conditions (clocks, power, load and settings were normal): likely the software stack"
 NOTHING_NEXT = "compare `rigcheck run probe`'s torch and CUDA with a healthy host's or the reference's"
 NOT_HARDWARE = ("broken", "outside", "setting")  # causes that say nothing about the hardware measured
@@ -113,7 +114,7 @@ def split_reason(reason: str) -> tuple[str, str]:
 def _outside(c: Conditions) -> Cause | None:
     """Someone else's load on the GPU or on the CPUs the figure needed: never the hardware's fault."""
     # the GPU's other processes are the cause only where trust blamed them (one that only holds memory is not)
-    blamed = c.trust is None or (c.disturbed and any("on the GPU" in r for r in c.outside))
+    blamed = c.trust is None or (c.disturbed and any(r.kind == GPU_PROCESSES for r in c.outside))
     if c.other_gpu_processes and blamed:
         named = ", ".join(f"{o.get('name', '?')} (pid {o.get('pid')})" for o in c.other_gpu_processes[:3])
         first = c.other_gpu_processes[0].get("pid")
@@ -192,10 +193,18 @@ def _link(figure: Measurement, c: Conditions) -> Cause:
 
 
 def likely_cause(
-    figure: Measurement, expectation: Expectation | None = None, settings: Iterable[InForce] | None = None
+    figure: Measurement,
+    expectation: Expectation | None = None,
+    settings: Iterable[InForce] | None = None,
+    judgement: Judgement | None = None,
 ) -> Cause:
-    """The figure's likely cause and next step (see the module's docstring for the order)."""
+    """The figure's likely cause and next step (see the module's docstring for the order). `judgement`: the figure's
+    judgement with its structured reasons (by default the one its conditions hold); the rules read each reason's
+    kind and whether it lies outside the hardware, never its words."""
     c = Conditions.from_dict(figure.conditions)
+    if judgement is not None:
+        c = replace(c, trust=judgement.trust, trust_reasons=tuple(judgement.reasons), outside=tuple(judgement.outside))
+        c = replace(c, judgement=judgement)
     p = figure.params
     if p.get("broken"):
         return Cause(str(p["broken"]), str(p.get("broken_next") or "run it again"), "broken")

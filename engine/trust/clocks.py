@@ -5,8 +5,11 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from rigcheck.engine.hw.throttle import POWER_CAP, THERMAL_REASONS, of_class
 from rigcheck.engine.telemetry.power_limit import power_limit_state as limit_state
 from rigcheck.engine.trust.policy import DEFAULT_POLICY, TrustPolicy
+
+POWER_CAP_REASONS = of_class(POWER_CAP)
 
 GPU_BUSY_PCT = 50.0
 
@@ -17,7 +20,7 @@ def _smi(conditions: dict[str, Any], nvidia: str, amd: str) -> str:
 
 
 def _slowdown_next(conditions: dict[str, Any], slowdowns: list[str]) -> str:
-    if any("thermal" in r for r in slowdowns):
+    if THERMAL_REASONS & set(slowdowns):
         command = _smi(conditions, "nvidia-smi -q -d PERFORMANCE,TEMPERATURE", "rocm-smi --showtemp --showperflevel")
         return f"`{command}`; check the fans, the airflow and the inlet temperature"
     command = _smi(conditions, "nvidia-smi -q -d PERFORMANCE", "rocm-smi --showperflevel")
@@ -50,7 +53,7 @@ def _judge_clocks(
     throttle = conditions.get("throttle", [])
     power, power_limit = conditions.get("power_mean_w"), conditions.get("power_limit_w")
     default = conditions.get("power_default_limit_w")
-    capped = "power cap" in throttle
+    capped = bool(POWER_CAP_REASONS & set(throttle))
     at = f"{power:.0f} of {power_limit:.0f} W" if power and power_limit else "its power limit"
     state = power_limit_state(conditions, policy)
     lowered = ""

@@ -6,6 +6,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from rigcheck.engine.trust.judgement import trust_word
+
 BANDS = ((0.0, 0.10), (0.10, 0.25), (0.25, 0.50), (0.50, 1.01))
 GPU_BUSY_PCT = 50.0
 
@@ -54,7 +56,7 @@ def rate_against_clock(measurements: list[dict[str, Any]]) -> list[dict[str, Any
                 "unit": m["unit"],
                 "sm_clock_mean_mhz": conditions["sm_clock_mean_mhz"],
                 "host_others_cpus": conditions.get("host_others_cpus"),
-                "trust": conditions.get("trust"),
+                "trust": trust_word(conditions),
             }
         )
     return rows

@@ -12,12 +12,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from rigcheck.engine.events import Measurement, Status, Verdict
+from rigcheck.engine.events import Measurement, Status, Trust, Verdict
 from rigcheck.engine.measure.plausibility import pcie_limit
 from rigcheck.engine.measure.references import FAIL_BELOW, WARN_BELOW
 from rigcheck.engine.stages.health.checks import share_in_words  # a link's share reads as in the health stage
 from rigcheck.engine.trust.cause import Expectation, pcie_link
 from rigcheck.engine.trust.expect_words import joined, judge
+from rigcheck.engine.trust.judgement import trust_in
 
 # Pinned copies reach 80-88% of a link's one-way rate after encoding: nvbandwidth's 55.4 / 55.1 GB/s on a Gen5 x16
 # H200 (63.0), about 26 on a Gen4 x16 A100 (31.5); engine/measure/references.json holds both with their sources.
@@ -91,6 +92,6 @@ def link_verdict(m: Measurement, stage: str) -> Verdict | None:
     )
     graded = Status.PASS if ratio >= WARN_BELOW else Status.FAIL if ratio < FAIL_BELOW else Status.WARN
     found = judge(m, graded, expectation)
-    if found.status == Status.FAIL and (m.conditions or {}).get("trust") == "SUSPECT":
+    if found.status == Status.FAIL and trust_in(m.conditions) is Trust.SUSPECT:
         found = replace(found, status=Status.WARN)  # not measured clean: a FAIL is for a figure measured clean
     return Verdict(stage, check, found.status, joined(head, found), numbers | found.numbers, 1 - WARN_BELOW, where)

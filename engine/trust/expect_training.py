@@ -14,12 +14,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from rigcheck.engine.events import Measurement, Status, Verdict
+from rigcheck.engine.events import Measurement, Status, Trust, Verdict
 from rigcheck.engine.measure.board_roofline import per_sample, roofline
 from rigcheck.engine.measure.references import reference_for
 from rigcheck.engine.trust.cause import Expectation
 from rigcheck.engine.trust.expect_arch import figure_reference
 from rigcheck.engine.trust.expect_words import joined, judge
+from rigcheck.engine.trust.judgement import trust_in
 from rigcheck.engine.trust.reference import device_model
 
 WARN_BELOW = 0.5
@@ -40,7 +41,7 @@ def _own(figures: Iterable[Measurement], device: str, prefix: str) -> float | No
         m.value
         for m in figures
         if m.device == device and m.name.startswith(prefix) and not m.params.get("broken") and m.value > 0
-        and (m.conditions or {}).get("trust") in (None, "TRUSTED")
+        and trust_in(m.conditions) in (None, Trust.TRUSTED)
     ]  # fmt: skip
     return max(found) if found else None
 

@@ -12,9 +12,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from statistics import median
 
-from rigcheck.engine.events import Measurement, Status, Verdict
+from rigcheck.engine.events import Measurement, Status, Trust, Verdict
 from rigcheck.engine.trust.cause import Expectation
 from rigcheck.engine.trust.expect_words import joined, judge
+from rigcheck.engine.trust.judgement import trust_in
 
 DRIFT = 0.10  # more than 10% from its own clean median is named
 MIN_EARLIER = 3  # a median of fewer is no history: one lease's tf32 or small-batch figure moves 10-17% from another's
@@ -51,13 +52,13 @@ def whole(m: Measurement) -> bool:
 
 def clean(m: Measurement) -> bool:
     """Trusted and whole: the figures a history is made of."""
-    return (m.conditions or {}).get("trust") == "TRUSTED" and whole(m)
+    return trust_in(m.conditions) is Trust.TRUSTED and whole(m)
 
 
 def judgeable(m: Measurement) -> bool:
     """The figures judged against a history: clean ones, and SUSPECT whole ones, which only ever give an
     INCONCLUSIVE (where they drift and their one cause is someone else's load)."""
-    return (m.conditions or {}).get("trust") in ("TRUSTED", "SUSPECT") and whole(m)
+    return trust_in(m.conditions) in (Trust.TRUSTED, Trust.SUSPECT) and whole(m)
 
 
 def history_verdict(m: Measurement, earlier: list[Past], stage: str) -> Verdict | None:

@@ -12,8 +12,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from statistics import median
 from typing import TypeVar
 
-from rigcheck.engine.events import Measurement, Status, Verdict
+from rigcheck.engine.events import Measurement, Status, Trust, Verdict
 from rigcheck.engine.trust.cause import NOTHING, NOTHING_NEXT, Cause, Expectation, likely_cause
+from rigcheck.engine.trust.judgement import trust_in
 
 U = TypeVar("U")  # the unit a figure comes from: a device on one host, (host, device) across a fleet
 
@@ -30,7 +31,7 @@ def sound(m: Measurement) -> bool:
     conditions = m.conditions or {}
     return not (
         m.params.get("broken")
-        or conditions.get("trust") in ("BROKEN", "NOISY", "UNJUDGED")
+        or trust_in(conditions) in (Trust.BROKEN, Trust.NOISY, Trust.UNJUDGED)
         or m.params.get("launch_bound")
     )
 

@@ -218,16 +218,3 @@ def examine(conditions: dict[str, Any], params: dict[str, Any], device: str) -> 
         kept = [p for p in conditions["other_gpu_processes"] if p["pid"] not in skip]
         found.view.update(other_gpu_processes=kept, other_gpu_pids=[p["pid"] for p in kept])
     return found
-
-
-def amend(trust: str, reasons: list[str], notes: list[str], found: Findings) -> tuple[str, list[str], list[str]]:
-    """The judge's label with this module's findings added: a reason makes any label but BROKEN SUSPECT
-    (an UNJUDGED or NOISY label's own words become notes)."""
-    notes = notes + found.notes
-    if not found.reasons:
-        return trust, reasons, notes
-    if trust == "BROKEN":
-        return trust, reasons, notes + found.reasons
-    if trust == "SUSPECT":
-        return trust, reasons + found.reasons, notes
-    return "SUSPECT", list(found.reasons), notes + reasons

@@ -7,10 +7,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rigcheck.engine.events import Trust
 from rigcheck.engine.facts.settings import InForce
+from rigcheck.engine.trust.judgement import OUTSIDE_WORDS, Judgement, Reason, note_words
 
-# Words in a trust reason that say who disturbed the figure, for conditions stored before `trust_outside` was kept.
-OUTSIDE_WORDS = ("other process", "CPUs busy", "cgroup", "CPU quota", "cannot see")
+__all__ = ["OUTSIDE_WORDS", "Conditions"]
 
 
 def _float(data: Mapping[str, Any], *keys: str) -> float | None:
@@ -34,9 +35,10 @@ def _clock_ratio(data: Mapping[str, Any]) -> float | None:
 class Conditions:
     """What was around a figure while it was measured, and its trust label with the reasons."""
 
-    trust: str | None = None
-    trust_reasons: tuple[str, ...] = ()
-    outside: tuple[str, ...] = ()  # the trust reasons that lie outside the hardware measured (others' load, ...)
+    trust: Trust | None = None
+    trust_reasons: tuple[Reason, ...] = ()
+    outside: tuple[Reason, ...] = ()  # the trust reasons that lie outside the hardware measured (others' load, ...)
+    judgement: Judgement | None = None  # the figure's judgement as its record (None: no telemetry judged it)
     notes: tuple[str, ...] = ()
     samples: int = 0
     gpu_name: str | None = None
@@ -59,16 +61,13 @@ class Conditions:
     def from_dict(data: Mapping[str, Any] | None) -> Conditions:
         """The typed view of a stored conditions dict; missing keys are None or empty, unknown ones kept in `raw`."""
         data = data or {}
-        reasons = tuple(str(r) for r in data.get("trust_reasons") or ())
-        if "trust_outside" in data:
-            outside = tuple(str(r) for r in data.get("trust_outside") or ())
-        else:
-            outside = tuple(r for r in reasons if any(w in r for w in OUTSIDE_WORDS))
+        judged = Judgement.of(data)
         return Conditions(
-            trust=data.get("trust"),
-            trust_reasons=reasons,
-            outside=outside,
-            notes=tuple(str(n) for n in data.get("notes") or ()),
+            trust=judged.trust if judged else None,
+            trust_reasons=tuple(judged.reasons) if judged else (),
+            outside=tuple(judged.outside) if judged else (),
+            judgement=judged,
+            notes=tuple(note_words(data)),
             samples=int(data.get("samples") or 0),
             gpu_name=data.get("gpu_name"),
             gpu_vendor=data.get("gpu_vendor"),
@@ -90,7 +89,7 @@ class Conditions:
     @property
     def disturbed(self) -> bool:
         """SUSPECT because of something outside the hardware measured: someone else's load on it or its CPUs."""
-        return self.trust == "SUSPECT" and bool(self.outside)
+        return self.judgement is not None and self.judgement.outside_hardware
 
     @property
     def active_throttle(self) -> tuple[str, ...]:

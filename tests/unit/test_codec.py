@@ -33,6 +33,7 @@ STAGE = StageInfo(
     timed=True,
     min_gpus=2,
     fresh_child=True,
+    figure_kinds=("blas", "alloc"),
 )
 REQUEST = RunRequest(
     stages=(STAGE, StageInfo("probe", "pkg.probe:run", "probe")),
@@ -49,6 +50,7 @@ REQUEST = RunRequest(
     argv=("run", "--device", "all"),
     force=True,
     cold=True,
+    strict=True,
 )
 
 

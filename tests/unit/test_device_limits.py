@@ -211,6 +211,9 @@ class FakeNvml:
     def count(self) -> int:
         return len(self.gpus)
 
+    def handle_by_bus_id(self, address: str) -> Any:
+        return NvmlFailure(13, "a driver without the by-address call: each GPU's PCI info is read")
+
     def handle(self, index: int) -> int:
         return index
 
@@ -275,15 +278,19 @@ def test_nvml_without_a_generation_or_width_or_its_pci_info_gives_no_bound(monke
 
 
 def test_nvml_places_a_gpu_after_others_it_cannot_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first GPU's failed handle does not stop the search for the second."""
+    """The first GPU's failed handle does not stop the search for the second, found by its exact address (hw.gpu_at:
+    the one answer for a GPU NVML cannot place is None, and a GPU it places by address is never a guess)."""
 
     class OneBadHandle(FakeNvml):
         def handle(self, index: int) -> Any:
             return NvmlFailure(15, "GPU is lost") if index == 0 else index
 
     nvml = with_nvml(monkeypatch, OneBadHandle({"00000000:18:00.0": (4, 4, 16), "00000000:3b:00.0": (5, 5, 16)}))
-    assert limits._nvml_link("0000:3b:00.0") is None  # the lost GPU's pci info is a failure: no guess
-    assert nvml.closed == 1
+    found = limits._nvml_link("0000:3b:00.0")
+    assert found is not None and found.value == pytest.approx(3.938 * 16)
+    limits._nvml_link.cache_clear()
+    assert limits._nvml_link("0000:18:00.0") is None  # the lost GPU itself: not placed, no bound
+    assert nvml.closed == 2
 
 
 def test_nvml_that_cannot_count_its_gpus_places_none(monkeypatch: pytest.MonkeyPatch) -> None:

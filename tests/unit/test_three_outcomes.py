@@ -88,18 +88,8 @@ def test_the_stages_panel_shows_both_in_its_seven_columns() -> None:
 
 
 def test_strict_fails_a_warn_even_beside_an_inconclusive() -> None:
-    import io
+    from rigcheck.engine.report.failures import strict_code
 
-    from rich.console import Console
-    from rigcheck.tui import cli_run
-
-    err = Console(file=io.StringIO())
-    report = {"verdicts": [{"status": "WARN"}, {"status": "INCONCLUSIVE"}]}
-    original = cli_run._print_summary
-    try:
-        cli_run._print_summary = lambda report, to_stderr: None  # type: ignore[assignment]
-        assert cli_run.summarise(report, EXIT_INCONCLUSIVE, True, err) == EXIT_FAIL
-        assert cli_run.summarise(report, EXIT_INCONCLUSIVE, False, err) == EXIT_INCONCLUSIVE
-        assert cli_run.summarise({"verdicts": [{"status": "INCONCLUSIVE"}]}, EXIT_INCONCLUSIVE, True, err) == 7
-    finally:
-        cli_run._print_summary = original  # type: ignore[assignment]
+    assert strict_code(EXIT_INCONCLUSIVE, ["WARN", "INCONCLUSIVE"], True) == EXIT_FAIL
+    assert strict_code(EXIT_INCONCLUSIVE, ["WARN", "INCONCLUSIVE"], False) == EXIT_INCONCLUSIVE
+    assert strict_code(EXIT_INCONCLUSIVE, ["INCONCLUSIVE"], True) == EXIT_INCONCLUSIVE

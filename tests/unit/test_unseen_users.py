@@ -230,18 +230,3 @@ def test_a_gpu_whose_reader_lists_no_processes_is_not_judged_by_them(scene) -> N
     conditions = judged(before(gpu, 100.0) + during(gpu))  # rigcheck's own work: nothing says whose it is
     assert conditions["trust"] == "TRUSTED" and "gpu_idle_before" not in conditions
     assert "gpu_list_blind" not in conditions
-
-
-def test_a_label_with_findings_added() -> None:
-    found = unseen.Findings(reasons=["another process ..."], notes=["a note"])
-    assert unseen.amend("NOISY", ["timing spread 9% of the median"], [], found) == (
-        "SUSPECT",
-        ["another process ..."],
-        ["a note", "timing spread 9% of the median"],
-    )
-    assert unseen.amend("BROKEN", ["over its limit"], [], found) == (
-        "BROKEN",
-        ["over its limit"],
-        ["a note", "another process ..."],
-    )
-    assert unseen.amend("TRUSTED", [], [], unseen.Findings()) == ("TRUSTED", [], [])

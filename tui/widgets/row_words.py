@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from rigcheck.engine.events import Trust
 from rigcheck.engine.report.rows import (
     NO_TELEMETRY,
     Row,
     condition_phrases,
+    notes_of,
     spread_text,
     trust_of,
     trust_reasons,
@@ -21,11 +23,11 @@ from rigcheck.engine.report.rows import (
 
 NEXT = "; next: "
 WHAT_TRUST_MEANS = {
-    "TRUSTED": "measured on a quiet device: it can be compared with other runs.",
-    "SUSPECT": "something disturbed it while it was measured, so it says more about that than about the machine.",
-    "NOISY": "its repeats disagree too much for it to be compared.",
-    "BROKEN": "it cannot be right (above what the hardware can do): a timer or the work was wrong.",
-    "UNJUDGED": "it could not be judged.",
+    Trust.TRUSTED: "measured on a quiet device: it can be compared with other runs.",
+    Trust.SUSPECT: "something disturbed it while it was measured, so it says more about that than about the machine.",
+    Trust.NOISY: "its repeats disagree too much for it to be compared.",
+    Trust.BROKEN: "it cannot be right (above what the hardware can do): a timer or the work was wrong.",
+    Trust.UNJUDGED: "it could not be judged.",
 }
 
 
@@ -113,7 +115,7 @@ def detail_words(row: Row) -> str:
     lines = [why_text(row), f"Value: {value_text(row)}{repeats}{spread_words}."]
     verified = {True: "yes", False: "no, Verify has not passed on this device with this environment"}
     lines.append(f"Verified: {verified.get(conditions.get('verified'), 'unknown')}.")
-    lines.extend(f"Note: {sentence(note)}" for note in conditions.get("notes") or [])
+    lines.extend(f"Note: {sentence(note)}" for note in notes_of(row))
     lines.append(f"Conditions: {conditions_text(conditions)}.")
     if row.get("params"):
         lines.append(f"Parameters: {fields(row['params'])}.")

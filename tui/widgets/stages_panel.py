@@ -7,6 +7,7 @@ from rigcheck.engine.events import Status
 from rigcheck.tui.glyphs import UNICODE, Glyphs, bar
 from rigcheck.tui.widgets.live_text import LiveText
 from rigcheck.tui.widgets.run_clock import duration_text, time_line
+from rigcheck.tui.widgets.stage_keys import stage_key
 from rigcheck.tui.widgets.steady_table import SteadyTable
 from rigcheck.tui.widgets.styling import status_text
 from rigcheck.tui.widgets.why_line import WhyLine
@@ -64,8 +65,8 @@ class StagesPanel(Vertical):
         table.add_column("state", key="state", width=9)
         table.add_column("progress", key="progress", width=BAR_WIDTH + 5)
         table.add_column("verdict", key="verdict", width=7)
-        for index, name in enumerate(self.stage_names, start=1):
-            table.add_row(str(index), name, "idle", "", "", key=name)
+        for index, name in enumerate(self.stage_names):
+            table.add_row(stage_key(index), name, "idle", "", "", key=name)
         self.watch(table, "scroll_y", lambda _: self._show_extent(), init=False)
 
     def on_resize(self) -> None:

@@ -9,8 +9,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from rigcheck.engine.events import Status, Verdict
+from rigcheck.engine.hw.throttle import POWER_FAULTS, THERMAL_REASONS, of_class
 from rigcheck.engine.stages.burn.loop import Interval, Started
 from rigcheck.engine.telemetry.power_limit import power_limit_state
+
+POWER_CAP_REASONS = of_class("power cap")
 
 STAGE = "burn"
 FALL_LIMIT = 0.10  # the last minute this much below the first is a fault
@@ -118,15 +121,15 @@ def likely_cause(first: dict[str, Any], last: dict[str, Any]) -> str:
         limit = f" of {last['power_limit_w']:.0f} W" if last.get("power_limit_w") else ""
         parts.append(f"power {last['power_mean_w']:.0f} W{limit}")
     seen = ", ".join(parts)
-    if reasons & {"software thermal slowdown", "hardware thermal slowdown"}:
+    if reasons & THERMAL_REASONS:
         cause = "thermal slowdown"
         step = smi("cuda", vendor, "nvidia-smi -q -d PERFORMANCE,TEMPERATURE", "rocm-smi --showtemp --showperflevel")
         step += "; check the fans, the airflow and the inlet temperature"
-    elif "power brake" in reasons or "hardware slowdown" in reasons:
+    elif reasons & POWER_FAULTS:
         cause = "a hardware slowdown signal" + (" (power brake)" if "power brake" in reasons else "")
         step = smi("cuda", vendor, "nvidia-smi -q -d PERFORMANCE", "rocm-smi --showperflevel")
         step += "; it comes from the board or the chassis (power supply, BMC)"
-    elif "power cap" in reasons:
+    elif reasons & POWER_CAP_REASONS:
         cause, step = _power_cap(last)
     elif clock0 and clock1 and clock1 < clock0 * 0.97:
         cause = "a falling clock with no reason reported"

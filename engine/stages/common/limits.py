@@ -12,8 +12,9 @@ from pathlib import Path
 import torch
 from rigcheck.engine.facts.dtypes import slow_dtypes
 from rigcheck.engine.facts.host import cpu_facts
-from rigcheck.engine.hw.nvml import NvmlFailure, NvmlUnavailable, ok, open_nvml
-from rigcheck.engine.hw.pci import PCI_DEVICES, normalise_bus_id, sysfs_max_link, torch_bus_id
+from rigcheck.engine.hw.gpu_at import gpu_at
+from rigcheck.engine.hw.nvml import NvmlUnavailable, ok, open_nvml
+from rigcheck.engine.hw.pci import PCI_DEVICES, sysfs_max_link, torch_bus_id
 from rigcheck.engine.measure.plausibility import Limit, cpu_matmul_limit, pcie_limit
 from rigcheck.engine.stages.common.peaks import bandwidth_peak, matmul_peak
 
@@ -125,19 +126,14 @@ def _nvml_link(address: str) -> Limit | None:
     if isinstance(nvml, NvmlUnavailable):
         return None
     try:
-        for index in range(ok(nvml.count()) or 0):
-            handle = nvml.handle(index)
-            pci = nvml.pci_info(handle) if not isinstance(handle, NvmlFailure) else handle
-            if isinstance(pci, NvmlFailure):
-                return None  # a GPU NVML cannot place: no bound rather than another GPU's
-            if normalise_bus_id(pci.bus_id) != address:
-                continue
-            gens = [ok(nvml.pcie_max_generation(handle)) or None, ok(nvml.pcie_gpu_max_generation(handle)) or None]
-            width = ok(nvml.pcie_max_width(handle)) or None
-            if not any(gens) or not width:
-                return None
-            return pcie_limit(max(g for g in gens if g), None, width, "NVML's maximum link")
-        return None
+        handle = gpu_at(nvml, address)  # None where NVML cannot place it: no bound rather than another GPU's
+        if handle is None:
+            return None
+        gens = [ok(nvml.pcie_max_generation(handle)) or None, ok(nvml.pcie_gpu_max_generation(handle)) or None]
+        width = ok(nvml.pcie_max_width(handle)) or None
+        if not any(gens) or not width:
+            return None
+        return pcie_limit(max(g for g in gens if g), None, width, "NVML's maximum link")
     finally:
         nvml.close()
 

@@ -15,17 +15,16 @@ import time
 import weakref
 from typing import Any
 
+from rigcheck.engine.hw.gpu_at import gpu_at
 from rigcheck.engine.hw.nvml import (
     CLOCK_MEM,
     CLOCK_SM,
     SAMPLES_GPU_UTILIZATION,
     Nvml,
-    NvmlFailure,
     decode_reasons,
     ok,
     open_nvml,
 )
-from rigcheck.engine.hw.pci import normalise_bus_id
 
 Reading = tuple[int | None, int | None, float | None, int | None]  # SM MHz, memory MHz, W, reasons mask
 # Before the first span of each GPU in a process, and again after PROBE_EVERY_S, the child leaves the GPU idle for
@@ -76,13 +75,9 @@ def reader_for(address: str | None) -> SpanReader | None:
         return _readers[address]
     found: SpanReader | None = None
     nvml = _open()
-    if nvml is not None:
-        for index in range(ok(nvml.count()) or 0):
-            handle = nvml.handle(index)
-            pci = nvml.pci_info(handle) if not isinstance(handle, NvmlFailure) else handle
-            if not isinstance(pci, NvmlFailure) and normalise_bus_id(pci.bus_id) == address:
-                found = SpanReader(nvml, handle)
-                break
+    handle = gpu_at(nvml, address) if nvml is not None else None
+    if nvml is not None and handle is not None:
+        found = SpanReader(nvml, handle)
     _readers[address] = found
     return found
 

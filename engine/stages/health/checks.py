@@ -8,13 +8,14 @@ from typing import Any
 from rigcheck.engine.events import Status, Verdict
 from rigcheck.engine.facts.health_model import GpuHealth, Missing
 from rigcheck.engine.facts.xid import CRITICAL_XIDS
+from rigcheck.engine.hw import throttle
 
 STAGE = "health"
 LANE_GB_S = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}  # per lane, after line coding
 CORRECTED_WARN = 1000  # corrected errors since the driver loaded before they are worth a look
 BUSY_PCT = 10  # above this utilization the GPU is not idle, so idle clocks cannot be judged
-BENIGN_REASONS = {"idle", "application clock setting", "sync boost", "display clock setting"}
-HARDWARE_REASONS = {"hardware slowdown", "hardware thermal slowdown", "power brake"}
+BENIGN_REASONS = throttle.BENIGN_REASONS  # the one table of what each reason means: hw/throttle.py
+HARDWARE_REASONS = throttle.HARDWARE_SIGNALS
 
 
 def share_in_words(share: float) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rigcheck.engine.hw import nvml
-from rigcheck.engine.hw.pci import normalise_bus_id
+from rigcheck.engine.hw.gpu_at import gpu_at
 
 WAIT_S = 30.0  # the longest wait for the GPU to go idle before measuring again
 IDLE_PCT = 10  # utilization at or below this, while this child has nothing queued, is idle
@@ -42,19 +42,15 @@ def wait_for_idle(bus_id: str | None, limit_s: float = WAIT_S) -> Waited:
 
 def utilization_reader(started: nvml.Nvml, bus_id: str | None) -> Callable[[], int | None] | None:
     """A function reading the GPU's utilization (%), found by PCI bus id; None where NVML cannot read it."""
-    if bus_id is None:
+    handle = gpu_at(started, bus_id)
+    if handle is None:
         return None
-    for index in range(nvml.ok(started.count()) or 0):
-        handle = nvml.ok(started.handle(index))
-        info = nvml.ok(started.pci_info(handle)) if handle is not None else None
-        if info is not None and normalise_bus_id(info.bus_id) == normalise_bus_id(bus_id):
 
-            def read(handle: nvml.Handle = handle) -> int | None:
-                found = nvml.ok(started.utilization(handle))
-                return None if found is None else found.gpu
+    def read() -> int | None:
+        found = nvml.ok(started.utilization(handle))
+        return None if found is None else found.gpu
 
-            return read
-    return None
+    return read
 
 
 def wait_idle(
