@@ -3,6 +3,7 @@ and the second figure stands for its dtype, with the wait and the first figure i
 
 from __future__ import annotations
 
+import types
 from collections.abc import Iterator
 
 import pytest
@@ -92,6 +93,7 @@ def run_sweep(monkeypatch: pytest.MonkeyPatch, first: float, second: float) -> t
     monkeypatch.setattr(matmul.torch.cuda, "get_device_name", lambda d: "NVIDIA H200")
     monkeypatch.setattr(matmul, "model_hints", lambda d: (132, None))
     monkeypatch.setattr(matmul, "wait_for_idle", lambda bus, limit: Waited(4.2, True, 100))
+    monkeypatch.setattr(matmul, "warm_up_gpu", lambda d: types.SimpleNamespace(words=lambda: "warmed up"))
     events = list(matmul.sweep(StageContext(StageSpec("matmul", "cuda:0", "quick")), torch.device("cuda:0")))
     return events, measured
 
