@@ -218,13 +218,26 @@ COMMANDS = {
 }
 
 
+def command_word(argv: list[str]) -> str | None:
+    """The subcommand named in argv, past the options given before it (`--store X`, `--store=X`)."""
+    words = iter(argv)
+    for word in words:
+        if word == "--store":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--store", "--version")):
         argv = ["app", *argv]  # `rigcheck` and `rigcheck --device cuda:0` open the app
     try:
-        if argv[0] == "fleet":  # everything it does not know goes to the agents
+        if command_word(argv) == "fleet":  # everything it does not know goes to the agents
             args, rest = build_parser().parse_known_args(argv)
+            if args.store is not None:  # `rigcheck --store X fleet ...`: the agent keeps the store
+                rest = ["--store", args.store, *rest]
             return command_fleet(args, rest)
         args = build_parser().parse_args(argv)
         if args.command is None:  # only `--store PATH` was given
