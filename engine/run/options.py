@@ -62,7 +62,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         "--peer-tolerance",
         type=bounded_float(0, 100, above=True, below=True, unit=" (a percentage)"),
         metavar="PERCENT",
-        help="name a GPU more than this far below the best of its peers (default 10)",
+        help="name a GPU more than this far off the median of its peers of the same model, either way, and beyond 3 "
+        "scaled MADs of them; of only two, the slower (default 10)",
     )
     parser.add_argument(
         "--baseline",
