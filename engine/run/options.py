@@ -69,8 +69,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         "--baseline",
         type=nonempty,
         metavar="FILE",
-        help="judge each GPU figure against this known-good machine's or fleet's (`export RUN --format baseline`), "
-        "not the model table's",
+        help="judge each GPU figure (and a CPU-only run's CPU figures) against this known-good machine's or fleet's "
+        "(`export RUN --format baseline`), not the model table's",
     )
     parser.add_argument("--profile", default="standard", help=f"one of {', '.join(PROFILES)}")
     parser.add_argument("--python", type=nonempty, help="run the stages under this interpreter (it needs torch)")
