@@ -193,7 +193,9 @@ class RigcheckApp(FollowRun, RunChoice, KeyActions, App[int]):
             self._check_size(event.size.width, event.size.height)
 
     def _check_size(self, width: int, height: int) -> None:
-        """Below 80x24 say so, rather than show a layout that silently loses rows."""
+        """Below 80x24 say so, rather than show a layout that silently loses rows; from 100 columns the Stages
+        panel shows every verdict whole."""
+        self.panel(StagesPanel).fit_width(width)
         if too_small(width, height) and not any(isinstance(s, TooSmallScreen) for s in self.screen_stack):
             self.push_screen(TooSmallScreen())
 
