@@ -96,7 +96,12 @@ def command_show(args: argparse.Namespace) -> int:
     )
     if run.get("error"):  # why the run stopped (a full disk, a store it could not write)
         console.print(f"error: {run['error']}", markup=False, highlight=False)
-    for table in (fleet_table(report), summary_table(report), measurements_table(report), contention_table(report)):
+    for table in (
+        fleet_table(report),
+        summary_table(report),
+        measurements_table(report, console.width),
+        contention_table(report),
+    ):
         if table is not None:
             print_table(console, table)
     return 0
