@@ -48,11 +48,43 @@ def test_the_store_reaches_the_agent_before_or_after_the_command(
     assert rest[rest.index("--store") + 1] == store and all(stage in rest for stage in stages), rest
 
 
-def test_a_bad_store_before_fleet_is_one_line(
-    started: list[list[str]], capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_bad_store_before_fleet_is_one_line(started: list[list[str]], capsys: pytest.CaptureFixture[str]) -> None:
     from rigcheck.tui.cli import main
 
     assert main(["--store", "/no/such/folder/s.db", "fleet", "--nnodes", "1", "--endpoint", "127.0.0.1:29400"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "does not exist" in err and not started, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], ["app"]),
+        (["--device", "cpu"], ["app", "--device", "cpu"]),
+        (["--store", "s.db", "--device", "cpu"], ["--store", "s.db", "app", "--device", "cpu"]),
+        (["--store=s.db", "--device", "cpu"], ["--store=s.db", "app", "--device", "cpu"]),
+        (["--store", "s.db", "history"], ["--store", "s.db", "history"]),
+        (["--store"], ["app", "--store"]),  # its value missing: argparse says so, never a store named "app"
+        (["--help"], ["--help"]),
+    ],
+)
+def test_the_app_is_the_command_after_the_options_before_one(
+    argv: list[str], expected: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`rigcheck --store X --device cpu` opens the app, as `rigcheck --device cpu` does (it was 'invalid choice')."""
+    from rigcheck.engine.run.options import UsageParser
+    from rigcheck.tui import cli
+
+    seen: list[list[str]] = []
+
+    class Stop(Exception):
+        pass
+
+    def parse(self: object, args: list[str]) -> None:
+        seen.append(list(args))
+        raise Stop
+
+    monkeypatch.setattr(UsageParser, "parse_args", parse)
+    with pytest.raises(Stop):
+        cli.main(argv)
+    assert seen[0] == expected
