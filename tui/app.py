@@ -46,6 +46,7 @@ from rigcheck.tui.run_link import RunLink
 from rigcheck.tui.screens.confirm_quit import ConfirmQuit
 from rigcheck.tui.screens.history import HistoryScreen
 from rigcheck.tui.screens.too_small import TooSmallScreen, too_small
+from rigcheck.tui.serve_runs import note_run
 from rigcheck.tui.settings import load_settings, save_setting
 from rigcheck.tui.widgets.burn_tab import BurnTab
 from rigcheck.tui.widgets.clocks_panel import ClocksPanel
@@ -193,7 +194,9 @@ class RigcheckApp(FollowRun, RunChoice, KeyActions, App[int]):
             self._check_size(event.size.width, event.size.height)
 
     def _check_size(self, width: int, height: int) -> None:
-        """Below 80x24 say so, rather than show a layout that silently loses rows."""
+        """Below 80x24 say so, rather than show a layout that silently loses rows; from 100 columns the Stages
+        panel shows every verdict whole."""
+        self.panel(StagesPanel).fit_width(width)
         if too_small(width, height) and not any(isinstance(s, TooSmallScreen) for s in self.screen_stack):
             self.push_screen(TooSmallScreen())
 
@@ -260,6 +263,7 @@ class RigcheckApp(FollowRun, RunChoice, KeyActions, App[int]):
             self.panel(LogPanel).line(f"the run could not start: {error}", "bold")
             self.notify(str(error), severity="error", timeout=15)
             return
+        note_run(link.run_id)  # in a `serve` tab: serve stops it when it stops
         self._attach(link, [i.name for i in infos])
 
     # -- actions --

@@ -36,6 +36,7 @@ from rigcheck.tui.widgets.results_panel import ResultsPanel
 from rigcheck.tui.widgets.running_panel import RunningPanel
 from rigcheck.tui.widgets.stages_panel import StagesPanel
 from textual.css.query import NoMatches
+from textual.widgets import TabbedContent
 
 FIGURES_S = 0.5  # new figures go into their tables at most this often: each new row lays out the whole screen
 
@@ -196,10 +197,23 @@ class FollowRun:
             return
         with suppress(NoMatches):
             results = self.panel(ResultsPanel)
-            self.panel(BenchPanel).add_measurements(figures)
+            bench = self.panel(BenchPanel)
+            first = bench.row_count == 0
+            bench.add_measurements(figures)
             for figure in figures:
                 results.add(measurement_row(figure))
+            if first:
+                self._focus_figures()
         self.set_timer(FIGURES_S, self._add_figures)
+
+    def _focus_figures(self) -> None:
+        """With a run's first figures, up, down and enter move through them and open one (as the line under them says),
+        unless the user is elsewhere: another tab, another screen, a table of their choosing."""
+        main = self._main_screen
+        if self.screen is not main or self.panel(TabbedContent).active != "tab-running":
+            return
+        if main.focused is None or main.focused.id == "stages-table":
+            self.panel(BenchPanel).focus()
 
     def _run_ended(self, status: str, error: str | None = None) -> None:
         self._add_figures()  # every figure of the run is in its tables when the run is seen to end

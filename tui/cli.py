@@ -102,7 +102,12 @@ def command_show(args: argparse.Namespace) -> int:
     )
     if run.get("error"):  # why the run stopped (a full disk, a store it could not write)
         console.print(f"error: {run['error']}", markup=False, highlight=False)
-    for table in (fleet_table(report), summary_table(report), measurements_table(report), contention_table(report)):
+    for table in (
+        fleet_table(report),
+        summary_table(report),
+        measurements_table(report, console.width),
+        contention_table(report),
+    ):
         if table is not None:
             print_table(console, table)
     return 0
@@ -230,13 +235,35 @@ COMMANDS = {
 }
 
 
+def global_end(argv: list[str]) -> int:
+    """Where the options that come before a command (`--store X`, `--store=X`) end in argv."""
+    index = 0
+    while index < len(argv):
+        if argv[index].startswith("--store="):
+            index += 1
+        elif argv[index] == "--store" and index + 1 < len(argv):
+            index += 2
+        else:
+            break
+    return index
+
+
+def command_word(argv: list[str]) -> str | None:
+    """The subcommand named in argv, past the options given before it (`--store X`, `--store=X`)."""
+    end = global_end(argv)
+    return argv[end] if end < len(argv) and not argv[end].startswith("-") else None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--store", "--version")):
-        argv = ["app", *argv]  # `rigcheck` and `rigcheck --device cuda:0` open the app
+    end = global_end(argv)  # `rigcheck`, `rigcheck --device cuda:0`, `rigcheck --store X --device cpu`: the app
+    if end == len(argv) or (argv[end].startswith("-") and argv[end] not in ("-h", "--help", "--version")):
+        argv = [*argv[:end], "app", *argv[end:]]
     try:
-        if argv[0] == "fleet":  # everything it does not know goes to the agents
+        if command_word(argv) == "fleet":  # everything it does not know goes to the agents
             args, rest = build_parser().parse_known_args(argv)
+            if args.store is not None:  # `rigcheck --store X fleet ...`: the agent keeps the store
+                rest = ["--store", args.store, *rest]
             return command_fleet(args, rest)
         args = build_parser().parse_args(argv)
         if args.command is None:  # only `--store PATH` was given

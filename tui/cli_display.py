@@ -90,27 +90,43 @@ def summary_table(report: dict[str, Any]) -> Table:
     return table
 
 
-def trust_cell(row: dict[str, Any]) -> Text:
+def trust_cell(row: dict[str, Any], notes: dict[str, int] | None = None) -> Text:
+    """`SUSPECT (why)`; with `notes`, `SUSPECT [1]`, the reasons numbered in `notes` (the same reasons, one number)."""
     trust = trust_of(row)
     label = status_text(trust) if trust in STATUS_STYLE else Text(trust)
     if unverified(row):
         label += ", unverified"
     said = trust_reasons(row) + ([UNSTABLE_SHORT] if is_unstable(row.get("value"), row.get("spread")) else [])
     reasons = "; ".join(said)
+    if reasons and notes is not None:
+        return label + f" [{notes.setdefault(reasons, len(notes) + 1)}]"
     return label + (f" ({reasons})" if reasons else "")
 
 
-def measurements_table(report: dict[str, Any]) -> Table | None:
+def measurements_table(report: dict[str, Any], width: int = WIDE) -> Table | None:
+    """Every figure with its trust; where a figure's reasons would not fit beside it on one line of `width`, they
+    are numbered notes under the table, each said once (in the cell they wrapped one figure into some 18 lines at 80
+    columns)."""
     if not report["measurements"]:
         return None
-    table = Table(title="measurements")
     hosts = has_hosts(report)
-    for column in ("host",) * hosts + ("stage", "name", "device", "value", "unit", "spread", "trust"):
-        table.add_column(column, overflow="fold")
+    rows = []
     for m in map(measurement_row, report["measurements"]):
         spread = signed_spread(m["value"], m["spread"])
-        cells = (m["stage"], m["name"], m["device"], f"{m['value']:.4g}", m["unit"], spread)
-        table.add_row(*(m["host"],) * hosts, *cells, trust_cell(m))
+        rows.append(
+            (m, (*(m["host"],) * hosts, m["stage"], m["name"], m["device"], f"{m['value']:.4g}", m["unit"], spread))
+        )
+    headers = ("host",) * hosts + ("stage", "name", "device", "value", "unit", "spread")
+    beside = sum(max(len(str(h)), *(len(str(c[i])) for _, c in rows)) + 3 for i, h in enumerate(headers)) + 4
+    notes: dict[str, int] | None = {} if beside + max(trust_cell(m).cell_len for m, _ in rows) > width else None
+    table = Table(title="measurements", caption_justify="left")
+    for column in headers:
+        table.add_column(column, overflow="fold")
+    table.add_column("trust", overflow="fold")
+    for m, cells in rows:
+        table.add_row(*cells, trust_cell(m, notes))
+    if notes:
+        table.caption = Text("\n".join(f"[{number}] {reasons}" for reasons, number in notes.items()))
     return table
 
 
@@ -165,8 +181,9 @@ def contention_table(report: dict[str, Any]) -> Table | None:
 
 
 def history_table(runs: list[dict[str, Any]], worst: dict[int, str] | None = None, width: int = 120) -> Table:
-    """Past runs, each with its worst verdict and how long it took. The date never wraps; below 100 columns the
-    exit code and the fingerprint (both in `rigcheck show N`) make room for it."""
+    """Past runs, each with its worst verdict and how long it took. The date never wraps, nor does a stage's name;
+    below 100 columns the exit code and the fingerprint (both in `rigcheck show N`) make room for them, and the
+    profile goes under the device."""
     import datetime as dt
 
     from rich import box
@@ -177,9 +194,11 @@ def history_table(runs: list[dict[str, Any]], worst: dict[int, str] | None = Non
     table = Table(title="rigcheck runs", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for column in ("run", "started", "took", "status", "worst", *(("exit",) if wide else ())):
         table.add_column(column, no_wrap=True)
-    table.add_column("device", overflow="fold")  # a fleet's "fleet (16 hosts, 1 lost)" wraps rather than crowd
-    table.add_column("profile", no_wrap=True)
-    table.add_column("stages", overflow="fold", min_width=10)
+    # a fleet's "fleet (16 hosts, 1 lost)" wraps rather than crowd
+    table.add_column("device" if wide else "device\nprofile", overflow="fold", min_width=len("standard"))
+    if wide:
+        table.add_column("profile", no_wrap=True)
+    table.add_column("stages", overflow="fold", min_width=len("bandwidth,"))  # the longest stage's name whole
     if wide:
         table.add_column("fingerprint", no_wrap=True)
     for run in runs:
@@ -192,8 +211,11 @@ def history_table(runs: list[dict[str, Any]], worst: dict[int, str] | None = Non
             styled(run["status"].upper() if run["status"] == "interrupted" else run["status"]),
             styled(worst[run["id"]]) if run["id"] in worst else "-",
             *((exit_code,) if wide else ()),
-            fleet_label(run),
-            run["profile"] or "",
+            *(
+                (fleet_label(run), run["profile"] or "")
+                if wide
+                else (f"{fleet_label(run).replace(',', ', ')}\n{run['profile'] or ''}",)
+            ),
             ", ".join(json.loads(run["stages"] or "[]")),
             *((run["fingerprint"] or "",) if wide else ()),
         )

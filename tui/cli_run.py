@@ -33,7 +33,7 @@ def _print_summary(report: dict[str, Any], to_stderr: bool = False) -> None:
 
     out = fitted_console(stderr=to_stderr)
     out.print(summary_table(report))
-    for table in (measurements_table(report), contention_table(report)):
+    for table in (measurements_table(report, out.width), contention_table(report)):
         if table is not None:
             out.print(table)
 

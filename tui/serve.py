@@ -29,6 +29,7 @@ from rigcheck.engine.stage import PROFILES, parse_device
 from rigcheck.tui.loopback import is_loopback
 from rigcheck.tui.serve_argv import app_argv
 from rigcheck.tui.serve_bind import listen
+from rigcheck.tui.serve_runs import tab_runs
 from rigcheck.tui.serve_token import server_token
 
 DEFAULT_PORT = 8000
@@ -166,4 +167,5 @@ def serve_with(server_class: Any, args: argparse.Namespace, sockets: list[socket
 
     argv = app_argv(app_args(args))
     server = server_class(argv, sockets, host=args.host, title="rigcheck", token=token, on_listening=on_listening)
-    server.serve()
+    with tab_runs(lambda: open_store(args.store)):  # the runs the tabs start stop with serve
+        server.serve()

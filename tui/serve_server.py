@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import html
 import signal
 import socket
 from collections.abc import Awaitable, Callable
@@ -169,7 +170,10 @@ class RigcheckServer(Server):
             "config": {"static": {"url": f"{request.scheme}://{base}/static/"}},
             "application": {"name": self.title},
         }
-        return aiohttp_jinja2.render_template("app_index.html", request, context)
+        page = aiohttp_jinja2.render_template("app_index.html", request, context)
+        # textual-serve's page has no <title>: the browser would show its address, the token in it, as the tab's name
+        page.text = (page.text or "").replace("<head>", f"<head>\n    <title>{html.escape(self.title)}</title>", 1)
+        return page
 
     async def handle_static(self, request: web.Request) -> web.FileResponse:
         """textual-serve's own files (script, styles, fonts); no listing, nothing outside its folder."""

@@ -62,14 +62,15 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         "--peer-tolerance",
         type=bounded_float(0, 100, above=True, below=True, unit=" (a percentage)"),
         metavar="PERCENT",
-        help="name a GPU more than this far below the best of its peers (default 10)",
+        help="name a GPU more than this far off the median of its peers of the same model, either way, and beyond 3 "
+        "scaled MADs of them; of only two, the slower (default 10)",
     )
     parser.add_argument(
         "--baseline",
         type=nonempty,
         metavar="FILE",
-        help="judge each GPU figure against this known-good machine's or fleet's (`export RUN --format baseline`), "
-        "not the model table's",
+        help="judge each GPU figure (and a CPU-only run's CPU figures) against this known-good machine's or fleet's "
+        "(`export RUN --format baseline`), not the model table's",
     )
     parser.add_argument("--profile", default="standard", help=f"one of {', '.join(PROFILES)}")
     parser.add_argument("--python", type=nonempty, help="run the stages under this interpreter (it needs torch)")

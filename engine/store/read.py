@@ -203,14 +203,21 @@ class StoreReader(StoreBase):
     def stage_durations(self, device: str, profile: str, last: int = DURATION_RUNS) -> dict[str, float]:
         """Each stage's median wall time over its last few finished runs on this device and profile.
 
-        Only stages that ran to their end count (PASS, NOT JUDGED, WARN, INCONCLUSIVE or FAIL): a crash, a
-        timeout or a cancel says nothing about how long the stage takes.
+        Only stages that ran to their end count (PASS, NOT JUDGED, WARN, INCONCLUSIVE or FAIL), and a SKIP the
+        stage itself gave in a complete run (links or health on a CPU host: it will skip there again, as fast): a
+        crash, a timeout or a cancel (its SKIP is the runner's "stage" verdict) says nothing about how long the
+        stage takes.
         """
         rows = self._read(
             "SELECT s.name, s.finished - s.started AS seconds FROM stages s JOIN runs r ON r.id = s.run_id"
-            " WHERE r.device = ? AND r.profile = ?"
-            " AND s.status IN ('PASS', 'NOT JUDGED', 'WARN', 'INCONCLUSIVE', 'FAIL')"
-            " AND s.started IS NOT NULL AND s.finished > s.started ORDER BY s.id DESC LIMIT 1000",
+            " WHERE r.device = ? AND r.profile = ? AND s.started IS NOT NULL AND ("
+            " (s.status IN ('PASS', 'NOT JUDGED', 'WARN', 'INCONCLUSIVE', 'FAIL') AND s.finished > s.started)"
+            " OR (s.status = 'SKIP' AND r.status = 'complete' AND s.finished >= s.started"
+            "  AND EXISTS (SELECT 1 FROM verdicts v WHERE v.run_id = s.run_id AND v.stage = s.name"
+            "   AND v.status = 'SKIP' AND v.check_name != 'stage')"
+            "  AND NOT EXISTS (SELECT 1 FROM verdicts v WHERE v.run_id = s.run_id AND v.stage = s.name"
+            "   AND v.check_name = 'stage')))"
+            " ORDER BY s.id DESC LIMIT 1000",
             (device, profile),
         )
         recent: dict[str, list[float]] = {}

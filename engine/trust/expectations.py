@@ -18,7 +18,8 @@ from rigcheck.engine.trust.expect_cpu import cpu_reference, cpu_verdict, this_cp
 from rigcheck.engine.trust.expect_link import link_of, link_verdict
 from rigcheck.engine.trust.expect_training import training_verdict
 from rigcheck.engine.trust.history import History, history_verdicts
-from rigcheck.engine.trust.reference import device_model
+from rigcheck.engine.trust.reference import baseline_cpu as this_baseline_cpu
+from rigcheck.engine.trust.reference import cpu_baseline_reference, device_model
 
 NO_REFERENCE = "no reference for this model; judged against peers and history only"
 RATES = ("TFLOP/s", "GFLOP/s", "GB/s", "samples/s")  # the figures a reference could hold: rates, not errors or times
@@ -32,10 +33,13 @@ def judgeable(m: Measurement) -> bool:
     return not (m.params.get("bound") == "link" and not m.params.get("pinned"))
 
 
-def has_reference(m: Measurement, baseline: dict[str, Any] | None, cpu_name: str = "") -> bool:
+def has_reference(m: Measurement, baseline: dict[str, Any] | None, cpu_name: str = "", baseline_cpu: str = "") -> bool:
     """Whether some reference judges it: the model table or the baseline, its link (a pinned host copy), or its
-    CPU model's achievable share (a CPU matmul with a limit)."""
+    CPU model's achievable share (a CPU matmul with a limit), or the baseline's figure for this CPU (`baseline_cpu`:
+    this CPU as a baseline names it)."""
     if m.device == "cpu":
+        if cpu_baseline_reference(m, baseline, baseline_cpu) is not None:
+            return True
         return bool(m.params.get("limit")) and cpu_reference(m, cpu_name) is not None
     if device_model(m) is not None and figure_reference(m, baseline) is not None:
         return True  # its model's entry, the baseline's, or its architecture's share of its derived peak
@@ -49,6 +53,7 @@ def coverage_verdict(
     baseline: dict[str, Any] | None,
     cpu_name: str = "",
     judged_here: frozenset[tuple[str, str]] = frozenset(),
+    baseline_cpu: str = "",
 ) -> Verdict | None:
     """How many of the stage's figures were judged against a reference, and which were not: NOT JUDGED where any
     had none (never a PASS, never a SKIP: they were measured).
@@ -56,7 +61,11 @@ def coverage_verdict(
     counted = [m for m in figures if judgeable(m)]
     if not counted:
         return None
-    missing = [m for m in counted if (m.device, m.name) not in judged_here and not has_reference(m, baseline, cpu_name)]
+    missing = [
+        m
+        for m in counted
+        if (m.device, m.name) not in judged_here and not has_reference(m, baseline, cpu_name, baseline_cpu)
+    ]
     numbers = {"judged": len(counted) - len(missing), "not_judged": len(missing), "figures": len(counted)}
     if not missing:
         text = f"all {len(counted)} figure(s) judged against a reference (model table, baseline or link)"
@@ -94,8 +103,11 @@ def expectation_verdicts(
     figures = list(figures)
     if cpu_name is None:
         cpu_name = this_cpu() if any(m.device == "cpu" for m in figures) else ""
+    cpu_of_baseline = this_baseline_cpu() if baseline and any(m.device == "cpu" for m in figures) else ""
     roofed: set[tuple[str, str]] = set()
     for m in figures:
+        if cpu_baseline_reference(m, baseline, cpu_of_baseline) is not None:
+            continue  # the baseline takes the table's place: trust/reference.py judges it
         verdict = link_verdict(m, stage) or cpu_verdict(m, stage, cpu_name)
         if verdict is None:
             verdict = training_verdict(m, stage, run_figures if run_figures is not None else figures)
@@ -106,6 +118,6 @@ def expectation_verdicts(
     yield from history_verdicts(figures, stage, history)
     if stage in UNREFERENCED_STAGES:
         return
-    counted = coverage_verdict(figures, stage, baseline, cpu_name, frozenset(roofed))
+    counted = coverage_verdict(figures, stage, baseline, cpu_name, frozenset(roofed), cpu_of_baseline)
     if counted is not None:
         yield counted

@@ -7,15 +7,33 @@ Standard library only: the parent runs it on the annotated figures; no torch.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from rigcheck.engine.events import Measurement, Status, Verdict
-from rigcheck.engine.measure.references import FAIL_BELOW, WARN_BELOW, Reference, grade
+from rigcheck.engine.measure.references import FAIL_BELOW, WARN_BELOW, Reference, baseline_reference, grade
 from rigcheck.engine.trust.cause import Expectation, likely_cause
 from rigcheck.engine.trust.cause import vendor_of as cause_vendor
 from rigcheck.engine.trust.expect_arch import figure_reference
 
 AGAIN = " again"  # the name's end of a figure the matmul child measured a second time
+CPU_NAMED_ONLY = "a CPU figure is named, never failed: the host's CPUs are shared with all it runs"
+
+
+def baseline_cpu() -> str:
+    """This host's CPU as a baseline names it (engine/report/baseline.py's cpu_model): `AMD EPYC (2 CPUs)`."""
+    from rigcheck.engine.facts.host import cpu_facts  # reads /proc/cpuinfo: only where a baseline is given
+
+    cpu = cpu_facts()
+    cpus = cpu.get("usable_cpus") or cpu.get("logical_cpus")
+    return f"{cpu['model']} ({cpus} CPUs)" if cpus else str(cpu["model"])
+
+
+def cpu_baseline_reference(m: Measurement, baseline: dict[str, Any] | None, cpu_name: str) -> Reference | None:
+    """The baseline's figure for a CPU figure on this host's CPU (its model and CPU count); None otherwise."""
+    if not baseline or m.device != "cpu" or not cpu_name:
+        return None
+    return baseline_reference(baseline, cpu_name, m.name.removesuffix(AGAIN))
 
 
 def vendor_of(name: str) -> str:
@@ -90,18 +108,23 @@ def reference_verdict(m: Measurement, reference: Reference | None, stage: str | 
 
 
 def reference_verdicts(
-    figures: Iterable[Measurement], stage: str, baseline: dict[str, Any] | None = None
+    figures: Iterable[Measurement], stage: str, baseline: dict[str, Any] | None = None, cpu_name: str | None = None
 ) -> Iterator[Verdict]:
-    """A WARN or FAIL for each GPU figure too far below its model's reference (or the baseline's), then one PASS
-    saying what was compared where none was. Nothing at all where no figure has a reference."""
+    """A WARN or FAIL for each GPU figure too far below its model's reference (or the baseline's), and each CPU
+    figure the baseline names for this host's CPU (`cpu_name`, as a baseline names it; a WARN at worst), then one
+    PASS saying what was compared where none was. Nothing at all where no figure has a reference."""
     judged: list[Verdict] = []
     figures = list(figures)
+    if cpu_name is None:
+        cpu_name = baseline_cpu() if baseline and any(m.device == "cpu" for m in figures) else ""
     again = {(m.device, m.name.removesuffix(AGAIN)) for m in figures if m.name.endswith(AGAIN)}
     for m in figures:
-        name = device_model(m)
-        if name is None or (m.device, m.name) in again:
+        if (m.device, m.name) in again:
             continue  # a figure measured again is judged by its second measurement, taken once the GPU was idle
-        verdict = reference_verdict(m, figure_reference(m, baseline), stage)
+        if device_model(m) is not None:
+            verdict = reference_verdict(m, figure_reference(m, baseline), stage)
+        else:
+            verdict = cpu_named_only(reference_verdict(m, cpu_baseline_reference(m, baseline, cpu_name), stage))
         if verdict is not None:
             judged.append(verdict)
     if not judged:
@@ -125,3 +148,10 @@ def reference_verdicts(
             {"compared": len(judged), "models": models, "derived": derived},
             tolerance=bands[-1],
         )
+
+
+def cpu_named_only(verdict: Verdict | None) -> Verdict | None:
+    """A CPU figure's verdict against a baseline, a FAIL made a WARN (as trust/expect_cpu.py does)."""
+    if verdict is None or verdict.status != Status.FAIL:
+        return verdict
+    return replace(verdict, status=Status.WARN, explanation=f"{verdict.explanation} ({CPU_NAMED_ONLY})")

@@ -146,6 +146,14 @@ def test_page_links_to_the_address_the_browser_used(served: Served) -> None:
     assert f'href="http://localhost:9000/{served.token}/static/css/xterm.css"' in page
 
 
+def test_the_page_has_a_title_so_the_browser_shows_no_address_with_the_token(served: Served) -> None:
+    status, page = get(served.port, f"/?token={served.token}", {"Host": f"127.0.0.1:{served.port}"})
+    assert status == 200
+    titles = re.findall(r"<title>(.*?)</title>", page, re.S)
+    assert titles == ["rigcheck"], titles  # one, in the head, without the token
+    assert page.index("<title>") < page.index("</head>")
+
+
 def test_page_files_and_websocket_need_the_token(served: Served) -> None:
     token, host = served.token, {"Host": f"127.0.0.1:{served.port}"}
     wrong = ("wrong", "A" * len(token), token[:-1], token + "x", token.upper() if token != token.upper() else "a")

@@ -171,3 +171,22 @@ def test_stage_durations_come_from_earlier_finished_runs_on_the_same_device_and_
     assert store.stage_durations("cpu", "quick") == {"verify": 12.0, "probe": 4.0}
     assert store.stage_durations("cuda:0", "quick") == {"verify": 2.0}
     assert store.stage_durations("cuda:1", "quick") == {}
+
+
+def _skipped_stage(store: Store, stage: str, seconds: float, check: str, run_status: str = "complete") -> None:
+    run_id = store.begin_run([stage], "cpu", "quick", "python", [])
+    store.record(run_id, StageStarted(stage, "cpu", 1, "python", t=1000.0))
+    store.record(run_id, Verdict(stage, check, Status.SKIP, "why", device="cpu"))
+    store.record(run_id, StageFinished(stage, Status.SKIP, 0, t=1000.0 + seconds))
+    store.end_run(run_id, run_status, 0)
+
+
+def test_a_stage_that_skipped_itself_gives_its_time_and_a_cancelled_one_does_not(tmp_path: Path) -> None:
+    """A CPU host: health and links skip on their own every time, and take that long again (issue 43: the run never
+    had an estimate, 'no earlier finished run of health, links')."""
+    store = Store(tmp_path / "s.db")
+    _skipped_stage(store, "links", 0.5, "links")  # no GPUs: the stage's own SKIP
+    _skipped_stage(store, "health", 0.0, "gpu")  # as fast as the clock can tell
+    _skipped_stage(store, "training", 3.0, "stage")  # cancelled by the user: the runner's "stage" SKIP
+    _skipped_stage(store, "matmul", 5.0, "matmul", run_status="cancelled")  # in a cancelled run
+    assert store.stage_durations("cpu", "quick") == {"links": 0.5, "health": 0.0}

@@ -75,6 +75,21 @@ def fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(0, width - 1)] + "…"
 
 
+def fit_names(names: list[str], width: int) -> list[str]:
+    """Each figure's name cut to `width`, at its end unless that leaves only the start of another name in the
+    table (`matmul fp32 1024 (numpy)` beside `matmul fp32 1024`): then its end is kept (`…p32 1024 (numpy)`)."""
+    shown = []
+    for name in names:
+        if len(name) <= width:
+            shown.append(name)
+            continue
+        head = name[: max(0, width - 1)]
+        seen = head.rstrip()  # what the cut shows, before its ellipsis
+        twin = any(other != name and (other.startswith(seen) or seen.startswith(other)) for other in names)
+        shown.append("…" + name[len(name) - max(0, width - 1) :] if twin else head + "…")
+    return shown
+
+
 class CompareScreen(Screen[None]):
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back")]
 
@@ -120,10 +135,13 @@ class CompareScreen(Screen[None]):
             table.add_column(name, width=size)
         for name, size in ((f"run {self.second}", side), ("unit", unit), ("ratio", RATIO_WIDTH)):
             table.add_column(name, width=size)
-        for row, (name, where), left, right, shown_unit in zip(self.rows, names, firsts, seconds, units, strict=True):
+        shown_names = fit_names([n for n, _ in names], figure)
+        for row, shown, (_, where), left, right, shown_unit in zip(
+            self.rows, shown_names, names, firsts, seconds, units, strict=True
+        ):
             # Text, not str: a str cell is read as markup, and a `[cuda:0]` would vanish as a style tag
             table.add_row(
-                Text(fit(name, figure)),
+                Text(shown),
                 Text(where),
                 Text(fit(left, side)),
                 Text(fit(right, side)),

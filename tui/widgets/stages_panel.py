@@ -30,12 +30,16 @@ def expected_text(stages: list[str], durations: dict[str, float]) -> str:
     return f"expected: {duration_text(sum(known))}{rest}"
 
 
-# The verdict column is 7 wide: the two longer words, shortened where they cannot be cut off.
+# Below WIDE_AT columns the verdict column is 7 wide: the two longer words, shortened where they cannot be cut off.
+# From WIDE_AT on, the panel is 5 wider and every verdict shows whole (INCONCLUSIVE, NOT JUDGED).
 SHORT = {Status.INCONCLUSIVE: "INCONCL", Status.NOT_JUDGED: "NOT JDG"}
+WIDE_AT = 100
+VERDICT_WIDTH = {False: 7, True: max(len(s.value) for s in Status)}
+PANEL_WIDTH = {False: 48, True: 48 + VERDICT_WIDTH[True] - VERDICT_WIDTH[False]}
 
 
-def verdict_cell(app: App, status: Status) -> Text:
-    return status_text(app, status.value, SHORT.get(status))
+def verdict_cell(app: App, status: Status, whole: bool = False) -> Text:
+    return status_text(app, status.value, None if whole else SHORT.get(status))
 
 
 class StagesPanel(Vertical):
@@ -50,6 +54,8 @@ class StagesPanel(Vertical):
         self.per_device: dict[str, dict[str, float]] = {}  # stage -> GPU -> fraction done
         self._bars: dict[str, str] = {}  # progress cells waiting for the next redraw
         self._bars_held = False  # a bar was drawn less than PROGRESS_REDRAW_S ago
+        self.verdicts: dict[str, Status] = {}  # each stage's verdict shown, to draw again when the width changes
+        self.wide = False  # the terminal has room for whole verdicts (fit_width)
 
     def compose(self) -> ComposeResult:
         yield LiveText(id="stages-expected")  # changes with every progress event: repaints only its own line
@@ -64,13 +70,33 @@ class StagesPanel(Vertical):
         table.add_column("stage", key="stage", width=9)
         table.add_column("state", key="state", width=9)
         table.add_column("progress", key="progress", width=BAR_WIDTH + 5)
-        table.add_column("verdict", key="verdict", width=7)
+        table.add_column("verdict", key="verdict", width=VERDICT_WIDTH[self.wide])
         for index, name in enumerate(self.stage_names):
             table.add_row(stage_key(index), name, "idle", "", "", key=name)
         self.watch(table, "scroll_y", lambda _: self._show_extent(), init=False)
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._show_extent)
+
+    def fit_width(self, columns: int) -> None:
+        """The terminal is `columns` wide: from WIDE_AT on, the panel and its verdict column widen so that every
+        verdict shows whole; below, the two long ones are shortened."""
+        wide = columns >= WIDE_AT
+        if wide == self.wide:
+            return
+        self.wide = wide
+        self.styles.width = PANEL_WIDTH[wide]
+        if not self.is_mounted:
+            return
+        table = self.query_one(DataTable)
+        table.remove_column("verdict")
+        table.add_column("verdict", key="verdict", width=VERDICT_WIDTH[wide], default="")
+        for stage, status in self.verdicts.items():
+            table.update_cell(stage, "verdict", verdict_cell(self.app, status, wide))
+
+    def _show_verdict(self, stage: str, status: Status) -> None:
+        self.verdicts[stage] = status
+        self.query_one(DataTable).update_cell(stage, "verdict", verdict_cell(self.app, status, self.wide))
 
     def _show_extent(self) -> None:
         """Which rows show, in the bottom border, when not all of them fit (9 stages at 80x24 show 7)."""
@@ -161,14 +187,14 @@ class StagesPanel(Vertical):
     def set_interim(self, stage: str, status: Status) -> None:
         """A verdict while the stage still runs: only a bad one is sure to stand, so PASS waits for the end."""
         if status.severity > Status.PASS.severity:
-            self.query_one(DataTable).update_cell(stage, "verdict", verdict_cell(self.app, status))
+            self._show_verdict(stage, status)
 
     def set_verdict(self, stage: str, status: Status, cancelled: bool = False) -> None:
         """The stage's final verdict; a cancelled stage keeps the bar where it stopped."""
         if stage in self._bars:  # where it stopped, before the verdict
             self.query_one(DataTable).update_cell(stage, "progress", self._bars.pop(stage))
         table = self.query_one(DataTable)
-        table.update_cell(stage, "verdict", verdict_cell(self.app, status))
+        self._show_verdict(stage, status)
         self.states[stage] = "cancelled" if cancelled else "done"
         table.update_cell(stage, "state", status_text(self.app, "cancelled") if cancelled else "done")
         if not cancelled and status not in (Status.CRASH, Status.TIMEOUT):
@@ -179,6 +205,7 @@ class StagesPanel(Vertical):
         table = self.query_one(DataTable)
         self.per_device = {}
         self._bars = {}
+        self.verdicts = {}
         for name in self.stage_names:
             self.states[name] = "queued" if name in queued else "idle"
             table.update_cell(name, "state", self.states[name])

@@ -129,6 +129,21 @@ def check_soak(
     optimizer_factory: Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer] = adam,
 ) -> Verdict:
     """Many steps on one fixed batch: every parameter stays finite and the loss falls by a large factor."""
+    for item in soak(config, batch, steps, device, optimizer_factory):
+        if isinstance(item, Verdict):
+            return item
+    raise RuntimeError("the soak ended without a verdict")  # soak() always ends on one
+
+
+def soak(
+    config: BoardNetConfig,
+    batch: int,
+    steps: int,
+    device: torch.device,
+    optimizer_factory: Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer] = adam,
+) -> Iterator[int | Verdict]:
+    """check_soak's steps as it takes them: the number of steps done after each one, then its verdict (the stage
+    turns the numbers into progress: a soak on a busy host takes minutes)."""
     torch.manual_seed(11)
     model = BoardNet(config).to(device).train()
     optimizer = optimizer_factory(model.parameters())
@@ -139,12 +154,13 @@ def check_soak(
         loss = loss_fn(model, *data)
         loss.backward()
         optimizer.step()
+        yield step + 1
         if step == 0:
             first = loss.item()
         if step % 25 == 0 or step == steps - 1:
             last = loss.item()
             if not all(torch.isfinite(p).all().item() for p in model.parameters()):
-                return Verdict(
+                yield Verdict(
                     STAGE,
                     "model-soak",
                     Status.FAIL,
@@ -152,9 +168,10 @@ def check_soak(
                     {"step": step, "first_loss": first},
                     device=str(device),
                 )
+                return
     factor = first / last if last > 0 else math.inf
     ok = math.isfinite(first) and factor >= 20
-    return Verdict(
+    yield Verdict(
         STAGE,
         "model-soak",
         Status.PASS if ok else Status.FAIL,

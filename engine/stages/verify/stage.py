@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
 import torch
 from rigcheck.engine.events import Event, Progress, Status, Verdict
@@ -19,8 +20,8 @@ from rigcheck.engine.stages.verify.memory import check_memory
 from rigcheck.engine.stages.verify.model import (
     check_batchnorm_training,
     check_forward_and_gradients,
-    check_soak,
     check_steps,
+    soak,
 )
 
 STAGE = "verify"
@@ -33,6 +34,10 @@ PLANS = {
 }
 
 
+SHARES = 100  # a step's progress in hundredths, so a long step (the soak) moves the bar as it goes
+SOAK_PROGRESS_S = 0.5  # the soak says how far it is at most this often
+
+
 class Steps:
     """Progress counted in steps finished, so the bar reaches 100% only once the last step has ended."""
 
@@ -41,12 +46,30 @@ class Steps:
 
     def begin(self, what: str) -> Progress:
         """Sent as a step starts: it counts the steps before this one."""
-        event = Progress(STAGE, self.done, self.total, what)
+        event = Progress(STAGE, self.done * SHARES, self.total * SHARES, what)
         self.done += 1
         return event
 
+    def within(self, part: float, what: str) -> Progress:
+        """Part of the way (0 to 1) through the step begun last."""
+        share = min(SHARES - 1, max(0, int(part * SHARES)))  # the step ends only with the next begin() or end()
+        return Progress(STAGE, (self.done - 1) * SHARES + share, self.total * SHARES, what)
+
     def end(self) -> Progress:
-        return Progress(STAGE, self.done, self.total, "finished")
+        return Progress(STAGE, self.done * SHARES, self.total * SHARES, "finished")
+
+
+def soak_progress(
+    steps: Steps, items: Iterator[int | Verdict], total: int, clock: Callable[[], float]
+) -> Iterator[Event]:
+    """The soak's verdict, with progress within it (`soak step 120 of 200`) at most every SOAK_PROGRESS_S."""
+    said = clock()
+    for item in items:
+        if isinstance(item, Verdict):
+            yield item
+        elif (now := clock()) - said >= SOAK_PROGRESS_S:
+            said = now
+            yield steps.within(item / total, f"soak step {item} of {total}")
 
 
 def dtypes_for(device: torch.device) -> list[str]:
@@ -122,7 +145,7 @@ def verify_device(
     if context.cancelled:
         return
     yield steps.begin(f"soak of {soak_steps} steps")
-    yield check_soak(config, batch, soak_steps, device)
+    yield from soak_progress(steps, soak(config, batch, soak_steps, device), soak_steps, time.monotonic)
     if device.type == "cuda":
         yield steps.begin("memory")
         yield from check_memory(device, share)
