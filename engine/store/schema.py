@@ -25,7 +25,8 @@ from rigcheck.engine.store.errors import (
     is_locked,
     no_room_for_a_new_store,
 )
-from rigcheck.engine.store.paths import check_own_path, check_store_paths, make_journals, make_private_folder
+from rigcheck.engine.store.journals import begin_as_a_page, make_journals
+from rigcheck.engine.store.paths import check_own_path, check_store_paths, make_private_folder
 
 BUSY_TIMEOUT_S = 30.0
 
@@ -219,8 +220,10 @@ class StoreBase:
             check_store_paths(self.path, self.log_dir(0).parent)
             if not self.path.parent.is_dir():
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            make_journals(self.path)
+            held = make_journals(self.path)
             _create_private(self.path)
+            if held:
+                begin_as_a_page(self.path)
             self.read_only = not _writable(self.path)  # then opening it writes nothing at all
             self.full = False  # its disk had no room for the files SQLite keeps beside it: read as it stands
             self._db = _connect(self.path, _read_only_query(self.path) if self.read_only else None)
