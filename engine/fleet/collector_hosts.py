@@ -16,7 +16,7 @@ from rigcheck.engine.fleet.collector_limits import (
     SCAN_EVERY_S,
     SCANS_PER_POLL,
 )
-from rigcheck.engine.fleet.handshake import ASK_AGAIN_S, answer
+from rigcheck.engine.fleet.handshake import ASK_AGAIN_S, answer, answer_kept
 from rigcheck.engine.fleet.hosts import HostState
 from rigcheck.engine.fleet.tamper import seen_again
 
@@ -74,11 +74,17 @@ class HostReads(Decisions):
     def _join(self, host: HostState, now: float) -> bool:
         if host.rank and (host.answered is None or now - host.asked_at >= ASK_AGAIN_S):
             host.asked_at = now  # its ask once it is there, then again while it waits (someone may replace it)
-            answered, present = answer(self.channel, host.rank, host.answered)
+            answered, present, sign = answer(self.channel, host.rank, host.answered)
             if answered is not None and not present:
                 self._tampered(host, f"its request for the run's nonce ask/{host.rank} vanished", f"ask/{host.rank}")
             elif present:
                 seen_again(host, f"ask/{host.rank}")
+            if sign is not None:
+                self._tampered(host, sign)
+            if answered is not None and answered == host.answered:  # given before: is it still there?
+                sign = answer_kept(self.channel, host.rank, answered)
+                if sign is not None:
+                    self._tampered(host, sign)
             host.answered = answered
         slot = f"host/{host.rank}"
         body = self._opened(host.rank, slot)
