@@ -73,7 +73,8 @@ class Agent:
             channel.broken = str(error)
             code = self._local_run(channel, kept_out=error)
             whole = "are whole" if code != EXIT_INTERRUPTED else "up to its stop are"
-            self.say(f"{error}: this host's results {whole} in its own store, run {self.local_run_id} of {self.store.path}")
+            where = f"run {self.local_run_id} of {self.store.path}"
+            self.say(f"{error}: this host's results {whole} in its own store, {where}")
             return code
         beat = Heartbeat(channel, heartbeat_interval(self.options.lost_after)).start()
         channel.announce(

@@ -56,14 +56,14 @@ def test_four_mib_of_junk_in_its_ask_is_tampering(tmp_path: Path) -> None:
 
 
 def test_a_host_that_never_asks_is_still_one_that_never_joined(tmp_path: Path) -> None:
-    shared, channels, store, run_id, collector = fleet(tmp_path, join=1.0)
+    _shared, _channels, store, run_id, collector = fleet(tmp_path, join=1.0)
     until_lost(collector, lambda: None)
     found = verdicts(store, run_id, collector, "rank 1")
     assert "fleet-store" not in found and "never joined" in found["agent"]["explanation"]
 
 
 def test_an_untouched_handshake_counts_nothing(tmp_path: Path) -> None:
-    shared, channels, store, run_id, collector = fleet(tmp_path)
+    _shared, channels, _store, _run_id, collector = fleet(tmp_path)
     channels[0].nonce = new_nonce()
     joined(channels[1], collector, timeout=20.0)
     assert channels[1].nonce == channels[0].nonce and collector.hosts[1].tamper == []
@@ -82,7 +82,7 @@ def test_the_agent_kept_out_says_so_itself_and_in_its_own_store(
 ) -> None:
     with pytest.raises(NoNonce, match=r"tampered with \(1 sign\(s\): its request for the run's nonce ask/1 vani"):
         join(channel(DeletesAsks(), 1, 2), 2.5, poll=0.05)
-    with pytest.raises(NoNonce, match="rank 0 did not answer within 0.3 s") as clean:
+    with pytest.raises(NoNonce, match=r"rank 0 did not answer within 0\.3 s") as clean:
         join(channel(MemoryStore(), 1, 2), 0.3, poll=0.05)  # nobody answers, nobody tampers
     assert clean.value.signs == 0
 

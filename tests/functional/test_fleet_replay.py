@@ -105,7 +105,9 @@ def test_a_recorded_answer_is_not_taken_by_an_agent_of_another_run() -> None:
     shared_b = MemoryStore()
     shared_b.data["nonce/1"] = shared_a.data["nonce/1"]
     agent_b = channel(shared_b, 1, 2)
-    with pytest.raises(NoNonce, match=r"tampered with \(1 sign\(s\): its answer slot nonce/1 held an answer to another"):
+    with pytest.raises(
+        NoNonce, match=r"tampered with \(1 sign\(s\): its answer slot nonce/1 held an answer to another"
+    ):
         join(agent_b, 0.3, poll=0.01)
     assert agent_b.nonce == "" and agent_a.nonce == ""
 
