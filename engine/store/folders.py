@@ -89,7 +89,10 @@ def folder_problem(folder: Path, info: os.stat_result) -> str | None:
 
 def check_folders(folder: Path | str) -> None:
     """Walk `folder` (made absolute) from `/`; FolderRefused when a component may be changed by another user."""
-    parts = list(Path(os.path.abspath(folder)).parts[1:])
+    # Not os.path.abspath: it drops `hers/..` before the walk, while the kernel goes through her link `hers`
+    # first and then to the parent of wherever it leads. `..` is taken here as the kernel takes it, component
+    # by component, from the real folder reached so far (links are spliced in as they are met).
+    parts = list((Path.cwd() / folder).parts[1:])
     here = Path("/")
     links = 0
     while parts:
