@@ -17,6 +17,7 @@ from rigcheck.engine.report.rows import (
     is_unstable,
     meaning,
     measurement_row,
+    number_text,
     report_rows,
     signed_spread,
     trust_of,
@@ -109,7 +110,7 @@ def measurements_table(report: dict[str, Any]) -> Table | None:
         table.add_column(column, overflow="fold")
     for m in map(measurement_row, report["measurements"]):
         spread = signed_spread(m["value"], m["spread"])
-        cells = (m["stage"], m["name"], m["device"], f"{m['value']:.4g}", m["unit"], spread)
+        cells = (m["stage"], m["name"], m["device"], number_text(m["value"], ".4g"), m["unit"], spread)
         table.add_row(*(m["host"],) * hosts, *cells, trust_cell(m))
     return table
 
