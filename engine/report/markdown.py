@@ -22,7 +22,6 @@ from rigcheck.engine.report.rows import (
 )
 from rigcheck.engine.report.run_time import started_at, took
 
-
 _SPECIAL = {c: "\\" + c for c in "\\`*_[]|"} | {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
 
