@@ -136,6 +136,6 @@ def test_dot_dot_after_her_link_is_walked_as_the_kernel_walks_it(ground: Ground,
     assert not (ground.root_only / "x.json").exists()
     (ground.root_only / "inner").rmdir()
     mine = ground.base / "mine2"
-    (mine / "sub").mkdir(parents=True)
-    done = rigcheck("export", "last", "-o", str(mine / "sub" / ".." / "x.json"), store=store)  # a plain `..` still works
+    (mine / "sub").mkdir(parents=True)  # a plain `..` still works
+    done = rigcheck("export", "last", "-o", str(mine / "sub" / ".." / "x.json"), store=store)
     assert done.returncode == 0 and (mine / "x.json").is_file(), done.stderr
