@@ -11,7 +11,7 @@ import os
 import sys
 import time
 
-from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_USAGE
+from rigcheck.engine.exits import EXIT_CRASH, EXIT_INTERRUPTED, EXIT_USAGE
 from rigcheck.engine.hw.gpu_nodes import surely_no_gpu
 from rigcheck.engine.registry import STAGES
 from rigcheck.engine.report.atomic_write import RefusedTarget, write_atomic
@@ -184,7 +184,11 @@ def command_app(args: argparse.Namespace) -> int:
             gpus=gpus,
             ask_gpus=device is None,  # the app draws at once and asks torch which GPUs it sees meanwhile
         )
-        code = app.run() or 0
+        code = app.run()
+        if code is None and app.return_code:  # Textual shows its own traceback, then returns None: never exit 0
+            print("rigcheck: the app stopped on an internal error (above); the store holds every result", file=sys.stderr)
+            code = EXIT_CRASH
+        code = code or 0
         if app.left_running is not None:
             print(f"run {app.left_running} goes on in the background: `rigcheck` or `rigcheck follow` opens it again")
         return code
