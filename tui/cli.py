@@ -186,7 +186,7 @@ def command_app(args: argparse.Namespace) -> int:
         )
         code = app.run()
         if code is None and app.return_code:  # Textual shows its own traceback, then returns None: never exit 0
-            print("rigcheck: the app stopped on an internal error (above); the store holds every result", file=sys.stderr)
+            print("rigcheck: the app stopped on an internal error (above); the store keeps results", file=sys.stderr)
             code = EXIT_CRASH
         code = code or 0
         if app.left_running is not None:

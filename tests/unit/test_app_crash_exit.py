@@ -20,7 +20,11 @@ class Sampler:
 
 @pytest.mark.parametrize(("return_code", "exit_code"), [(1, EXIT_CRASH), (0, 0)])
 def test_the_app_never_exits_0_after_a_crash(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], return_code: int, exit_code: int
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    return_code: int,
+    exit_code: int,
 ) -> None:
     class App:
         left_running = None
