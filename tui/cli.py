@@ -140,13 +140,15 @@ def command_history(args: argparse.Namespace) -> int:
 
 
 def command_monitor(args: argparse.Namespace) -> int:
-    from rigcheck.tui.monitor import monitor, textfile_path
+    from rigcheck.tui.monitor import monitor, store_given, textfile_path
 
     if args.count is not None and args.count < 1:
         raise UsageError("--count must be at least 1")
     if args.prom_textfile and args.json:
         raise UsageError("--json and --prom-textfile: choose one")
-    prom = textfile_path(args.prom_textfile) if args.prom_textfile else None
+    prom = textfile_path(args.prom_textfile) if args.prom_textfile is not None else None
+    if prom is not None:
+        store_given(args.store)
     health = health_source(args.store) if prom else None  # the newest health run's verdicts (issue 33)
     return monitor(args.interval, args.count, args.json, prom_file=prom, health=health)
 
@@ -235,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
             args = build_parser().parse_args([*argv, "app"])
         return COMMANDS[args.command](args)
     except (UsageError, StoreError) as error:  # StoreError: a store found damaged or read-only after opening
-        print(f"rigcheck: {error}", file=sys.stderr)
+        said = f"rigcheck: {error}".encode("utf-8", "backslashreplace").decode("utf-8")  # never a second error
+        print(said, file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:  # before a command took Ctrl-C over (its preflight, its imports): one line
         print("rigcheck: interrupted", file=sys.stderr)

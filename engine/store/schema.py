@@ -29,6 +29,7 @@ from rigcheck.engine.store.journals import begin_as_a_page, make_journals
 from rigcheck.engine.store.paths import check_own_path, check_store_paths, make_private_folder
 
 BUSY_TIMEOUT_S = 30.0
+NOT_UTF8 = "malformed database schema: SQLite's error quoted bytes that are not UTF-8"
 
 MIGRATIONS: list[str] = [
     # version 1
@@ -117,7 +118,10 @@ def _writable(path: Path) -> bool:
 
 def default_store_path() -> Path:
     if os.environ.get(STORE_ENV):
-        return Path(os.environ[STORE_ENV]).expanduser()
+        try:
+            return Path(os.environ[STORE_ENV]).expanduser()
+        except RuntimeError:  # `~nouser/...`: a user with no home here
+            raise StoreError(f"{STORE_ENV} {os.environ[STORE_ENV]}: names the home of a user who has none") from None
     base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
     return Path(base) / "rigcheck" / "rigcheck.db"
 
@@ -238,6 +242,8 @@ class StoreBase:
                 self._migrate()
         except StoreError:
             raise
+        except UnicodeDecodeError:  # SQLite's own message quoted bytes of a damaged schema that are not UTF-8
+            raise StoreDamaged(damaged_message(self.path, NOT_UTF8)) from None
         except sqlite3.DatabaseError as error:
             if is_damage(error):
                 raise StoreDamaged(damaged_message(self.path, error)) from None
@@ -376,13 +382,21 @@ class StoreBase:
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         with self._lock, self._damage_said():
-            return self._db.execute(sql, params).fetchall()
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except UnicodeEncodeError:  # a value given on the command line with bytes that are not UTF-8
+                raise StoreError(
+                    "a value looked up in the store is not valid text (it holds bytes that are not UTF-8); "
+                    "nothing stored can match it"
+                ) from None
 
     @contextlib.contextmanager
     def _damage_said(self) -> Iterator[None]:
         """A damaged file found mid-way is StoreDamaged: one line naming the store and how to recover it."""
         try:
             yield
+        except UnicodeDecodeError:
+            raise StoreDamaged(damaged_message(self.path, NOT_UTF8)) from None
         except sqlite3.DatabaseError as error:
             if isinstance(error, StoreError) or not is_damage(error):
                 raise
