@@ -9,7 +9,9 @@ recorded in an earlier run with the same key and rendezvous id, and written back
 Anyone who reaches the store may still delete an ask or an answer, write junk in their place, or write back an
 answer recorded in another run: none of that needs the key, and it can keep a host out of the fleet. Both sides
 watch for it: rank 0 writes its answer again when it is gone or replaced, and counts each sign as tampering on
-that host; an agent that is kept out names what it saw (`NoNonce.signs`) rather than "rank 0 did not answer".
+that host; an agent that is kept out names what it saw (`NoNonce.signs`) rather than "rank 0 did not answer",
+and reports it beside its ask (`kept/RANK`, sealed, with its challenge): rank 0 counts what it reports as
+tampering even when it never saw the ask, and answers the challenge there too.
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ def join(channel: FleetChannel, timeout: float, poll: float = 0.1) -> None:
     deadline = time.monotonic() + timeout
     asked = float("-inf")
     signs = _Signs()
+    reported = 0
     ask = f"ask/{channel.rank}"
     while time.monotonic() < deadline:
         if time.monotonic() - asked >= ASK_AGAIN_S:
@@ -107,6 +110,9 @@ def join(channel: FleetChannel, timeout: float, poll: float = 0.1) -> None:
         sign = _answer_sign(channel.rank, found, challenge)
         if sign is not None:
             signs.add(sign, found.raw)
+        if signs.count > reported:  # told to rank 0 beside the ask, with the challenge it may answer there too
+            reported = signs.count
+            channel.put(f"kept/{channel.rank}", {"c": challenge, "signs": reported, "said": signs.said[:3]}, BOOTSTRAP)
         time.sleep(poll)
     raise signs.kept_out(timeout)
 
@@ -130,6 +136,11 @@ def answer(
     return str(challenge), True, None
 
 
+def give_nonce(channel: FleetChannel, rank: int, challenge: str) -> None:
+    """Rank 0: agent `rank`'s answer, this run's nonce against its challenge."""
+    channel.put(f"nonce/{rank}", {"c": challenge, "nonce": channel.nonce}, BOOTSTRAP)
+
+
 def answer_kept(channel: FleetChannel, rank: int, challenge: str) -> str | None:
     """Rank 0, while agent `rank` has not joined: whether the answer it gave to `challenge` is still there. When
     someone removed or replaced it, it is written again and the sign returned (else None)."""
@@ -137,10 +148,22 @@ def answer_kept(channel: FleetChannel, rank: int, challenge: str) -> str | None:
     body = found.body if found.state == "ok" and isinstance(found.body, dict) else {}
     if body.get("c") == challenge:
         return None
-    channel.put(f"nonce/{rank}", {"c": challenge, "nonce": channel.nonce}, BOOTSTRAP)
+    give_nonce(channel, rank, challenge)
     if found.state == "missing":
         return f"rank 0's answer nonce/{rank} to its request vanished"
     return _answer_sign(rank, found, challenge)
+
+
+def kept_report(channel: FleetChannel, rank: int) -> tuple[str, int, str] | None:
+    """Rank 0: what agent `rank` reported of its handshake tampered with (kept/RANK, sealed with the fleet key):
+    its challenge, how many signs, and their words; None when there is no such report that passes."""
+    found = channel.read(f"kept/{rank}", BOOTSTRAP)
+    body = found.body if found.state == "ok" and isinstance(found.body, dict) else {}
+    signs, said = body.get("signs"), body.get("said")
+    if not is_nonce(body.get("c")) or isinstance(signs, bool) or not isinstance(signs, int) or signs < 1:
+        return None
+    words = "; ".join(inert(str(w))[:200] for w in said[:3]) if isinstance(said, list) else ""
+    return str(body["c"]), min(signs, 10**6), words
 
 
 def refuse_asks(channel: FleetChannel, why: str, timeout: float, poll: float = 0.1) -> int:

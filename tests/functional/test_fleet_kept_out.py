@@ -5,6 +5,7 @@ a host that is simply never answered (or never asks) is told apart."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,33 @@ def test_the_agent_kept_out_says_so_itself_and_in_its_own_store(
     assert kept["check_name"] == "fleet-store" and kept["status"] == "SKIP" and kept["numbers"]["tampered"] == 1
     assert kept["explanation"].startswith("this host ran alone, kept out of the fleet run: the fleet store was tamp")
     assert "results are whole" in said[-1] and "tampered with" in said[-1]
+
+
+def test_an_ask_deleted_before_rank_0_ever_saw_it_is_tampering_the_agent_reports(tmp_path: Path) -> None:
+    """Rank 0 cannot see an ask deleted the moment it is written; the agent can, and reports it beside its ask
+    (sealed, with its challenge): rank 0 counts it, and answers that challenge there too."""
+    shared = DeletesAsks()
+    _shared, channels, store, run_id, collector = fleet(tmp_path, shared=shared, join=4.0)
+    channels[0].nonce = new_nonce()
+    agent = channel(shared, 1, 2)
+    failed: list[BaseException] = []
+
+    def ask() -> None:
+        try:
+            join(agent, 8.0, poll=0.02)
+        except BaseException as error:  # handed to the test thread
+            failed.append(error)
+
+    asking = threading.Thread(target=ask)
+    asking.start()
+    while asking.is_alive():
+        collector.poll()
+        asking.join(0.02)
+    # rank 0 answered the challenge the agent reported, so the agent that was kept out of its ask still got in
+    assert not failed and agent.nonce == channels[0].nonce, failed
+    assert (
+        collector.hosts[1].tamper
+        and "its agent saw its request for the run's nonce tampered with (its request"
+        in (collector.hosts[1].tamper[-1])
+    )
+    assert store.report(run_id) is not None
