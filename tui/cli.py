@@ -6,12 +6,15 @@ usage, 7 any INCONCLUSIVE (could not be judged) with none of those, 130 interrup
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # `python -m rigcheck.tui.cli`: a Ctrl-C during the imports below is one line and 130
+    import rigcheck.tui.entry  # noqa: F401  (it takes SIGINT over as it is imported)
+
 import argparse
 import os
 import sys
 import time
 
-from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_USAGE
+from rigcheck.engine.exits import EXIT_CRASH, EXIT_INTERRUPTED, EXIT_USAGE
 from rigcheck.engine.hw.gpu_nodes import surely_no_gpu
 from rigcheck.engine.registry import STAGES
 from rigcheck.engine.report.atomic_write import RefusedTarget, write_atomic
@@ -157,13 +160,15 @@ def command_history(args: argparse.Namespace) -> int:
 
 
 def command_monitor(args: argparse.Namespace) -> int:
-    from rigcheck.tui.monitor import monitor, textfile_path
+    from rigcheck.tui.monitor import monitor, store_given, textfile_path
 
     if args.count is not None and args.count < 1:
         raise UsageError("--count must be at least 1")
     if args.prom_textfile and args.json:
         raise UsageError("--json and --prom-textfile: choose one")
-    prom = textfile_path(args.prom_textfile) if args.prom_textfile else None
+    prom = textfile_path(args.prom_textfile) if args.prom_textfile is not None else None
+    if prom is not None:
+        store_given(args.store)
     health = health_source(args.store) if prom else None  # the newest health run's verdicts (issue 33)
     return monitor(args.interval, args.count, args.json, prom_file=prom, health=health)
 
@@ -201,7 +206,11 @@ def command_app(args: argparse.Namespace) -> int:
             gpus=gpus,
             ask_gpus=device is None,  # the app draws at once and asks torch which GPUs it sees meanwhile
         )
-        code = app.run() or 0
+        code = app.run()
+        if code is None and app.return_code:  # Textual shows its own traceback, then returns None: never exit 0
+            print("rigcheck: the app stopped on an internal error (above); the store keeps results", file=sys.stderr)
+            code = EXIT_CRASH
+        code = code or 0
         if app.left_running is not None:
             print(f"run {app.left_running} goes on in the background: `rigcheck` or `rigcheck follow` opens it again")
         return code
@@ -270,7 +279,8 @@ def main(argv: list[str] | None = None) -> int:
             args = build_parser().parse_args([*argv, "app"])
         return COMMANDS[args.command](args)
     except (UsageError, StoreError) as error:  # StoreError: a store found damaged or read-only after opening
-        print(f"rigcheck: {error}", file=sys.stderr)
+        said = f"rigcheck: {error}".encode("utf-8", "backslashreplace").decode("utf-8")  # never a second error
+        print(said, file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:  # before a command took Ctrl-C over (its preflight, its imports): one line
         print("rigcheck: interrupted", file=sys.stderr)
@@ -281,4 +291,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from rigcheck.tui.entry import hand_over
+
+    sys.exit(hand_over(main))

@@ -17,6 +17,7 @@ from rigcheck.engine.report.rows import (
     is_unstable,
     meaning,
     measurement_row,
+    number_text,
     report_rows,
     signed_spread,
     trust_of,
@@ -113,9 +114,8 @@ def measurements_table(report: dict[str, Any], width: int = WIDE) -> Table | Non
     rows = []
     for m in map(measurement_row, report["measurements"]):
         spread = signed_spread(m["value"], m["spread"])
-        rows.append(
-            (m, (*(m["host"],) * hosts, m["stage"], m["name"], m["device"], f"{m['value']:.4g}", m["unit"], spread))
-        )
+        value = number_text(m["value"], ".4g")
+        rows.append((m, (*(m["host"],) * hosts, m["stage"], m["name"], m["device"], value, m["unit"], spread)))
     headers = ("host",) * hosts + ("stage", "name", "device", "value", "unit", "spread")
     beside = sum(max(len(str(h)), *(len(str(c[i])) for _, c in rows)) + 3 for i, h in enumerate(headers)) + 4
     notes: dict[str, int] | None = {} if beside + max(trust_cell(m).cell_len for m, _ in rows) > width else None

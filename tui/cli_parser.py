@@ -85,7 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     monitor.add_argument("--count", type=bounded_int(1), help="stop after this many samples")
     monitor.add_argument(
-        "--prom-textfile", metavar="DIR", help="keep DIR/rigcheck.prom, for node_exporter's textfile collector"
+        "--prom-textfile",
+        type=given("a folder"),
+        metavar="DIR",
+        help="keep DIR/rigcheck.prom, for node_exporter's textfile collector",
     )
 
     app = commands.add_parser("app", help="open the live app (the default with no command)", parents=[common])

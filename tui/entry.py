@@ -18,6 +18,10 @@ import _signal  # the C module `signal` wraps: loaded with the interpreter, so t
 import os
 import sys
 
+TYPE_CHECKING = False  # typing itself is not imported before SIGINT is ours
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 # The exit of a process that SIGINT ended, as a shell reports it: the table's EXIT_INTERRUPTED (rigcheck.engine.exits,
 # not imported here before SIGINT is ours; tests/unit/test_start_exit.py holds the two equal)
 SIGINT_EXIT = 128 + _signal.SIGINT
@@ -50,19 +54,32 @@ _TAKEN = _take_sigint()
 
 
 def main() -> int:
-    """Import the command line, give SIGINT back, and run the command."""
+    """Import the command line (or only the health gate's, issue 44), give SIGINT back, and run the command."""
     try:
-        from rigcheck.engine.exits import EXIT_INTERRUPTED
         from rigcheck.tui.gate_entry import gate_command_of, gate_main
 
-        if gate_command_of(sys.argv[1:]) is None:  # the health gate loads only what it reads with (issue 44)
-            from rigcheck.tui.cli import main as command_line
-    finally:
-        if _TAKEN:
-            _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+        if gate_command_of(sys.argv[1:]) is not None:  # the health gate loads only what it reads with
+            return hand_over(lambda: gate_main(sys.argv[1:]) or 0)
+        from rigcheck.tui.cli import main as command_line
+    except BaseException:
+        _give_back()
+        raise
+    return hand_over(command_line)
+
+
+def _give_back() -> None:
+    if _TAKEN:
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+
+
+def hand_over(command_line: Callable[[], int]) -> int:
+    """The imports are done: give SIGINT back and run the command (also `python -m rigcheck.tui.cli`, which
+    imports this module first of all, as serve's tabs once ran it and a Ctrl-C in its imports was a traceback)."""
+    from rigcheck.engine.exits import EXIT_INTERRUPTED
+
+    _give_back()
     try:
-        gate = gate_main(sys.argv[1:])
-        return gate if gate is not None else command_line()
+        return command_line()
     except KeyboardInterrupt:  # between giving SIGINT back and the command's own handling
         _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
         os.write(2, INTERRUPTED_LINE)

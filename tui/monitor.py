@@ -15,7 +15,9 @@ from rigcheck.engine.exits import EXIT_ERROR, EXIT_INTERRUPTED
 from rigcheck.engine.facts.host import cpu_facts
 from rigcheck.engine.report.atomic_write import existing_target, write_atomic
 from rigcheck.engine.report.prom_telemetry import sample_to_prom
+from rigcheck.engine.run.given import GivenError, user_path
 from rigcheck.engine.run.preflight import UsageError, check_folder_takes_files
+from rigcheck.engine.store.errors import STORE_ENV
 from rigcheck.engine.telemetry.sample import Sample, na
 from rigcheck.engine.telemetry.sampler import Sampler
 from rigcheck.engine.telemetry.sources import note_in_words
@@ -28,13 +30,35 @@ NAMING_WAIT_S = 2.6  # the host reader's process scan runs every 2 s: its second
 def textfile_path(folder: str) -> Path:
     """DIR/rigcheck.prom, once DIR is known to be a folder that takes files and the file, if there, a regular
     file of this user's: checked before sampling starts."""
-    target = Path(folder).expanduser() / PROM_FILE
-    check_folder_takes_files("--prom-textfile", folder, target)
     try:
+        target = user_path(folder, "--prom-textfile") / PROM_FILE  # `~nouser`: one line, not RuntimeError
+    except GivenError as error:
+        raise UsageError(str(error)) from None
+    shown = folder if len(folder) <= 80 else f"{folder[:40]}...({len(folder)} characters)"
+    try:
+        check_folder_takes_files("--prom-textfile", shown, target)
         existing_target(target)
-    except OSError as error:  # RefusedTarget: a link, a FIFO, another user's file
-        raise UsageError(f"--prom-textfile {folder}: {target} {error.strerror or error}") from None
+    except UsageError:
+        raise
+    except OSError as error:  # RefusedTarget: a link, a FIFO, another user's file; a name too long
+        said = str(target) if len(str(target)) <= 120 else "the file"
+        raise UsageError(f"--prom-textfile {shown}: {said} {error.strerror or error}") from None
     return target
+
+
+def store_given(store_arg: str | None) -> None:
+    """The store `--store` or RIGCHECK_STORE names for the health figures, refused in one line where it cannot
+    name a file (`-`, `~nouser`); a store that is simply not there is fine (the telemetry still goes out)."""
+    named = store_arg if store_arg is not None else os.environ.get(STORE_ENV)
+    source = "--store" if store_arg is not None else STORE_ENV
+    if named is None:
+        return
+    if named == "-":
+        raise UsageError(f"{source} -: a store is a file rigcheck reads back; `-` names none: give a file name")
+    try:
+        user_path(named, source)
+    except GivenError as error:
+        raise UsageError(str(error)) from None
 
 
 def format_line(sample: Sample) -> str:

@@ -16,7 +16,7 @@ APP_BOOTSTRAP = (
     "except (OSError, AttributeError):\n"
     "    pass\n"
     "if os.getppid() != int(sys.argv.pop(1)): sys.exit(0)\n"
-    "import runpy; runpy.run_module('rigcheck.tui.cli', run_name='__main__', alter_sys=True)"
+    "import runpy; runpy.run_module('rigcheck.tui.entry', run_name='__main__', alter_sys=True)"
 )
 
 

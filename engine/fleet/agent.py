@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 
-from rigcheck.engine.events import Event, LogLine, Measurement, StageFinished, StageStarted, Status, worst
+from rigcheck.engine.events import Event, LogLine, Measurement, StageFinished, StageStarted, Status, Verdict, worst
 from rigcheck.engine.exits import EXIT_INTERRUPTED, EXIT_USAGE, combine
 from rigcheck.engine.fleet.args import FleetOptions
 from rigcheck.engine.fleet.channel import FleetChannel, Heartbeat, heartbeat_interval
@@ -71,12 +71,12 @@ class Agent:
         )
         try:
             take_nonce(channel, self.options.join_timeout)
-        except NoNonce as error:  # this host's run goes on alone: its own store has it all
+        except NoNonce as error:  # this host's run goes on alone: its own store has it all, and says why
             channel.broken = str(error)
-            code = self._local_run(channel)
-            self.say(
-                f"{error}: this host's results are whole in its own store, run {self.local_run_id} of {self.store.path}"
-            )
+            code = self._local_run(channel, kept_out=error)
+            whole = "are whole" if code != EXIT_INTERRUPTED else "up to its stop are"
+            where = f"run {self.local_run_id} of {self.store.path}"
+            self.say(f"{error}: this host's results {whole} in its own store, {where}")
             return code
         beat = Heartbeat(channel, heartbeat_interval(self.options.lost_after)).start()
         channel.announce(
@@ -143,9 +143,13 @@ class Agent:
         self.collector.start()
         self.say(f"fleet run {self.fleet_run_id} in {self.store.path}: {self.env.world} host(s)")
 
-    def _local_run(self, channel: FleetChannel) -> int:
+    def _local_run(self, channel: FleetChannel, kept_out: NoNonce | None = None) -> int:
         owned = OwnedRun(self.store, self.request)
         self.local_run_id = owned.run_id
+        if kept_out is not None:  # its own store says why it ran alone (SKIP: the fleet part, not the host)
+            check = "fleet-store" if kept_out.signs else "agent"
+            text = f"this host ran alone, kept out of the fleet run: {kept_out}"
+            self.store.record(owned.run_id, Verdict("fleet", check, Status.SKIP, text, {"tampered": kept_out.signs}))
         owned.listen(channel.publish)
         fault = _fault_listener(os.environ.get(FAULT_ENV, ""), self.env.rank)
         if fault is not None:

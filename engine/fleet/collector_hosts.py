@@ -16,9 +16,10 @@ from rigcheck.engine.fleet.collector_limits import (
     SCAN_EVERY_S,
     SCANS_PER_POLL,
 )
-from rigcheck.engine.fleet.handshake import ASK_AGAIN_S, answer
+from rigcheck.engine.fleet.handshake import ASK_AGAIN_S, answer, answer_kept, give_nonce, kept_report
 from rigcheck.engine.fleet.hosts import HostState
-from rigcheck.engine.fleet.tamper import seen_again
+from rigcheck.engine.fleet.intake import Dropped
+from rigcheck.engine.fleet.tamper import seen_again, tampered
 
 
 class HostReads(Decisions):
@@ -74,11 +75,18 @@ class HostReads(Decisions):
     def _join(self, host: HostState, now: float) -> bool:
         if host.rank and (host.answered is None or now - host.asked_at >= ASK_AGAIN_S):
             host.asked_at = now  # its ask once it is there, then again while it waits (someone may replace it)
-            answered, present = answer(self.channel, host.rank, host.answered)
+            answered, present, sign = answer(self.channel, host.rank, host.answered)
             if answered is not None and not present:
                 self._tampered(host, f"its request for the run's nonce ask/{host.rank} vanished", f"ask/{host.rank}")
             elif present:
                 seen_again(host, f"ask/{host.rank}")
+            if sign is not None:
+                self._tampered(host, sign)
+            if answered is not None and answered == host.answered:  # given before: is it still there?
+                sign = answer_kept(self.channel, host.rank, answered)
+                if sign is not None:
+                    self._tampered(host, sign)
+            answered = self._kept_out(host, answered)
             host.answered = answered
         slot = f"host/{host.rank}"
         body = self._opened(host.rank, slot)
@@ -100,6 +108,21 @@ class HostReads(Decisions):
         self._save_states()
         self._check_options(host, info)
         return True
+
+    def _kept_out(self, host: HostState, answered: str | None) -> str | None:
+        """What the agent reported of its handshake tampered with: counted here as tampering (rank 0 may never
+        have seen its ask), and its challenge answered here too; the challenge answered."""
+        report = kept_report(self.channel, host.rank)
+        if report is None:
+            return answered
+        challenge, signs, words = report
+        if signs > host.kept_signs:
+            sign = f"its agent saw its request for the run's nonce tampered with ({words})"
+            tampered(host, self.dropped.setdefault(host.rank, Dropped()), sign, count=signs - host.kept_signs)
+            host.kept_signs = signs
+        if challenge != answered:
+            give_nonce(self.channel, host.rank, challenge)
+        return challenge
 
     def _end(self, host: HostState) -> None:
         slot = f"done/{host.rank}"

@@ -34,6 +34,7 @@ class HostState:
     silence_checked: float = 0.0  # when rank 0 last looked for the end or refusal of a silent host
     answered: str | None = None  # the challenge rank 0 last answered with this run's nonce
     asked_at: float = float("-inf")  # when rank 0 last looked for its ask
+    kept_signs: int = 0  # the signs of tampering its agent reported while kept out (handshake.py, kept/RANK)
     tamper: list[str] = field(default_factory=list)  # signs that its keys were deleted or set back (the first few)
     hb_missing_since: float | None = None  # when rank 0 first found its heartbeat missing (None: it is there)
     gone: set[str] = field(default_factory=set)  # its keys seen missing after rank 0 had read them (counted once)

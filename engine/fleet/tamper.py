@@ -16,13 +16,13 @@ from rigcheck.engine.fleet.intake import Dropped
 SIGNS_QUOTED = 3  # the first few signs are quoted; every one is counted
 
 
-def tampered(host: HostState, dropped: Dropped, sign: str, key: str = "") -> None:
-    """Count one sign on `host` (a key gone is counted once until it is seen again) and keep its words."""
+def tampered(host: HostState, dropped: Dropped, sign: str, key: str = "", count: int = 1) -> None:
+    """Count `count` signs on `host` (a key gone is counted once until it is seen again) and keep its words."""
     if key:
         if key in host.gone:
             return
         host.gone.add(key)
-    dropped.tampered += 1
+    dropped.tampered += count
     if len(host.tamper) < SIGNS_QUOTED:
         host.tamper.append(sign)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rigcheck.engine.report.fleet_view import FLEET_STAGES, LINKS_STAGE
-from rigcheck.engine.report.rows import NO_TELEMETRY, meaning, report_rows, trust_of
+from rigcheck.engine.report.rows import NO_TELEMETRY, meaning, number_text, report_rows, trust_of
 
 
 def fleet_summary(report: dict[str, Any]) -> str:
@@ -36,5 +36,5 @@ def fleet_summary(report: dict[str, Any]) -> str:
         lines.append("inter-host links:")
         for m in links:
             trust = "" if trust_of(m) == NO_TELEMETRY else trust_of(m)  # a figure without telemetry says nothing
-            lines.append(f"  {m['name']:<40} {m['value']:>10,.1f} {m['unit'] or ''} {trust}".rstrip())
+            lines.append(f"  {m['name']:<40} {number_text(m['value'], ',.1f'):>10} {m['unit'] or ''} {trust}".rstrip())
     return "\n".join(lines)

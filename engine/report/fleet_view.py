@@ -17,7 +17,7 @@ from typing import Any
 from rigcheck.engine.events import Trust, worst_by
 from rigcheck.engine.registry import FLEET_HOSTS_STAGE as HOSTS_STAGE
 from rigcheck.engine.registry import FLEET_LINKS_STAGE as LINKS_STAGE
-from rigcheck.engine.report.rows import Row, meaning, report_rows, trust_of
+from rigcheck.engine.report.rows import Row, meaning, number_text, report_rows, trust_of
 
 KEY_DTYPE = {"gpu": "bf16", "cpu": "fp32"}
 KEY_RULE = "best bf16 matmul on a GPU (TFLOP/s), best fp32 matmul on the CPU (GFLOP/s), else the first figure"
@@ -53,7 +53,7 @@ class Cell:
         """The figure's value; its unit too when it is not the key figure the rule promises."""
         if self.figure is None:
             return ""
-        value = f"{self.figure['value']:,.4g}"
+        value = number_text(self.figure["value"])
         return value if self.keyed else f"{value} {self.figure['unit']}".strip()
 
 
@@ -199,5 +199,5 @@ def describe(line: HostLine, cell: Cell | None) -> str:
     if cell.figure is not None:
         figure = cell.figure
         kind = "key figure" if cell.keyed else "first figure"
-        parts.append(f"{kind} {figure['name']} {figure['value']:,.4g} {figure['unit']}, {cell.trust}".strip())
+        parts.append(f"{kind} {figure['name']} {number_text(figure['value'])} {figure['unit']}, {cell.trust}".strip())
     return f"{where} {cell.device}: {'; '.join(parts) or 'nothing reported'}"

@@ -25,11 +25,32 @@ from rigcheck.engine.report.rows import (
 )
 from rigcheck.engine.report.run_time import started_at, took
 
+_SPECIAL = {c: "\\" + c for c in "\\`*_[]|"} | {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def inline(value: Any) -> str:
+    """Stored text as Markdown shows it, never as Markdown or HTML it makes: emphasis, links, code, table pipes and
+    backslashes escaped, tags and entities written as text, on one line (a stored newline cannot start a heading)."""
+    text = "" if value is None else str(value)
+    text = "".join(_SPECIAL.get(ch, ch) for ch in text.replace("\r", ""))
+    return " ".join(text.split("\n")).strip()
+
 
 def cell(value: Any) -> str:
-    """Text safe inside a Markdown table cell: pipes escaped, lines joined with <br>."""
-    text = "" if value is None else str(value)
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", "").strip().replace("\n", "<br>")
+    """Text safe inside a Markdown table cell: as `inline`, with its lines joined by <br>."""
+    text = "" if value is None else str(value).replace("\r", "").strip()
+    return "<br>".join(inline(line) for line in text.split("\n"))
+
+
+def code(text: str) -> str:
+    """A code span that no backtick in `text` can close early (its fence is longer than any run of them)."""
+    text = " ".join(text.splitlines())
+    run = fence = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        fence = max(fence, run)
+    ticks = "`" * (fence + 1)
+    return f"{ticks} {text} {ticks}" if fence else f"`{text}`"
 
 
 def rounded(value: Any) -> str:
@@ -91,7 +112,12 @@ def _facts(report: dict[str, Any]) -> list[str]:
         ("environment fingerprint", fingerprint),
         ("error", run.get("error")),
     ]
-    return [f"- {name}: {value}" for name, value in facts if value]
+    return [f"- {name}: {_fact(name, value)}" for name, value in facts if value]
+
+
+def _fact(name: str, value: Any) -> str:
+    """A fact's value, stored text made inert as Markdown; the command as a code span nothing in it can close."""
+    return code(str(value)[1:-1]) if name == "command" else inline(value)
 
 
 def _verdict_cells(v: dict[str, Any], hosts: bool) -> list[str]:
@@ -121,7 +147,7 @@ def to_markdown(report: dict[str, Any]) -> str:
     run = report["run"]
     hosts = has_hosts(report)
     host_header = ["host"] if hosts else []
-    lines = [f"# rigcheck run {run['id']} on {run.get('host') or 'unknown host'}", "", *_facts(report), ""]
+    lines = [f"# rigcheck run {run['id']} on {inline(run.get('host')) or 'unknown host'}", "", *_facts(report), ""]
     lines += ["## Verdicts", ""]
     verdicts = [_verdict_cells(v, hosts) for v in report["verdicts"]]
     headers = [*host_header, "stage", "check", "device", "status", "meaning"]

@@ -101,10 +101,20 @@ def status_of(row: Row) -> str:
     return row["status"] if row["kind"] == "verdict" else trust_of(row)
 
 
+INF = float("inf")
+
+
+def number_text(value: Any, spec: str = ",.4g") -> str:
+    """A stored figure's value as text; `unknown` where the store holds no finite number (NULL, text: tampered)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value or value in (INF, -INF):
+        return "unknown"
+    return format(value, spec)
+
+
 def value_text(row: Row) -> str:
     if row["kind"] != "measurement":
         return ""
-    return f"{row['value']:,.4g} {row['unit']}".strip()
+    return f"{number_text(row['value'])} {row['unit']}".strip()
 
 
 def meaning(row: Row) -> str:

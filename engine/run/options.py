@@ -32,6 +32,8 @@ from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.warm_pool import park_early, parked_answer
 from rigcheck.engine.stage import PROFILES, parse_device
 from rigcheck.engine.store import Store
+from rigcheck.engine.store.folders import FolderRefused
+from rigcheck.engine.store.given_file import check_given_file
 
 
 class UsageParser(argparse.ArgumentParser):
@@ -113,7 +115,11 @@ def read_baseline(path: str) -> dict[str, Any]:
     """A --baseline file's figures, checked before the run; UsageError (one line, exit 2) when it will not do:
     a FIFO, a device or a file over 16 MiB is refused unread, and a nesting too deep is said so."""
     try:
-        text = read_small(file_path(path, "--baseline")).decode("utf-8")
+        given = file_path(path, "--baseline")
+        check_given_file(given)
+        text = read_small(given).decode("utf-8")
+    except FolderRefused as refused:
+        raise UsageError(f"--baseline {path}: {refused}") from None
     except GivenError as error:
         raise UsageError(str(error)) from None
     except (OSError, UnicodeDecodeError) as error:

@@ -188,6 +188,8 @@ def open_store(path: str | None) -> Store:
     made: a store named in a folder that does not exist is a typo far more often than a wish."""
     explicit = path if path is not None else os.environ.get(STORE_ENV)
     source = "--store" if path is not None else STORE_ENV if explicit is not None else "the store"
+    if explicit == "-":  # standard output, for an output file; a store is a file that is read back
+        raise UsageError(f"{source} -: a store is a file rigcheck reads back; `-` names none: give a file name")
     try:
         target = file_path(explicit, source) if explicit is not None else default_store_path()
     except GivenError as error:

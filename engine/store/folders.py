@@ -6,7 +6,8 @@ the root-only folder, and a store under her folder could be deleted by her. So t
 one component at a time, without following anything unchecked, and refused (one line naming the folder
 and why) where a component:
 - belongs to a user who is neither this process's nor root (she could swap what is in it), or
-- is writable by everyone without the sticky bit, or by its group when it is not ours, or
+- is writable by everyone without the sticky bit, or by its group when it is not ours or the group has other
+  members (root's folder writable by a group of several users let any of them delete or swap the store), or
 - is a symbolic link that another user owns, or that sits in a folder others may change.
 A link that passes (root's `/var/run -> /run`, the user's own link in their own folder) is followed, and its
 target walked the same way. A missing component ends the walk: rigcheck makes it itself, in a folder that passed.
@@ -14,6 +15,7 @@ target walked the same way. A missing component ends the walk: rigcheck makes it
 
 from __future__ import annotations
 
+import grp
 import os
 import pwd
 import stat
@@ -33,31 +35,64 @@ def owner_name(uid: int) -> str:
         return f"uid {uid}"
 
 
+def group_name(gid: int) -> str:
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return f"gid {gid}"
+
+
 def trusted_owner(uid: int) -> bool:
     """A folder or link that this process's user, or root, owns."""
     return uid in (os.geteuid(), 0)
 
 
+def group_has_others(gid: int) -> bool:
+    """Whether a user other than this process's belongs to group `gid` (listed in it, or as their own group)."""
+    try:
+        me = pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        me = None
+    try:
+        if any(name != me for name in grp.getgrgid(gid).gr_mem):
+            return True
+    except KeyError:
+        return True  # a group nobody can name: its members cannot be known, so assume others
+    return any(user.pw_gid == gid and user.pw_name != me for user in pwd.getpwall())
+
+
 def others_may_change(info: os.stat_result) -> bool:
     """Whether a folder lets other users rename or remove what is in it, with no sticky bit (the sticky /tmp
     lets each user remove only their own entries): writable by everyone, or by its group when it is not ours
-    (a folder of ours writable by our group is the umask-002 habit of user-private groups)."""
+    or the group has other members (a folder of ours writable by our own one-user group is the umask-002
+    habit of user-private groups)."""
     if info.st_mode & stat.S_ISVTX:
         return False
-    return bool(info.st_mode & stat.S_IWOTH) or (bool(info.st_mode & stat.S_IWGRP) and info.st_uid != os.geteuid())
+    if info.st_mode & stat.S_IWOTH:
+        return True
+    return bool(info.st_mode & stat.S_IWGRP) and (info.st_uid != os.geteuid() or group_has_others(info.st_gid))
 
 
 def folder_problem(folder: Path, info: os.stat_result) -> str | None:
     if not trusted_owner(info.st_uid):
         return f"folder {folder} belongs to {owner_name(info.st_uid)}, who could swap what is in it"
     if others_may_change(info):
-        return f"folder {folder} is writable by other users (mode {stat.S_IMODE(info.st_mode):o})"
+        mode = stat.S_IMODE(info.st_mode)
+        if not mode & stat.S_IWOTH and info.st_uid == os.geteuid():
+            return (
+                f"folder {folder} is writable by other users (mode {mode:o}): "
+                f"its group {group_name(info.st_gid)} has other members"
+            )
+        return f"folder {folder} is writable by other users (mode {mode:o})"
     return None
 
 
 def check_folders(folder: Path | str) -> None:
     """Walk `folder` (made absolute) from `/`; FolderRefused when a component may be changed by another user."""
-    parts = list(Path(os.path.abspath(folder)).parts[1:])
+    # Not os.path.abspath: it drops `hers/..` before the walk, while the kernel goes through her link `hers`
+    # first and then to the parent of wherever it leads. `..` is taken here as the kernel takes it, component
+    # by component, from the real folder reached so far (links are spliced in as they are met).
+    parts = list((Path.cwd() / folder).parts[1:])
     here = Path("/")
     links = 0
     while parts:

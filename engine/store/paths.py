@@ -75,29 +75,6 @@ def check_store_paths(path: Path, log_root: Path) -> None:
     check_own_path(log_root, "log folder", folder=True)
 
 
-JOURNALS = ("-wal", "-shm")  # what SQLite makes beside a store in WAL mode, opening it as it finds it
-
-
-def make_journals(path: Path) -> None:
-    """In a folder other users may write (a sticky /tmp), make the store's -wal and -shm first, 0600 and new
-    (O_EXCL), before SQLite opens them: else another user could make them in the moment between our check
-    and SQLite's open, keep them open, and read or forge the store's pages. One that is already there is used
-    only when it is a regular file of ours. In a folder only we can write, nobody else can make them."""
-    try:
-        if not os.stat(path.parent).st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            return
-    except OSError:
-        return
-    for suffix in JOURNALS:
-        journal = path.with_name(path.name + suffix)
-        try:
-            os.close(os.open(journal, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
-        except FileExistsError:
-            check_own_path(journal, "store journal")
-        except OSError:
-            return  # a folder we cannot write: SQLite will not make them either
-
-
 def make_private_folder(path: Path) -> None:
     """Make the folder readable by its owner only, or check that the one already there may be used."""
     check_folders_of(path, "log folder")

@@ -15,6 +15,7 @@ from rigcheck.engine.events import Trust, worst
 from rigcheck.engine.store.errors import StoreDamaged
 from rigcheck.engine.store.inert import inert_report
 from rigcheck.engine.store.liveness import process_alive
+from rigcheck.engine.store.sane import sane_row, time_of
 from rigcheck.engine.store.schema import StoreBase
 from rigcheck.engine.trust.contention import contention_report
 from rigcheck.engine.trust.judgement import trust_in
@@ -30,9 +31,22 @@ def _unlistable(run: dict[str, Any]) -> str | None:
         return "its stage list in the store is not valid JSON"
     if not isinstance(stages, list) or not all(isinstance(name, str) for name in stages):
         return "its stage list in the store is not a list of names"
-    if not isinstance(run["started"], int | float):
-        return "its start time in the store is not a number"
+    if time_of(run["started"]) is None:
+        return "its start time in the store is not a time (not a number, or beyond the calendar)"
     return None
+
+
+def _shown(run: dict[str, Any]) -> dict[str, Any]:
+    """A runs row as front ends list it: its numbers sane, its text inert, its stage names (JSON) inert one by one
+    (an escape written as \\u001b in the JSON is text until it is parsed)."""
+    row = inert_report(sane_row(run))
+    try:
+        stages = json.loads(row.get("stages") or "[]")
+    except ValueError:
+        return row
+    if isinstance(stages, list):
+        row["stages"] = json.dumps([inert_report(name) for name in stages])
+    return row
 
 
 class StoreReader(StoreBase):
@@ -90,13 +104,13 @@ class StoreReader(StoreBase):
             if problem:
                 unlisted.append(f"run {row['id']} left out: {problem}")
             else:
-                listed.append(row)
+                listed.append(_shown(row))
         self.unlisted = tuple(unlisted)
         return listed
 
     def run(self, run_id: int) -> dict[str, Any] | None:
         rows = self._read("SELECT * FROM runs WHERE id = ?", (run_id,))
-        return dict(rows[0]) if rows else None
+        return sane_row(dict(rows[0])) if rows else None
 
     def latest_probe(self) -> tuple[dict[str, Any], str | None, list[str]] | None:
         """The newest Probe facts, that run's fingerprint, and Probe's non-PASS explanations."""
@@ -118,7 +132,7 @@ class StoreReader(StoreBase):
 
     def _table(self, table: str, run_id: int) -> list[dict[str, Any]]:
         rows = self._read(f"SELECT * FROM {table} WHERE run_id = ? ORDER BY id", (run_id,))
-        return [dict(row) for row in rows]
+        return [sane_row(dict(row)) for row in rows]
 
     def report(self, run_id: int) -> dict[str, Any] | None:
         """Everything the store holds for one run, as plain data (the source of every export); StoreDamaged

@@ -12,6 +12,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from rigcheck.engine.store.connect import (
+    BUSY_TIMEOUT_S,
+    _connect,
+    _read_only_query,
+    _writable,
+    lacks_room,
+    open_reading,
+    reading_connection,  # noqa: F401  (kept importable from here, as before the split)
+)
 from rigcheck.engine.store.errors import (
     STORE_ENV,
     StoreDamaged,
@@ -21,102 +30,24 @@ from rigcheck.engine.store.errors import (
     damaged_message,
     free_kib,
     is_damage,
-    is_full,
     is_locked,
     no_room_for_a_new_store,
 )
-from rigcheck.engine.store.paths import check_own_path, check_store_paths, make_journals, make_private_folder
+from rigcheck.engine.store.journals import begin_as_a_page, make_journals
+from rigcheck.engine.store.migrations import MIGRATIONS
+from rigcheck.engine.store.paths import check_own_path, check_store_paths, make_private_folder
 
-BUSY_TIMEOUT_S = 30.0
+NOT_UTF8 = "malformed database schema: SQLite's error quoted bytes that are not UTF-8"
 
-MIGRATIONS: list[str] = [
-    # version 1
-    """
-    CREATE TABLE runs (
-        id INTEGER PRIMARY KEY, started REAL NOT NULL, finished REAL, status TEXT NOT NULL,
-        exit_code INTEGER, host TEXT, pid INTEGER, device TEXT, profile TEXT, python TEXT,
-        stages TEXT, argv TEXT, fingerprint TEXT
-    );
-    CREATE TABLE stages (
-        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL,
-        status TEXT NOT NULL, started REAL, finished REAL, exit_code INTEGER, pid INTEGER,
-        python TEXT, log_path TEXT, UNIQUE (run_id, name)
-    );
-    CREATE TABLE events (
-        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, stage TEXT, kind TEXT NOT NULL,
-        t REAL NOT NULL, payload TEXT NOT NULL
-    );
-    CREATE TABLE measurements (
-        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, stage TEXT NOT NULL, name TEXT NOT NULL,
-        value REAL, unit TEXT, spread REAL, repeats INTEGER, device TEXT, params TEXT,
-        conditions TEXT, fingerprint TEXT, t REAL
-    );
-    CREATE TABLE verdicts (
-        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, stage TEXT NOT NULL, check_name TEXT,
-        status TEXT NOT NULL, explanation TEXT, numbers TEXT, tolerance REAL, device TEXT, t REAL
-    );
-    CREATE TABLE facts (
-        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, stage TEXT NOT NULL, data TEXT NOT NULL
-    );
-    CREATE TABLE fingerprints (digest TEXT PRIMARY KEY, basis TEXT NOT NULL, first_seen REAL);
-    CREATE INDEX events_run ON events(run_id);
-    CREATE INDEX measurements_run ON measurements(run_id);
-    CREATE INDEX verdicts_run ON verdicts(run_id);
-    """,
-    # version 2: telemetry kept at about 1 Hz during a run, for the contention report
-    """
-    CREATE TABLE samples (
-        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, t REAL NOT NULL, data TEXT NOT NULL
-    );
-    CREATE INDEX samples_run ON samples(run_id);
-    """,
-    # version 3: the GPUs a run holds (one run per GPU) and why a run ended in error
-    """
-    ALTER TABLE runs ADD COLUMN gpus TEXT;
-    ALTER TABLE runs ADD COLUMN error TEXT;
-    """,
-    # version 4: fleet runs hold every host's results; '' is the run's own host. A stage is one row per host.
-    """
-    ALTER TABLE runs ADD COLUMN fleet TEXT;
-    ALTER TABLE events ADD COLUMN host TEXT NOT NULL DEFAULT '';
-    ALTER TABLE measurements ADD COLUMN host TEXT NOT NULL DEFAULT '';
-    ALTER TABLE verdicts ADD COLUMN host TEXT NOT NULL DEFAULT '';
-    ALTER TABLE facts ADD COLUMN host TEXT NOT NULL DEFAULT '';
-    CREATE TABLE stages_by_host (
-        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL,
-        status TEXT NOT NULL, started REAL, finished REAL, exit_code INTEGER, pid INTEGER,
-        python TEXT, log_path TEXT, host TEXT NOT NULL DEFAULT '', UNIQUE (run_id, host, name)
-    );
-    INSERT INTO stages_by_host (id, run_id, name, status, started, finished, exit_code, pid, python, log_path)
-        SELECT id, run_id, name, status, started, finished, exit_code, pid, python, log_path FROM stages;
-    DROP TABLE stages;
-    ALTER TABLE stages_by_host RENAME TO stages;
-    """,
-    # version 5: a run made with --strict (a WARN fails it); its exit_code is then the one it returned
-    """
-    ALTER TABLE runs ADD COLUMN strict INTEGER NOT NULL DEFAULT 0;
-    """,
-    # version 6: where the run's control socket is, so any caller finds it whatever its environment
-    """
-    ALTER TABLE runs ADD COLUMN control TEXT;
-    """,
-]
 SCHEMA_VERSION = len(MIGRATIONS)
-
-
-def _lenient_text(data: bytes) -> str:
-    """Text that is not UTF-8 (a damaged page) reads as replacement characters rather than failing the read."""
-    return data.decode("utf-8", "replace")
-
-
-def _writable(path: Path) -> bool:
-    """Whether this process may write the store and the journals SQLite keeps beside it."""
-    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
 
 
 def default_store_path() -> Path:
     if os.environ.get(STORE_ENV):
-        return Path(os.environ[STORE_ENV]).expanduser()
+        try:
+            return Path(os.environ[STORE_ENV]).expanduser()
+        except RuntimeError:  # `~nouser/...`: a user with no home here
+            raise StoreError(f"{STORE_ENV} {os.environ[STORE_ENV]}: names the home of a user who has none") from None
     base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
     return Path(base) / "rigcheck" / "rigcheck.db"
 
@@ -132,58 +63,6 @@ def _create_private(path: Path) -> None:
             os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600))
         except FileExistsError:
             check_own_path(path, "store")
-
-
-def _read_only_query(path: Path) -> str:
-    """SQLite's URI options for a store this process may only read. In a folder it cannot write either (a
-    read-only mount) SQLite cannot make the shared-memory file WAL readers need: with no write-ahead log
-    there, nothing is pending and the file may be read as it stands."""
-    if os.access(path.parent, os.W_OK) or path.with_name(path.name + "-wal").exists():
-        return "mode=ro"
-    return "mode=ro&immutable=1"
-
-
-def _connect(path: Path, query: str | None = None) -> sqlite3.Connection:
-    """A connection to the store; `query`: SQLite URI options (read-only ones)."""
-    target = f"{path.absolute().as_uri()}?{query}" if query else path
-    db = sqlite3.connect(target, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None, uri=bool(query))
-    db.row_factory = sqlite3.Row
-    db.text_factory = _lenient_text
-    return db
-
-
-def lacks_room(error: sqlite3.Error) -> bool:
-    """A read refused because SQLite could not make or grow its files beside the store (a full disk)."""
-    name = getattr(error, "sqlite_errorname", "")
-    return is_full(error) or name.startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN")) or "disk I/O error" in str(error)
-
-
-def open_reading(path: Path) -> sqlite3.Connection:
-    """A connection that reads the store where its disk is full and SQLite cannot make the shared-memory file
-    WAL readers use. With no write-ahead log pending, the file is read as it stands; with one, its index is
-    kept in this process's memory (exclusive locking mode: nothing else can write meanwhile anyway)."""
-    wal = path.with_name(path.name + "-wal")
-    if not wal.exists() or wal.stat().st_size == 0:
-        db = _connect(path, "mode=ro&immutable=1")
-    else:
-        db = _connect(path)
-        db.execute("PRAGMA locking_mode=EXCLUSIVE")
-        db.execute("PRAGMA query_only=1")
-    db.execute("SELECT count(*) FROM sqlite_master").fetchone()  # raises here if it cannot be read this way either
-    return db
-
-
-def reading_connection(path: Path) -> sqlite3.Connection:
-    """A reader's own connection (a follower's): the usual one, else the full-disk one."""
-    db = _connect(path)
-    try:
-        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return db
-    except sqlite3.OperationalError as error:
-        db.close()
-        if not lacks_room(error):
-            raise
-        return open_reading(path)
 
 
 class StoreBase:
@@ -219,8 +98,10 @@ class StoreBase:
             check_store_paths(self.path, self.log_dir(0).parent)
             if not self.path.parent.is_dir():
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            make_journals(self.path)
+            held = make_journals(self.path)
             _create_private(self.path)
+            if held:
+                begin_as_a_page(self.path)
             self.read_only = not _writable(self.path)  # then opening it writes nothing at all
             self.full = False  # its disk had no room for the files SQLite keeps beside it: read as it stands
             self._db = _connect(self.path, _read_only_query(self.path) if self.read_only else None)
@@ -235,6 +116,8 @@ class StoreBase:
                 self._migrate()
         except StoreError:
             raise
+        except UnicodeDecodeError:  # SQLite's own message quoted bytes of a damaged schema that are not UTF-8
+            raise StoreDamaged(damaged_message(self.path, NOT_UTF8)) from None
         except sqlite3.DatabaseError as error:
             if is_damage(error):
                 raise StoreDamaged(damaged_message(self.path, error)) from None
@@ -373,13 +256,21 @@ class StoreBase:
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         with self._lock, self._damage_said():
-            return self._db.execute(sql, params).fetchall()
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except UnicodeEncodeError:  # a value given on the command line with bytes that are not UTF-8
+                raise StoreError(
+                    "a value looked up in the store is not valid text (it holds bytes that are not UTF-8); "
+                    "nothing stored can match it"
+                ) from None
 
     @contextlib.contextmanager
     def _damage_said(self) -> Iterator[None]:
         """A damaged file found mid-way is StoreDamaged: one line naming the store and how to recover it."""
         try:
             yield
+        except UnicodeDecodeError:
+            raise StoreDamaged(damaged_message(self.path, NOT_UTF8)) from None
         except sqlite3.DatabaseError as error:
             if isinstance(error, StoreError) or not is_damage(error):
                 raise

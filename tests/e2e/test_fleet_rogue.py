@@ -236,3 +236,41 @@ def local_end(path: Path) -> tuple[str, int] | None:
         if run["status"] != "running":
             return run["status"], run["exit_code"]
     return None
+
+
+def test_a_host_kept_out_by_deleting_its_ask_and_answer_is_tampering_on_both_sides(tmp_path: Path) -> None:
+    """Issue 44.3 as it was tried: a client without the key deletes rank 1's ask and rank 0's answer as they appear.
+    Rank 0 names it tampering (not "its agent never joined") and the host kept out says so in its own store."""
+    fleet = start_fleet(tmp_path, ["host-a", "host-b"], [*AGENT_ARGS, "--join-timeout", "12"])
+    run_id = f"test-{fleet.port}"
+    stop = threading.Event()
+    try:
+        store = rogue_client(store_port(fleet), run_id)
+
+        def keep_out() -> None:
+            while not stop.is_set():
+                for key in ("ask/1", "nonce/1"):
+                    with contextlib.suppress(Exception):
+                        store.delete_key(key)
+                time.sleep(0.002)
+
+        threading.Thread(target=keep_out, daemon=True).start()
+        report = fleet_report(300, fleet)
+        kept = next(host for host in ("host-a", "host-b") if host != report["fleet"]["rank0"])
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and local_end(tmp_path / f"{kept}.db") is None:
+            time.sleep(0.5)
+    finally:
+        stop.set()
+        fleet.stop()
+    found = {v["check_name"]: v for v in report["verdicts"] if v["host"] == "rank 1"}
+    assert "agent" not in found, found.get("agent")  # not "its agent never joined"
+    assert found["fleet-store"]["explanation"].startswith("the fleet store was tampered with: "), found
+    [own] = [r for r in Store(tmp_path / f"{kept}.db").runs() if r["device"] != "fleet"]
+    said = Store(tmp_path / f"{kept}.db").report(int(own["id"]))
+    assert said is not None
+    [kept_out] = [v for v in said["verdicts"] if v["stage"] == "fleet"]
+    assert (
+        kept_out["status"] == "SKIP"
+        and "kept out of the fleet run: the fleet store was tampered with" in (kept_out["explanation"])
+    )

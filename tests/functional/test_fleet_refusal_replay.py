@@ -79,7 +79,9 @@ def test_an_early_refusal_replayed_into_another_run_is_dropped_and_counted(
     report = store.report(run_id)
     assert report is not None
     assert "bad profile" not in str(report)  # never shown
-    [warn] = [v for v in report["verdicts"] if v["check_name"] == "fleet-channel"]
+    [warn] = [v for v in report["verdicts"] if v["check_name"] == "fleet-channel" and v["host"] == "a"]
     assert warn["host"] == "a" and warn["numbers"]["replayed"] >= 1 and warn["numbers"]["forged"] == 0, warn
     assert "another fleet run" in warn["explanation"]
+    kept = [v for v in report["verdicts"] if v["check_name"] == "fleet-channel" and v["host"] != "a"]
+    assert all("tampered" in v["explanation"] for v in kept), kept  # the replayed answer the agent saw: tampering
     assert collector.hosts[0].state != "lost" and collector.hosts[1].state != "lost"

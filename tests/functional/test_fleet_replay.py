@@ -101,11 +101,13 @@ def test_a_recorded_answer_is_not_taken_by_an_agent_of_another_run() -> None:
     rank0_a, agent_a = channel(shared_a, 0, 2), channel(shared_a, 1, 2)
     rank0_a.nonce = new_nonce()
     agent_a.put("ask/1", {"c": "ab" * 16}, "")
-    assert answer(rank0_a, 1) == ("ab" * 16, True)
+    assert answer(rank0_a, 1) == ("ab" * 16, True, None)
     shared_b = MemoryStore()
     shared_b.data["nonce/1"] = shared_a.data["nonce/1"]
     agent_b = channel(shared_b, 1, 2)
-    with pytest.raises(NoNonce, match="did not answer"):
+    with pytest.raises(
+        NoNonce, match=r"tampered with \(1 sign\(s\): its answer slot nonce/1 held an answer to another"
+    ):
         join(agent_b, 0.3, poll=0.01)
     assert agent_b.nonce == "" and agent_a.nonce == ""
 

@@ -122,3 +122,20 @@ def test_a_folder_others_may_change_is_refused_unless_sticky(
             check_folders(folder / "out")
     else:
         check_folders(folder / "out")
+
+
+def test_dot_dot_after_her_link_is_walked_as_the_kernel_walks_it(ground: Ground, tmp_path: Path) -> None:
+    """Issue 44.5: `sticky/o14/../x.json` read as `sticky/x.json` passed, while the kernel goes through her link
+    `o14` (to a folder inside the root-only one) and then up: root wrote into the root-only folder."""
+    (ground.root_only / "inner").mkdir()
+    as_user(ground.mallory, "ln", "-s", str(ground.root_only / "inner"), str(ground.sticky / "o14"))
+    store = tmp_path / "s.db"
+    Store(store).begin_run(["probe"], "cpu", "quick", sys.executable, [])
+    done = rigcheck("export", "last", "-o", str(ground.sticky / "o14" / ".." / "x.json"), store=store)
+    assert_one_line_error(done, "-o", f"folder {ground.sticky / 'o14'}", f"symbolic link of {ground.name}'s")
+    assert not (ground.root_only / "x.json").exists()
+    (ground.root_only / "inner").rmdir()
+    mine = ground.base / "mine2"
+    (mine / "sub").mkdir(parents=True)  # a plain `..` still works
+    done = rigcheck("export", "last", "-o", str(mine / "sub" / ".." / "x.json"), store=store)
+    assert done.returncode == 0 and (mine / "x.json").is_file(), done.stderr

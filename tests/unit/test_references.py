@@ -236,14 +236,14 @@ def baseline_text(figures: dict[str, float], **extra: Any) -> str:
 
 
 def test_a_baseline_overrides_the_table_for_the_figures_it_names() -> None:
-    baseline = parse_baseline(baseline_text({f"{H200}/best-bf16": 1000.0, f"{H200}/matmul bf16 8192": 1000.0}))
+    baseline = parse_baseline(baseline_text({f"{H200}/best-bf16": 980.0, f"{H200}/matmul bf16 8192": 980.0}))
     warned = best_verdict(790.0, baseline=baseline)  # 99% of the table's MAMF, 79% of the baseline's
-    assert warned.status == Status.WARN and "the baseline's 1,000 for NVIDIA H200" in warned.explanation
+    assert warned.status == Status.WARN and "the baseline's 980 for NVIDIA H200" in warned.explanation
     (slow,) = reference_verdicts([figure(790.0)], "matmul", baseline)
     assert slow.status == Status.WARN and slow.numbers["kind"] == "baseline"
     (table,) = reference_verdicts([figure(770.0, "matmul bf16 4096")], "matmul", baseline)  # not in the baseline
     assert table.status == Status.PASS and "their model's" in table.explanation
-    other = parse_baseline(baseline_text({"NVIDIA H100 80GB HBM3/best-bf16": 100.0}))
+    other = parse_baseline(baseline_text({"NVIDIA H100 80GB HBM3/best-bf16": 700.0}))
     assert best_verdict(790.0, baseline=other).numbers["reference"] == 794.5  # another model's: the table
 
 
@@ -334,10 +334,10 @@ def test_a_lone_gpu_is_judged_against_its_model_after_the_stage(tmp_path: Path) 
     assert [(e.check, e.status) for e in fine if isinstance(e, Verdict) and e.check.startswith("reference")] == [
         ("reference", Status.PASS)
     ]
-    baseline = parse_baseline(baseline_text({f"{H200}/matmul bf16 4096": 1000.0}))
+    baseline = parse_baseline(baseline_text({f"{H200}/matmul bf16 4096": 980.0}))
     judged = run_lone(tmp_path / "baseline", value=780.0, baseline=baseline)
     (warned,) = [e for e in judged if isinstance(e, Verdict) and e.check.startswith("reference")]
-    assert warned.status == Status.WARN and "the baseline's 1,000" in warned.explanation
+    assert warned.status == Status.WARN and "the baseline's 980" in warned.explanation
 
 
 def test_max_find_cites_the_reference_and_a_baseline_replaces_it(monkeypatch: pytest.MonkeyPatch) -> None:
