@@ -225,4 +225,10 @@ def preload_seen(context: StageContext) -> Iterator[Event]:
     alive = any(t.name == "rigcheck-preload" and t.is_alive() for t in threading.enumerate())
     module = sys.modules.get("torch._dynamo")
     loaded = module is not None and not getattr(getattr(module, "__spec__", None), "_initializing", False)
-    yield Verdict(context.spec.stage, "preload", Status.PASS, "the preload as this stage saw it", {"alive": alive, "loaded": loaded})
+    yield Verdict(
+        context.spec.stage,
+        "preload",
+        Status.PASS,
+        "the preload as this stage saw it",
+        {"alive": alive, "loaded": loaded},
+    )
