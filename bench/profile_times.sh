@@ -5,7 +5,8 @@
 #
 #   bash bench/profile_times.sh                      # this tree ("after"), on cuda:0     (about 4 min)
 #   bash bench/profile_times.sh --before REF_OR_DIR  # only the "before" part: another tree, the same runs
-#   bash bench/profile_times.sh --both REF_OR_DIR    # before and after, alternated run by run (twice as long)
+#   bash bench/profile_times.sh --both REF_OR_DIR    # before and after, alternated run by run, each first in
+#                                                    # turn, so a host's drift favours neither (twice as long)
 #   DEVICE=cpu PROFILES=quick bash bench/profile_times.sh --both HEAD~5   # the 2-core CPU machine
 #
 # REF_OR_DIR: a folder holding an older checkout (engine/, tui/, themes/, bench/devpath.sh), or a git ref where
@@ -55,7 +56,9 @@ esac
 for tag in $TAGS; do : > "$OUT/$tag-walls.tsv"; done
 for i in $(seq "$RUNS"); do
     for profile in $PROFILES; do
-        for tag in $TAGS; do
+        order=$TAGS
+        [ $((i % 2)) -eq 1 ] || order=$(echo $TAGS | tr ' ' '\n' | tac | tr '\n' ' ')  # even runs: the other first
+        for tag in $order; do
             if [ "$tag" = before ]; then one_run before "$BEFORE" "$profile" "$i"; else one_run after "$HERE" "$profile" "$i"; fi
         done
     done
