@@ -17,7 +17,7 @@ FLOOR_STEPS = 5  # the least a figure runs: a warm-up step, a sizing step and th
 
 @dataclass
 class CpuBudget:
-    """Seconds spent on the CPU arm so far, and its cost per sample and channel squared (a conv's work)."""
+    """Seconds spent on the CPU arm so far, and the latest figure's cost per sample and channel squared."""
 
     budget_s: float
     spent_s: float = 0.0
@@ -52,5 +52,6 @@ class CpuBudget:
     def spent(self, channels: int, batch: int, seconds: float, steps: int) -> None:
         """Count a figure that took `seconds` over `steps` timed steps (plus its two untimed ones)."""
         self.spent_s += seconds
-        unit = seconds / max(1, steps + 2) / (batch * channels**2)
-        self.per_unit_s = unit if self.per_unit_s is None else max(self.per_unit_s, unit)
+        # the latest figure's cost: the plan grows figure by figure, so it is the nearest to the next one (a small
+        # batch's per-step overhead would over-predict a large one and leave out a figure a fast host measures)
+        self.per_unit_s = seconds / max(1, steps + 2) / (batch * channels**2)

@@ -29,11 +29,12 @@ def test_the_first_figure_always_runs_and_the_next_only_within_the_budget() -> N
     assert "past the CPU arm's 10 s" in verdict.explanation and verdict.check == "c64 b1024 fp32"
 
 
-def test_a_slower_figure_sets_the_prediction() -> None:
+def test_the_latest_figure_sets_the_prediction() -> None:
     budget = CpuBudget(100.0)
-    budget.spent(64, 256, 1.0, 8)
-    budget.spent(64, 256, 3.0, 8)  # the host got slower: the slower cost counts
-    assert budget.predicted_s(64, 256) == pytest.approx(FLOOR_STEPS * 0.3)
+    budget.spent(64, 256, 3.0, 8)
+    budget.spent(64, 256, 1.0, 8)  # the nearest in size to what comes next: its cost counts
+    assert budget.predicted_s(64, 256) == pytest.approx(FLOOR_STEPS * 0.1)
+    assert budget.spent_s == pytest.approx(4.0)
 
 
 def test_the_stage_skips_what_does_not_fit_and_still_judges_the_rest(monkeypatch: pytest.MonkeyPatch) -> None:
