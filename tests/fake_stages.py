@@ -216,3 +216,19 @@ def health_facts(context: StageContext) -> Iterator[Event]:
     gpu = {"label": "cuda:1", "index": 1, "ecc": ecc, "extra": {"uuid": "GPU-00000000-0000-0000-0000-000000000001"}}
     yield Facts("health", {"gpus": [gpu]})
     yield Verdict("health", "ecc", Status.PASS, "cuda:1 has no uncorrectable ECC errors", device="cuda:1")
+
+
+def preload_seen(context: StageContext) -> Iterator[Event]:
+    """Reports whether the warm child's import of torch._dynamo is still going while this stage starts."""
+    import threading
+
+    alive = any(t.name == "rigcheck-preload" and t.is_alive() for t in threading.enumerate())
+    module = sys.modules.get("torch._dynamo")
+    loaded = module is not None and not getattr(getattr(module, "__spec__", None), "_initializing", False)
+    yield Verdict(
+        context.spec.stage,
+        "preload",
+        Status.PASS,
+        "the preload as this stage saw it",
+        {"alive": alive, "loaded": loaded},
+    )

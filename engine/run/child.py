@@ -11,16 +11,19 @@ Standard library only at import time; the stages themselves import numpy and tor
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import importlib
 import os
 import signal
 import sys
+import threading
 import traceback
 from multiprocessing.connection import Connection
 
 from rigcheck.engine.events import Fingerprint, StageFinished, StageStarted, Status, Verdict, worst
 from rigcheck.engine.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+from rigcheck.engine.registry import STAGES
 from rigcheck.engine.run.codec import CodecError
 from rigcheck.engine.run.event_pipe import send_event
 from rigcheck.engine.run.order import READY, StageOrder
@@ -131,6 +134,24 @@ def preload() -> None:
         print(f"rigcheck child {os.getpid()}: torch._dynamo did not import ({type(error).__name__})", flush=True)
 
 
+def preload_beside() -> threading.Thread:
+    """torch._dynamo (preload's second import) in a thread while the first stages run: a stage that measures
+    throughput, or one this registry does not know, waits for it (`measures_throughput`)."""
+    thread = threading.Thread(target=_import_dynamo, name="rigcheck-preload", daemon=True)
+    thread.start()
+    return thread
+
+
+def _import_dynamo() -> None:
+    with contextlib.suppress(Exception):  # the stage that needs it imports it itself and says what is wrong
+        import torch._dynamo  # noqa: F401
+
+
+def measures_throughput(stage: str) -> bool:
+    info = STAGES.get(stage)
+    return info is None or info.throughput
+
+
 def serve_orders(orders: Connection, conn: Connection, first: str = "") -> int:
     """Run each order that arrives, in this one process, until the runner closes the orders pipe.
 
@@ -138,10 +159,12 @@ def serve_orders(orders: Connection, conn: Connection, first: str = "") -> int:
     raw bytes, before any event (the child was started ahead of its run, beside the preflight). "ready": import
     what a stage would (preload), then send READY, before any event (started ahead of a stage of its own)."""
     fresh = FreshState()
+    preloading: threading.Thread | None = None
     if first == "answer":
         warm_up()
         fresh.take_torch()
         conn.send_bytes(answer_here().encode())
+        preloading = preload_beside() if "torch" in sys.modules else None  # while the run starts and probes
     elif first == "ready":
         preload()
         fresh.take_torch()
@@ -167,6 +190,9 @@ def serve_orders(orders: Connection, conn: Connection, first: str = "") -> int:
             # could change them; a stage sent without it (a test's) must leave torch's switches alone.
             warm_up()
         fresh.take_torch()
+        if preloading is not None and measures_throughput(order.spec.stage):
+            preloading.join()  # no import of ours beside a figure
+            preloading = None
         served += 1
         print(
             f"rigcheck child {os.getpid()} (warm, stage {served} here): {order.spec} via {sys.executable}", flush=True

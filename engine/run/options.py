@@ -18,6 +18,7 @@ from rigcheck.engine.report.export import to_json
 from rigcheck.engine.report.junit import to_junit
 from rigcheck.engine.run.given import GivenError, checked, file_path, nonempty, read_small
 from rigcheck.engine.run.numbers import WEEK_S, bounded_float
+from rigcheck.engine.run.plan import profile_help
 from rigcheck.engine.run.preflight import (
     PYTHON_TIMEOUT_S,
     STDOUT,
@@ -74,7 +75,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         help="judge each GPU figure (and a CPU-only run's CPU figures) against this known-good machine's or fleet's "
         "(`export RUN --format baseline`), not the model table's",
     )
-    parser.add_argument("--profile", default="standard", help=f"one of {', '.join(PROFILES)}")
+    parser.add_argument("--profile", default="standard", help=profile_help())
     parser.add_argument("--python", type=nonempty, help="run the stages under this interpreter (it needs torch)")
     parser.add_argument(
         "--json", type=nonempty, metavar="FILE", help="also write the run's report as JSON here (- for stdout)"

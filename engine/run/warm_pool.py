@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib
 import os
 import shutil
 import signal
@@ -225,6 +226,7 @@ def parked_answer(python: str, timeout_s: float) -> str | None:
     child, _ = _parked.get(python, (None, None))
     answer = None
     if child is not None:
+        prepare_parent()  # while the child imports torch, the wait would be idle
         try:
             if child.events.poll(timeout_s):
                 answer = child.events.recv_bytes(1 << 16).decode(errors="replace")
@@ -236,6 +238,17 @@ def parked_answer(python: str, timeout_s: float) -> str | None:
         if drop is not None:
             drop.close(0.0)
     return answer
+
+
+PARENT_MODULES = ("rigcheck.engine.run.owner",)  # what the run imports once the preflight has its answer
+
+
+def prepare_parent() -> None:
+    """Import the run's own machinery (owner, runner, store, sampler: 0.2-0.5 s) in this thread while it would
+    only wait for the parked child's `import torch`; a failure is left to the import that needs it."""
+    for name in PARENT_MODULES:
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
 
 
 def adopt_parked(python: str) -> WarmChild | None:

@@ -20,6 +20,7 @@ from rigcheck.engine.stages.common.devices import resolve_devices
 from rigcheck.engine.stages.common.figures import checked, device_identity
 from rigcheck.engine.stages.common.oom import does_not_fit
 from rigcheck.engine.stages.common.timing import BENCHMARK_VERSION, CHECK_CLOCK, both_clocks, on_device, synchronize
+from rigcheck.engine.stages.training_cpu import CpuBudget
 
 STAGE = "training"
 BLOCKS = 6
@@ -39,6 +40,7 @@ CHUNK_S = 0.08  # steps are timed in chunks of about this long; the figure stops
 MIN_CHUNKS = 3
 MIN_SECONDS = 0.25
 MAX_SECONDS = 1.0
+LONG_STEP_S = 2 * CHUNK_S  # a first CPU step this long: the steps after it need no sizing step to make chunks
 
 
 def train_rate(
@@ -75,13 +77,18 @@ def train_rate(
         loss.backward()
         optimizer.step()
 
-    for _ in range(4 if compiled else 1):
+    for _ in range(3 if compiled else 0):
         step()
-    synchronize(device)
-    sized = time.perf_counter()  # the last warm-up step, timed alone, sizes the chunks
+    warm = time.perf_counter()
     step()
     synchronize(device)
-    per_chunk = max(1, round(CHUNK_S / max(time.perf_counter() - sized, 1e-6)))
+    if device.type == "cpu" and time.perf_counter() - warm >= LONG_STEP_S:
+        per_chunk = 1  # a chunk is one step whatever a sizing step says: a slow host spends none on it
+    else:
+        sized = time.perf_counter()  # the last warm-up step, timed alone, sizes the chunks
+        step()
+        synchronize(device)
+        per_chunk = max(1, round(CHUNK_S / max(time.perf_counter() - sized, 1e-6)))
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     marks = ChunkMarks(device)
@@ -186,6 +193,7 @@ def run(context: StageContext) -> Iterator[Event]:
     total = sum(len(c) * len(b) * len(p) for _, c, b, p in plans)
     figures: list[Measurement] = []
     done = 0
+    budget = CpuBudget.of(spec.profile)  # the CPU arm's: a slow host's CPU never grows the run past it
     for device, channel_list, batches, precisions in plans:
         for channels in channel_list:
             for batch in batches:
@@ -194,10 +202,18 @@ def run(context: StageContext) -> Iterator[Event]:
                         return
                     yield Progress(STAGE, done, total, f"c{channels} b{batch} {precision} on {device}")
                     done += 1
+                    tag = f"c{channels} b{batch} {precision}"
+                    skip = budget.skip(channels, batch, tag, STAGE) if device.type == "cpu" else None
+                    if skip is not None:
+                        yield skip
+                        continue
+                    started = time.perf_counter()
                     with on_device(device):
                         for event in one(channels, batch, precision, device):
                             if isinstance(event, Measurement):
                                 figures.append(event)
+                                if device.type == "cpu":
+                                    budget.spent(channels, batch, time.perf_counter() - started, event.repeats or 1)
                             yield event
     if spec.option("compile", False) and gpus:
         yield Progress(STAGE, done, total, "torch.compile c128 b4096 bf16")

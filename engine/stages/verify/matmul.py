@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy
@@ -47,9 +48,23 @@ def torch_cpu_float32_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return a.float().cpu() @ b.float().cpu()
 
 
+def draw_pair(n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.randn(n, n, generator=generator), torch.randn(n, n, generator=generator)
+
+
 def check_reference(n: int, generator: torch.Generator, reference: Matmul = float64_matmul) -> Verdict:
-    a, b = torch.randn(n, n, generator=generator), torch.randn(n, n, generator=generator)
+    a, b = draw_pair(n, generator)
+    return reference_verdict(n, repeat_check(a, b, reference))
+
+
+def repeat_check(a: torch.Tensor, b: torch.Tensor, reference: Matmul = float64_matmul) -> tuple[bool, float]:
+    """CPU only: does the float64 reference of (a, b) repeat bit for bit? (identical, fraction differing)"""
     _, identical, differing = repeatable_reference(a.double(), b.double(), reference)
+    return identical, differing
+
+
+def reference_verdict(n: int, repeated: tuple[bool, float]) -> Verdict:
+    identical, differing = repeated
     if identical:
         return Verdict(
             STAGE,
@@ -68,6 +83,34 @@ def check_reference(n: int, generator: torch.Generator, reference: Matmul = floa
     )
 
 
+@dataclass(frozen=True)
+class DtypeCase:
+    """One dtype's inputs, drawn from the generator and rounded to the dtype, as both sides see them."""
+
+    name: str
+    n: int
+    a: torch.Tensor
+    b: torch.Tensor
+    key: str  # the float64 reference's name in the run's shared folder
+
+
+def dtype_case(name: str, n: int, generator: torch.Generator, reference: Matmul = float64_matmul) -> DtypeCase:
+    key = f"float64 reference {name} {n} {generator_key(generator)} {reference.__module__}.{reference.__qualname__}"
+    a, b = draw_pair(n, generator)
+    if name in ("fp16", "bf16"):
+        rounded = torch.float16 if name == "fp16" else torch.bfloat16
+        a, b = a.to(rounded).float(), b.to(rounded).float()  # the reference sees the same inputs
+    return DtypeCase(name, n, a, b, key)
+
+
+def host_arms(
+    case: DtypeCase, cpu_matmul: Matmul, reference: Matmul = float64_matmul
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """CPU only, so it can run beside the device's multiply: (the float64 reference, the CPU arm's result)."""
+    ref = cached_tensor(case.key, lambda: reference(case.a, case.b))
+    return ref, cpu_matmul(case.a, case.b)
+
+
 def check_dtype(
     name: str,
     n: int,
@@ -78,18 +121,25 @@ def check_dtype(
     cpu_label: str,
     reference: Matmul = float64_matmul,
 ) -> Iterator[Verdict]:
-    """One dtype: the device against float64, and if the device and the CPU disagree, say who is wrong."""
+    """One dtype in line: the device against float64, and if the device and the CPU disagree, say who is wrong."""
+    case = dtype_case(name, n, generator, reference)
+    ref, cpu_result = host_arms(case, cpu_matmul, reference)
+    yield from judge_dtype(case, device_matmul(case.a, case.b), ref, cpu_result, device_label, cpu_label)
+
+
+def judge_dtype(
+    case: DtypeCase,
+    result: torch.Tensor,
+    ref: torch.Tensor,
+    cpu_result: torch.Tensor,
+    device_label: str,
+    cpu_label: str,
+) -> Iterator[Verdict]:
+    """The device's result against float64, and, where an arm is off, which side is wrong."""
+    name, n = case.name, case.n
     tolerance = TOLERANCES[name]
-    key = f"float64 reference {name} {n} {generator_key(generator)} {reference.__module__}.{reference.__qualname__}"
-    a, b = torch.randn(n, n, generator=generator), torch.randn(n, n, generator=generator)
-    if name in ("fp16", "bf16"):
-        rounded = torch.float16 if name == "fp16" else torch.bfloat16
-        a, b = a.to(rounded).float(), b.to(rounded).float()  # the reference sees the same inputs
-    ref = cached_tensor(key, lambda: reference(a, b))
-    result = device_matmul(a, b)
     unwritten = int(torch.isnan(result).sum().item())
     device_error = rel_error(result, ref)
-    cpu_result = cpu_matmul(a, b)
     cpu_error = rel_error(cpu_result, ref)
     numbers: dict[str, Any] = {
         "n": n,

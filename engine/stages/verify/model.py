@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
 import torch
 from rigcheck.engine.events import Status, Verdict
@@ -17,11 +18,21 @@ FORWARD_TOL = 1e-4
 GRADIENT_TOL = 1e-3
 
 
-def check_forward_and_gradients(
+@dataclass(frozen=True)
+class ModelCase:
+    """The board net on the device, its float64 copy taken before any tampering, and one batch on the CPU."""
+
+    model: nn.Module
+    model64: nn.Module
+    boards: torch.Tensor
+    moves: torch.Tensor
+    values: torch.Tensor
+
+
+def model_case(
     config: BoardNetConfig, batch: int, device: torch.device, tamper: Callable[[nn.Module], None] | None = None
-) -> Iterator[Verdict]:
-    """`tamper` changes the device copy after the float64 copy is taken (tests inject faults with it)."""
-    label = str(device)
+) -> ModelCase:
+    """Seeds the process's generator: call it from the thread that runs the stage, never beside other work."""
     generator = torch.Generator().manual_seed(7)
     torch.manual_seed(7)
     model = BoardNet(config)
@@ -29,9 +40,41 @@ def check_forward_and_gradients(
     model = model.to(device)
     if tamper is not None:
         tamper(model)
-    boards, moves, values = random_batch(batch, "cpu", generator)
-    policy, value = model(boards.to(device))
-    policy64, value64 = model64(boards.double())
+    return ModelCase(model, model64, *random_batch(batch, "cpu", generator))
+
+
+def float64_pass(case: ModelCase) -> tuple[torch.Tensor, torch.Tensor]:
+    """CPU only, so it can run beside the device's pass: the float64 copy's outputs; its gradients stay on it."""
+    policy64, value64 = case.model64(case.boards.double())
+    loss_fn(case.model64, case.boards.double(), case.moves, case.values.double()).backward()
+    return policy64, value64
+
+
+def device_pass(case: ModelCase, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The device copy's outputs; its gradients stay on it."""
+    policy, value = case.model(case.boards.to(device))
+    loss_fn(case.model, case.boards.to(device), case.moves.to(device), case.values.to(device)).backward()
+    return policy, value
+
+
+def check_forward_and_gradients(
+    config: BoardNetConfig, batch: int, device: torch.device, tamper: Callable[[nn.Module], None] | None = None
+) -> Iterator[Verdict]:
+    """In line. `tamper` changes the device copy after the float64 copy is taken (tests inject faults with it)."""
+    case = model_case(config, batch, device, tamper)
+    outputs = device_pass(case, device)
+    yield from judge_model(case, config, str(device), outputs, float64_pass(case))
+
+
+def judge_model(
+    case: ModelCase,
+    config: BoardNetConfig,
+    label: str,
+    outputs: tuple[torch.Tensor, torch.Tensor],
+    outputs64: tuple[torch.Tensor, torch.Tensor],
+) -> Iterator[Verdict]:
+    """Forward and gradients of the device copy against the float64 copy, once both passes have run."""
+    (policy, value), (policy64, value64) = outputs, outputs64
     forward_error = max(rel_error(policy, policy64), rel_error(value, value64))
     yield Verdict(
         STAGE,
@@ -43,10 +86,8 @@ def check_forward_and_gradients(
         tolerance=FORWARD_TOL,
         device=label,
     )
-    loss_fn(model, boards.to(device), moves.to(device), values.to(device)).backward()
-    loss_fn(model64, boards.double(), moves, values.double()).backward()
     worst_name, worst = "", 0.0
-    for (name, p), p64 in zip(model.named_parameters(), model64.parameters(), strict=True):
+    for (name, p), p64 in zip(case.model.named_parameters(), case.model64.parameters(), strict=True):
         error = rel_error(p.grad, p64.grad) if p64.grad.abs().sum() > 0 else 0.0
         if not math.isfinite(error) or error > worst:
             worst_name, worst = name, error

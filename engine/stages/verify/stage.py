@@ -10,17 +10,25 @@ from rigcheck.engine.events import Event, Progress, Status, Verdict
 from rigcheck.engine.models.board_net import BoardNetConfig
 from rigcheck.engine.stage import StageContext
 from rigcheck.engine.stages.common.devices import has_tf32, resolve_devices
+from rigcheck.engine.stages.verify.host_side import HostSide
 from rigcheck.engine.stages.verify.matmul import (
-    check_dtype,
-    check_reference,
     device_matmul_into_poison,
+    draw_pair,
+    dtype_case,
+    host_arms,
+    judge_dtype,
     numpy_float32_matmul,
+    reference_verdict,
+    repeat_check,
 )
 from rigcheck.engine.stages.verify.memory import check_memory
 from rigcheck.engine.stages.verify.model import (
     check_batchnorm_training,
-    check_forward_and_gradients,
     check_steps,
+    device_pass,
+    float64_pass,
+    judge_model,
+    model_case,
     soak,
 )
 
@@ -109,36 +117,68 @@ def verify_device(
     soak_steps: int,
     share: float,
 ) -> Iterator[Event]:
+    """On a GPU, the CPU's float64 work runs in a thread beside the device's (host_side); the verdicts are the
+    ones the checks give in line, in the same order."""
+    host = HostSide(beside=device.type == "cuda")
+    host.start_import()  # torch.optim's, needed by the optimizer steps: imported while the references run
+    try:
+        yield from _verify_device(context, steps, host, device, n, low_n, config, batch, soak_steps, share)
+    finally:
+        host.close()
+
+
+def _verify_device(
+    context: StageContext,
+    steps: Steps,
+    host: HostSide,
+    device: torch.device,
+    n: int,
+    low_n: int,
+    config: BoardNetConfig,
+    batch: int,
+    soak_steps: int,
+    share: float,
+) -> Iterator[Event]:
     label = str(device)
     generator = torch.Generator().manual_seed(1234)
-    yield steps.begin(f"float64 reference {n}x{n} twice")
-    reference = check_reference(n, generator)
-    yield reference
-    low_reference = reference
-    if low_n != n:
-        yield steps.begin(f"float64 reference {low_n}x{low_n} twice")
-        low_reference = check_reference(low_n, generator)
-        yield low_reference
-    for name in dtypes_for(device):
+    sizes = [n] if low_n == n else [n, low_n]
+    yield steps.begin(f"float64 reference {n}x{n} twice" + (f", beside {label}'s multiplies" if host.beside else ""))
+    repeats = {size: host.submit(repeat_check, *draw_pair(size, generator)) for size in sizes}
+    names = dtypes_for(device)
+    cases = [dtype_case(name, n if name in ("fp32", "tf32") else low_n, generator) for name in names]
+    arms = [host.submit(host_arms, case, numpy_float32_matmul) for case in cases]
+    forward = model_case(config, batch, device)
+    forward64 = host.submit(float64_pass, forward)
+    results = {}
+    for case in cases:  # the device's multiplies, while the CPU computes their references
+        dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(case.name, torch.float32)
+        results[case.name] = device_matmul_into_poison(dtype, device, tf32=case.name == "tf32")(case.a, case.b)
+    outputs = device_pass(forward, device)
+    verdicts: dict[int, Verdict] = {}
+    for size in sizes:
+        if size != n:
+            yield steps.begin(f"float64 reference {size}x{size} twice")
+        verdicts[size] = reference_verdict(size, repeats[size].result())
+        yield verdicts[size]
+    for case, arm in zip(cases, arms, strict=True):
         if context.cancelled:
             return
-        yield steps.begin(f"matmul {name}")
-        size = n if name in ("fp32", "tf32") else low_n
-        if (reference if size == n else low_reference).status != Status.PASS:
+        yield steps.begin(f"matmul {case.name}")
+        if verdicts[case.n].status != Status.PASS:
             yield Verdict(
                 STAGE,
-                f"matmul-{name}",
+                f"matmul-{case.name}",
                 Status.SKIP,
                 "not judged: the float64 reference did not repeat",
                 device=label,
             )
             continue
-        dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(name, torch.float32)
-        device_matmul = device_matmul_into_poison(dtype, device, tf32=name == "tf32")
-        yield from check_dtype(name, size, label, generator, device_matmul, numpy_float32_matmul, "numpy float32 (CPU)")
+        ref, cpu_result = arm.result()
+        yield from judge_dtype(case, results[case.name], ref, cpu_result, label, "numpy float32 (CPU)")
     yield steps.begin("model forward and gradients")
-    yield from check_forward_and_gradients(config, batch, device)
+    yield from judge_model(forward, config, label, outputs, forward64.result())
     yield steps.begin("optimizer steps")
+    host.wait_imports()
     yield check_steps(config, batch, device)
     yield steps.begin("BatchNorm in training mode")
     yield check_batchnorm_training(config, batch, device)
