@@ -23,12 +23,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from fakes import FakeSampler, h200_samples  # noqa: E402
-from fleet_store import big_fleet_run  # noqa: E402
-from rigcheck.engine.store import Store  # noqa: E402
-from rigcheck.tui.app import RigcheckApp  # noqa: E402
-from rigcheck.tui.screens.fleet import FleetScreen  # noqa: E402
-from rigcheck.tui.widgets.fleet_grid import FleetGrid  # noqa: E402
+from fakes import FakeSampler, h200_samples
+from fleet_store import big_fleet_run
+from rigcheck.engine.store import Store
+from rigcheck.tui.app import RigcheckApp
+from rigcheck.tui.screens.fleet import FleetScreen
+from rigcheck.tui.widgets.fleet_grid import FleetGrid
 
 TIMEOUT_S = 120.0
 
@@ -73,9 +73,13 @@ def main() -> int:
             opened, scrolled = asyncio.run(one(store, run_id, args.hosts))
             opens.append(opened)
             load = os.getloadavg()[0]
-            print(f"run {n + 1}: opened in {opened:.2f} s, scrolled to the last host in {scrolled:.2f} s (load {load:.1f})")
+            print(
+                f"run {n + 1}: opened in {opened:.2f} s, to the last host in {scrolled:.2f} s (load {load:.1f})"
+            )
     median = statistics.median(opens)
-    print(f"median open {median:.2f} s over {args.runs} run(s) of {args.hosts} hosts x 8 GPUs (bound {args.bound:.0f} s)")
+    print(
+        f"median open {median:.2f} s over {args.runs} run(s) of {args.hosts} hosts x 8 GPUs (bound {args.bound:.0f} s)"
+    )
     return 0 if median < args.bound else 1
 
 
