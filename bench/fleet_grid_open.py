@@ -73,9 +73,7 @@ def main() -> int:
             opened, scrolled = asyncio.run(one(store, run_id, args.hosts))
             opens.append(opened)
             load = os.getloadavg()[0]
-            print(
-                f"run {n + 1}: opened in {opened:.2f} s, to the last host in {scrolled:.2f} s (load {load:.1f})"
-            )
+            print(f"run {n + 1}: opened in {opened:.2f} s, to the last host in {scrolled:.2f} s (load {load:.1f})")
     median = statistics.median(opens)
     print(
         f"median open {median:.2f} s over {args.runs} run(s) of {args.hosts} hosts x 8 GPUs (bound {args.bound:.0f} s)"

@@ -47,10 +47,10 @@ def _int(value: Any) -> int | None:
 
 def point(run_id: int, started: float, gpu: dict[str, Any]) -> Point:
     """A stored GPU record (the gate's or the health stage's facts) as a Point."""
-    ecc = gpu.get("ecc") if isinstance(gpu.get("ecc"), dict) else {}
-    rows = gpu.get("row_remap") if isinstance(gpu.get("row_remap"), dict) else {}
-    link = gpu.get("pcie") if isinstance(gpu.get("pcie"), dict) else {}
-    xid = gpu.get("xid") if isinstance(gpu.get("xid"), dict) else {}
+    ecc = given if isinstance(given := gpu.get("ecc"), dict) else {}
+    rows = given if isinstance(given := gpu.get("row_remap"), dict) else {}
+    link = given if isinstance(given := gpu.get("pcie"), dict) else {}
+    xid = given if isinstance(given := gpu.get("xid"), dict) else {}
     corrected = _int(ecc.get("aggregate_corrected", ecc.get("volatile_corrected")))
     remapped = None
     if "correctable" in rows or "uncorrectable" in rows:
@@ -109,7 +109,11 @@ def _counter(
     rise = now - base
     name = f"{gpu.label} {gpu.uuid}"
     since = "this run" if first_changed is None else f"run {first_changed.run_id}"
-    numbers = {"from": base, "to": now, "since_run": None if first_changed is None else first_changed.run_id}
+    numbers: dict[str, Any] = {
+        "from": base,
+        "to": now,
+        "since_run": None if first_changed is None else first_changed.run_id,
+    }
     if rise < warn_at:
         text = f"{name}: {words} at {now}, {rise} more than run {last_at_base.run_id} (below {warn_at})"
         return verdict(check, gpu.label, Status.PASS, text, words, numbers)

@@ -33,7 +33,7 @@ def gpu_timeline(store: Any, uuid: str) -> list[dict[str, Any]]:
         for gpu in data.get("gpus") or []:
             if not isinstance(gpu, dict) or gpu_uuid(gpu) != uuid:
                 continue
-            link = gpu.get("pcie") if isinstance(gpu.get("pcie"), dict) else {}
+            link = given if isinstance(given := gpu.get("pcie"), dict) else {}
             rows_ = gpu.get("row_remap") if isinstance(gpu.get("row_remap"), dict) else None
             remapped = (
                 "-" if rows_ is None else str(int(rows_.get("correctable", 0)) + int(rows_.get("uncorrectable", 0)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -101,7 +102,11 @@ def read_link(address: str | None) -> dict[str, Any] | None:
         for index in range(ok(nvml.count()) or 0):
             handle = nvml.handle(index)
             pci = nvml.pci_info(handle) if not isinstance(handle, NvmlFailure) else handle
-            if isinstance(pci, NvmlFailure) or normalise_bus_id(pci.bus_id) != address:
+            if (
+                isinstance(pci, NvmlFailure)
+                or isinstance(handle, NvmlFailure)
+                or normalise_bus_id(pci.bus_id) != address
+            ):
                 continue
             link = {
                 "gen": ok(nvml.pcie_generation(handle)),
@@ -140,7 +145,7 @@ def host_copies(device: torch.device, gpu: torch.Tensor, transfer_bytes: int, li
         for direction, label, dst, src in (("h2d", "host to device", gpu, host), ("d2h", "device to host", host, gpu)):
             yield from measure(
                 f"{label} {kind} {size}",
-                lambda d=dst, s=src, p=pinned: d.copy_(s, non_blocking=p),
+                functools.partial(dst.copy_, src, non_blocking=pinned),
                 transfer_bytes,
                 device,
                 {"direction": direction, "pinned": pinned, "bound": "link"} | extra,

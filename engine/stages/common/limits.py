@@ -128,7 +128,7 @@ def _nvml_link(address: str) -> Limit | None:
         for index in range(ok(nvml.count()) or 0):
             handle = nvml.handle(index)
             pci = nvml.pci_info(handle) if not isinstance(handle, NvmlFailure) else handle
-            if isinstance(pci, NvmlFailure):
+            if isinstance(pci, NvmlFailure) or isinstance(handle, NvmlFailure):
                 return None  # a GPU NVML cannot place: no bound rather than another GPU's
             if normalise_bus_id(pci.bus_id) != address:
                 continue

@@ -47,7 +47,7 @@ def utilization_reader(started: nvml.Nvml, bus_id: str | None) -> Callable[[], i
     for index in range(nvml.ok(started.count()) or 0):
         handle = nvml.ok(started.handle(index))
         info = nvml.ok(started.pci_info(handle)) if handle is not None else None
-        if info is not None and normalise_bus_id(info.bus_id) == normalise_bus_id(bus_id):
+        if handle is not None and info is not None and normalise_bus_id(info.bus_id) == normalise_bus_id(bus_id):
 
             def read(handle: nvml.Handle = handle) -> int | None:
                 found = nvml.ok(started.utilization(handle))
