@@ -52,11 +52,6 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         "if len(wrong) > 1",
     ): "inside `if wrong:`: the count is at least one, so != 1 is > 1",
     (
-        "engine/stages/verify/memory.py",
-        "core/NumberReplacer",
-        "CHUNK = 2**30",
-    ): "the size of each allocation, a workload size: the checks judge whatever was written (tests use 1 MiB)",
-    (
         "engine/stages/verify/model.py",
         "core/ReplaceComparisonOperator_Gt_GtE",
         "if not math.isfinite(error) or error > worst:",

@@ -118,3 +118,11 @@ def test_running_out_of_memory_fails_the_cycle_quoting_the_error(monkeypatch: py
     first = verdict.explanation.split("; ")[0]
     assert first.startswith("cycle 0: out of memory after 2 GiB: CUDA out of memory. Tried to allocate")
     assert len(first) == len("cycle 0: out of memory after 2 GiB: ") + 120  # the error quoted to 120 characters
+
+
+def test_a_chunk_is_one_gib_as_the_out_of_memory_words_count_it() -> None:
+    """The other tests shrink CHUNK to 1 MiB, so none sees its real size: pinned here. The words count chunks as
+    GiB ("out of memory after N GiB"); 3**30 bytes is no whole number of float32 elements, so the sums read back
+    at 64 Ki strides miss the expected ones and every healthy GPU would fail; 1 byte would never fill a GPU."""
+    assert memory.CHUNK == 2**30
+    assert (memory.CHUNK // 4) % (1 << 16) == 0  # the read-back stride divides a chunk: the expected sums hold
