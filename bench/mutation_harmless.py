@@ -223,4 +223,14 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         "core/ReplaceComparisonOperator_Lt_LtE",
         "if time.time() < end + self.settle_s:",
     ): "only a clock reading exactly at the settle time differs, and there the wait is max(0, 0): nothing",
+    (
+        "engine/gate/outcome.py",
+        "core/ReplaceComparisonOperator_Eq_Is",
+        "return verdict.status == Status.SKIP and bool(_COULD_NOT.search(why))",
+    ): "Status is an Enum: each member is one object, so `is` and `==` agree on every status",
+    (
+        "engine/gate/outcome.py",
+        "core/ReplaceComparisonOperator_Eq_LtE",
+        "if state == CRITICAL:",
+    ): "of the four states only CRITICAL sorts at or before 'CRITICAL' ('OK' returned above; 'UNKNOWN', 'WARN' after)",
 }

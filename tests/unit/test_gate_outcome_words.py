@@ -124,3 +124,23 @@ def test_a_first_cause_too_long_for_the_line_is_cut_with_its_count() -> None:
     assert summary(CRITICAL, [*two_fit, third], [], 1) == "CRITICAL: " + "w" * 29 + "; " + "w" * 29 + " (+1 more)"
     over = [two_fit[0], v("b", Status.FAIL, "node", short="w" * 30), third]
     assert summary(CRITICAL, over, [], 1) == "CRITICAL: " + "w" * 29 + " (+2 more)"
+
+
+def test_a_first_cause_that_fits_only_without_its_count_keeps_what_of_the_count_fits() -> None:
+    cause = "q" * 62  # the head and the cause fit in 72 characters; with " (+1 more)" they need 82
+    line = summary(CRITICAL, [v("a", Status.FAIL, "node", short=cause), v("ecc", Status.FAIL, "cuda:1")], [], 2)
+    assert line == "CRITICAL: " + cause + " (+1..."  # cut at 80, stripped before its dots
+    alone = summary(CRITICAL, [v("a", Status.FAIL, "node", short=cause)], [], 1)
+    assert alone == "CRITICAL: " + cause  # one cause has no count
+
+
+def test_a_state_read_back_as_text_says_the_same() -> None:
+    critical = "".join(["CRIT", "ICAL"])  # equal to CRITICAL, not the same object: as read back from a store
+    assert summary(critical, [v("ecc", Status.FAIL, "cuda:1")], [], 1) == "CRITICAL: cuda:1 uncorrectable ECC"
+
+
+def test_the_count_a_first_cause_is_weighed_with_is_of_the_others() -> None:
+    # eleven causes, the first 60 characters: with its count " (+10 more)" it needs 81, so it is not kept whole
+    causes = [v("a", Status.FAIL, "node", short="r" * 60)] + [v("ecc", Status.FAIL, f"cuda:{i}") for i in range(10)]
+    line = summary(CRITICAL, causes, [], 11)
+    assert line == "CRITICAL: " + "r" * 60 + " (+10 m..." and len(line) == 80
