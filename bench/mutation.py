@@ -82,7 +82,8 @@ MODULES: dict[str, str] = {
     "engine/trust/unseen.py": "tests/unit/test_unseen_users.py",
     "engine/facts/settings.py": "tests/unit/test_settings_table.py",
     "engine/trust/expect_link.py": "tests/unit/test_expectations.py tests/unit/test_expectation_causes.py",
-    "engine/trust/expect_cpu.py": "tests/unit/test_expectations.py tests/unit/test_expectation_causes.py",
+    "engine/trust/expect_cpu.py": "tests/unit/test_expect_cpu_words.py tests/unit/test_expectations.py "
+    "tests/unit/test_expectation_causes.py",
     "engine/trust/expect_words.py": "tests/unit/test_expectations.py tests/unit/test_expectation_causes.py",
     "engine/trust/expect_training.py": "tests/unit/test_expectations.py tests/unit/test_expectation_causes.py",
     "engine/trust/expectations.py": "tests/unit/test_expectations.py tests/unit/test_judged_line.py",
