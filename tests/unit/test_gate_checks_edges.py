@@ -165,3 +165,9 @@ def test_other_processes_warn_only_where_the_gpu_should_be_idle() -> None:
     assert processes(busy, expect_idle=False).status == Status.PASS
     assert processes(gpu(), expect_idle=True).status == Status.PASS
     assert processes(gpu(processes=Missing("no permission")), True).status == Status.SKIP
+
+
+def test_a_link_read_above_its_maximum_is_called_at_its_maximum() -> None:
+    """NVML's maximum can be read lower than the link now (the host's side, or a stale read): no idle words."""
+    found = pcie_now(gpu(pcie=link(5, 16, max_gen=4), idle_clocks={"reasons": [], "utilization_pct": 0}))
+    assert (found.status, found.explanation) == (Status.PASS, "nvml:0 PCIe link at Gen5 x16, its maximum")
