@@ -171,3 +171,29 @@ def test_a_link_read_above_its_maximum_is_called_at_its_maximum() -> None:
     """NVML's maximum can be read lower than the link now (the host's side, or a stale read): no idle words."""
     found = pcie_now(gpu(pcie=link(5, 16, max_gen=4), idle_clocks={"reasons": [], "utilization_pct": 0}))
     assert (found.status, found.explanation) == (Status.PASS, "nvml:0 PCIe link at Gen5 x16, its maximum")
+
+
+def test_a_link_read_wider_or_faster_than_its_maximum_is_never_a_warn_even_busy() -> None:
+    for pcie in (link(5, 16, max_width=8), link(5, 16, max_gen=4)):
+        found = pcie_now(gpu(pcie=pcie, idle_clocks={"reasons": [], "utilization_pct": 90}))
+        assert (found.status, found.explanation) == (Status.PASS, "nvml:0 PCIe link at Gen5 x16, its maximum")
+
+
+def test_the_drivers_latest_recovery_action_is_the_one_that_counts() -> None:
+    settled = log(XidRecord(3, BUS, 154, "Reset GPU"), XidRecord(7, BUS, 154, "None"))  # then: nothing needed
+    assert xids(gpu(), settled, None).status == Status.WARN  # new XIDs, no action asked: not CRITICAL
+    worse = log(XidRecord(3, BUS, 154, "None"), XidRecord(7, BUS, 154, "Reboot the node"))
+    found = xids(gpu(), worse, None)
+    assert found.status == Status.FAIL and found.numbers["recovery"] == "Reboot the node"
+
+
+def test_another_gpus_xids_are_not_this_ones_whichever_its_bus() -> None:
+    for other in ("0000:01:00.0", "0000:99:00.0"):
+        found = xids(gpu(), log(XidRecord(5, other, 79, None), XidRecord(6, other, 154, "Reset GPU")), None)
+        assert found.status == Status.PASS and found.numbers["codes"] == {}
+
+
+def test_a_long_recovery_action_is_cut_to_40_characters_in_the_short_words() -> None:
+    action = "Drain and reset the GPU, then run the field diagnostics"
+    found = xids(gpu(), log(XidRecord(5, BUS, 154, action)), None)
+    assert found.numbers["short"] == f"nvml:0 {action}"[:40] and len(found.numbers["short"]) == 40
