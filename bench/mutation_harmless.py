@@ -243,4 +243,19 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         "core/NumberReplacer",
         'vendors = Counter(key.split(" ", 1)[0] for key in by_version)',
     ): "only the first word is kept: how many more splits follow changes nothing before the first space",
+    (
+        "engine/trust/expect_cpu.py",
+        "core/NumberReplacer",
+        "achievable = reference.value / float(reference.peak or 1.0)",
+    ): "cpu_reference returns only entries with a peak, so the `or` default is never reached",
+    (
+        "engine/trust/expect_cpu.py",
+        "core/ReplaceComparisonOperator_Eq_GtE",
+        "if graded == Status.WARN and threads:",
+    ): "graded is PASS or WARN, and only WARN sorts at or after 'WARN'",
+    (
+        "engine/trust/expect_cpu.py",
+        "core/ReplaceComparisonOperator_Eq_Is",
+        "if graded == Status.WARN and threads:",
+    ): "Status is an Enum: each member is one object, so `is` and `==` agree on every status",
 }

@@ -4,6 +4,7 @@ its threads (the cases a mutation sample found unpinned, issue 45)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -79,3 +80,25 @@ def test_figures_it_leaves_alone(m: Measurement) -> None:
 def test_a_limit_given_as_text_is_read_as_a_number() -> None:
     found = cpu_verdict(figure(998.0, limit="3891.2"), "matmul", EPYC)
     assert found is not None and found.status == Status.PASS and found.numbers["share_of_limit"] == 0.2565
+
+
+def test_the_numbers_are_rounded_as_stored(epyc_in_table: Reference) -> None:
+    found = cpu_verdict(figure(700.0, limit=3001.77), "matmul", EPYC)
+    assert found is not None
+    expected = 998.0 / 3891.2 * 3001.77
+    assert found.numbers["expected"] == round(expected, 2) == 769.88  # two places, not one or three
+    assert found.numbers["ratio"] == round(700.0 / expected, 4) == 0.9092
+    assert found.numbers["share_of_limit"] == 0.2332 and found.numbers["achievable"] == 0.2565
+
+
+def test_the_tolerance_is_what_the_entry_lets_below_it(
+    epyc_in_table: Reference, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rigcheck.engine.measure import references
+
+    loose = replace(epyc_in_table, warn_below=0.3)
+    monkeypatch.setattr(
+        references, "REFERENCES", (*[r for r in references.REFERENCES if r is not epyc_in_table], loose)
+    )
+    found = cpu_verdict(figure(0.31 * 998.0), "matmul", EPYC)
+    assert found is not None and found.status == Status.PASS and found.tolerance == pytest.approx(0.7)
