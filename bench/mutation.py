@@ -86,10 +86,15 @@ MODULES: dict[str, str] = {
     "engine/trust/unseen.py": "tests/unit/test_unseen_users.py",
     "engine/facts/settings.py": "tests/unit/test_settings_table.py",
     "engine/trust/expect_link.py": "tests/unit/test_expectations.py tests/unit/test_expectation_causes.py",
+    "engine/trust/expect_cpu.py": "tests/unit/test_expect_cpu_words.py tests/unit/test_expectations.py "
+    "tests/unit/test_expectation_causes.py",
+    "engine/trust/expect_words.py": "tests/unit/test_expectations.py tests/unit/test_expectation_causes.py",
+    "engine/trust/expect_training.py": "tests/unit/test_expectations.py tests/unit/test_expectation_causes.py",
+    "engine/trust/expectations.py": "tests/unit/test_expectations.py tests/unit/test_judged_line.py",
     "engine/trust/history.py": "tests/unit/test_expectations.py tests/unit/test_history_store.py",
-    "engine/gate/checks.py": "tests/unit/test_gate.py",
+    "engine/gate/checks.py": "tests/unit/test_gate_checks_edges.py tests/unit/test_gate.py",
     "engine/gate/memory.py": "tests/unit/test_gate.py",
-    "engine/gate/outcome.py": "tests/unit/test_gate.py",
+    "engine/gate/outcome.py": "tests/unit/test_gate_outcome_words.py tests/unit/test_gate.py",
 }
 # the modules with the most gaps found last (issue 36), a sample small enough for CI's ~2 minutes
 CI_MODULES = ("engine/stages/common/limits.py", "engine/fleet/compare_hosts.py")

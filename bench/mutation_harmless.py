@@ -52,11 +52,6 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         "if len(wrong) > 1",
     ): "inside `if wrong:`: the count is at least one, so != 1 is > 1",
     (
-        "engine/stages/verify/memory.py",
-        "core/NumberReplacer",
-        "CHUNK = 2**30",
-    ): "the size of each allocation, a workload size: the checks judge whatever was written (tests use 1 MiB)",
-    (
         "engine/stages/verify/model.py",
         "core/ReplaceComparisonOperator_Gt_GtE",
         "if not math.isfinite(error) or error > worst:",
@@ -228,4 +223,39 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         "core/ReplaceComparisonOperator_Lt_LtE",
         "if time.time() < end + self.settle_s:",
     ): "only a clock reading exactly at the settle time differs, and there the wait is max(0, 0): nothing",
+    (
+        "engine/gate/outcome.py",
+        "core/ReplaceComparisonOperator_Eq_Is",
+        "return verdict.status == Status.SKIP and bool(_COULD_NOT.search(why))",
+    ): "Status is an Enum: each member is one object, so `is` and `==` agree on every status",
+    (
+        "engine/gate/outcome.py",
+        "core/ReplaceComparisonOperator_Eq_LtE",
+        "if state == CRITICAL:",
+    ): "of the four states only CRITICAL sorts at or before 'CRITICAL' ('OK' returned above; 'UNKNOWN', 'WARN' after)",
+    (
+        "engine/gate/checks.py",
+        "core/ReplaceComparisonOperator_Gt_IsNot",
+        "if found > expected:",
+    ): "reached only when found is not below expected; GPU counts are small ints, one object per value (to 256)",
+    (
+        "engine/gate/checks.py",
+        "core/NumberReplacer",
+        'vendors = Counter(key.split(" ", 1)[0] for key in by_version)',
+    ): "only the first word is kept: how many more splits follow changes nothing before the first space",
+    (
+        "engine/trust/expect_cpu.py",
+        "core/NumberReplacer",
+        "achievable = reference.value / float(reference.peak or 1.0)",
+    ): "cpu_reference returns only entries with a peak, so the `or` default is never reached",
+    (
+        "engine/trust/expect_cpu.py",
+        "core/ReplaceComparisonOperator_Eq_GtE",
+        "if graded == Status.WARN and threads:",
+    ): "graded is PASS or WARN, and only WARN sorts at or after 'WARN'",
+    (
+        "engine/trust/expect_cpu.py",
+        "core/ReplaceComparisonOperator_Eq_Is",
+        "if graded == Status.WARN and threads:",
+    ): "Status is an Enum: each member is one object, so `is` and `==` agree on every status",
 }

@@ -253,7 +253,8 @@ def event_kind(event: Event) -> str:
 def event_to_dict(event: Event) -> dict[str, Any]:
     """The event's fields by name, its Status as text, and its kind: what JSON writes. Shallow: the nested
     dicts are the event's own (dataclasses.asdict deep-copied them, two thirds of a fleet row's cost)."""
-    data = {name: getattr(event, name) for name in _field_names(type(event))}
+    kind: type = type(event)
+    data = {name: getattr(event, name) for name in _field_names(kind)}
     for key, value in data.items():
         if isinstance(value, Status):
             data[key] = value.value

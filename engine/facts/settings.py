@@ -290,6 +290,7 @@ def in_force(env: Mapping[str, str], host: HostSettings) -> list[InForce]:
     """Every setting of the table set now in a way that changes figures."""
     found: list[InForce] = []
     for rule in SETTINGS:
+        shown: str | None
         if rule.name == "persistence mode":
             value = "off" if host.persistence_off else None
             shown = f"off on {', '.join(host.persistence_off)}" if host.persistence_off else ""

@@ -146,7 +146,7 @@ class HostReads(Decisions):
     def _refused(self, host: HostState) -> bool:
         body = self._opened(host.rank, f"refused/{host.rank}", refusal_nonce(host.rank, self.channel.nonce))
         why = body.get("why") if isinstance(body, dict) else None
-        if not isinstance(why, str):
+        if not isinstance(body, dict) or not isinstance(why, str):
             return False
         name = body.get("name")
         if not host.name and isinstance(name, str) and schema.inert(name).strip():

@@ -130,7 +130,7 @@ def event(data: Any) -> Event:
         raise Malformed(f"an event is an object, not {type(data).__name__}")
     kind = data.get("kind")
     fields = FIELDS.get(kind) if isinstance(kind, str) else None
-    if fields is None:
+    if fields is None or not isinstance(kind, str):
         raise Malformed(f"unknown event kind {inert(str(kind))[:40]!r}")
     extra = set(data) - set(fields) - {"kind"}
     if extra:

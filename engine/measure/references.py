@@ -232,7 +232,9 @@ def entry_problems(reference: Reference, models: tuple[Model, ...] = MODELS) -> 
         problems.append(f"{where}: a {reference.figure_kind} figure in {reference.unit!r}, not {unit!r}")
     if reference.figure_kind in NO_PEAK_KINDS:
         return problems
-    allowed = KIND_PEAKS.get(reference.figure_kind, (reference.figure.split()[1] if " " in reference.figure else "",))
+    allowed: tuple[str, ...] = KIND_PEAKS.get(
+        reference.figure_kind, (reference.figure.split()[1] if " " in reference.figure else "",)
+    )
     if reference.figure_kind in ("matmul", "cpu matmul"):
         prefix = "cpu_" if reference.figure_kind == "cpu matmul" else ""
         allowed = tuple(

@@ -87,8 +87,8 @@ def to_baseline(report: dict[str, Any]) -> str:
     made = f"rigcheck run {run['id']} on {run.get('host') or 'its host'}, {day}, profile {run.get('profile')}"
     figures = {}
     for (model, figure), found in sorted(grouped.items()):
-        where = sorted({w for _, _, w in found})
-        source = f"{made}: {where[0]}" if len(found) == 1 else f"{made}: median of {len(found)} ({', '.join(where)})"
+        places = sorted({w for _, _, w in found})
+        source = f"{made}: {places[0]}" if len(found) == 1 else f"{made}: median of {len(found)} ({', '.join(places)})"
         figures[f"{model}/{figure}"] = {
             "value": round(statistics.median(v for v, _, _ in found), 4),
             "unit": found[0][1],

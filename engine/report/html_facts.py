@@ -7,7 +7,7 @@ missing fact is left out, never shown as an error.
 from __future__ import annotations
 
 import shlex
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from rigcheck.engine.report.fleet_view import fleet_label
@@ -19,7 +19,7 @@ GIB = 1024**3
 def _when(t: Any) -> str:
     if not isinstance(t, int | float):
         return ""
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _duration(run: dict[str, Any]) -> str:

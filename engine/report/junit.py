@@ -101,12 +101,12 @@ def to_junit(report: dict[str, Any], strict: bool | None = None) -> str:
     totals = dict.fromkeys(COUNTERS, 0)
     seconds = 0.0
     for suite, counts in suites.values():
-        for key, value in counts.items():
-            suite.set(key, str(value))
-            totals[key] += value
+        for counter, value in counts.items():
+            suite.set(counter, str(value))
+            totals[counter] += value
         seconds += float(suite.get("time") or 0)
-    for key in ("tests", "failures", "errors"):  # junit-10.xsd has no `skipped` on <testsuites>
-        root.set(key, str(totals[key]))
+    for counter in ("tests", "failures", "errors"):  # junit-10.xsd has no `skipped` on <testsuites>
+        root.set(counter, str(totals[counter]))
     root.set("time", f"{seconds:.3f}")
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

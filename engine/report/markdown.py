@@ -153,7 +153,8 @@ def to_markdown(report: dict[str, Any]) -> str:
     headers = [*host_header, "stage", "check", "device", "status", "meaning"]
     lines += _table(headers, verdicts) if verdicts else ["None."]
     lines += ["", "## Figures", ""]
-    refs, sources = references(report), {}
+    refs = references(report)
+    sources: dict[str, Any] = {}
     figures = []
     for m in report["measurements"]:
         against, said = refs.get(m.get("id")), ""

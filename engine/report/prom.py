@@ -79,7 +79,7 @@ def device_labels(row: Row, report: dict[str, Any]) -> Labels:
     index = gpu_index(device)
     if index is not None:
         gpu = str(index)
-        known = next((d for d in probe.get("devices") or [] if str(d.get("index")) == gpu), {})
+        known: dict[str, Any] = next((d for d in probe.get("devices") or [] if str(d.get("index")) == gpu), {})
         model = conditions.get("gpu_name") or params.get("gpu_name") or known.get("name") or ""
         vendor = known.get("vendor") or ("NVIDIA" if "NVIDIA" in model.upper() else None)
         uuid = params.get("gpu_uuid") or conditions.get("gpu_uuid") or known.get("uuid")

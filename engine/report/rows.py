@@ -203,7 +203,10 @@ def detail_text(row: Row) -> str:
     lines.append(f"trust: {trust_of(row)}" + (f": {'; '.join(reasons)}" if reasons else ""))
     lines.extend(f"note: {note}" for note in note_words(conditions))
     verified = conditions.get("verified")
-    verified_words = {True: "yes", False: "no: Verify has not passed on this device with this environment"}
+    verified_words: dict[object, str] = {
+        True: "yes",
+        False: "no: Verify has not passed on this device with this environment",
+    }
     lines.append(f"verified: {verified_words.get(verified, 'unknown')}")
     lines.append(f"conditions: {', '.join(condition_phrases(conditions, _number)) or 'none recorded'}")
     if row.get("params"):

@@ -32,5 +32,5 @@ def started_at(run: dict[str, Any], utc: bool = False) -> str:
     start = run.get("started")
     if not isinstance(start, int | float):
         return "unknown"
-    when = dt.datetime.fromtimestamp(start, dt.UTC) if utc else dt.datetime.fromtimestamp(start).astimezone()
+    when = dt.datetime.fromtimestamp(start, dt.timezone.utc) if utc else dt.datetime.fromtimestamp(start).astimezone()
     return when.strftime("%Y-%m-%d %H:%M:%S %Z")

@@ -45,7 +45,7 @@ def _build(hint: Any, value: Any, where: str) -> Any:
     """`value` (parsed JSON) as `hint` says it should be; CodecError naming `where` when it is not."""
     if hint is Any or hint is object:
         return value
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _build_dataclass(hint, value, where)
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):

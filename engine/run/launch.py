@@ -7,6 +7,7 @@ imports from it), in a session of its own so that a terminal's Ctrl-C reaches th
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 from collections.abc import Callable, Iterable
@@ -74,7 +75,7 @@ class Launcher:
                 self.warm.start_ahead(
                     fresh.name,
                     self._warm_key(fresh, child),
-                    lambda log_path=log_path: start_warm(program, env, folder, log_path, "ready"),
+                    functools.partial(start_warm, program, env, folder, log_path, "ready"),
                 )
 
     def _warm_key(self, info: StageInfo, child: Child) -> WarmKey:

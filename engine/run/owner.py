@@ -26,6 +26,7 @@ from rigcheck.engine.run.stream import Broadcast
 from rigcheck.engine.store import Store, StoreError
 from rigcheck.engine.store.errors import free_kib
 from rigcheck.engine.store.run_end import run_end
+from rigcheck.engine.telemetry.sampler import Sampler
 
 MIN_FREE_KIB = 256  # below this a run could not keep its results and its end: it is refused, not begun
 
@@ -70,7 +71,7 @@ class OwnedRun:
         store: Store,
         request: RunRequest,
         listeners: Iterable[Listener] = (),
-        sampler: object | None = None,
+        sampler: Sampler | None = None,
         control: bool = True,
     ) -> None:
         self.store = store
@@ -157,7 +158,7 @@ class OwnedRun:
     def start(self) -> OwnedRun:
         time.sleep(max(0.0, self._settled_at - time.monotonic()))  # a few samples before the first stage
         if self.sampler is not None:
-            self.sampler.add_listener(self.stream.on_sample)  # type: ignore[attr-defined]
+            self.sampler.add_listener(self.stream.on_sample)
         self.session.start()
         return self
 
@@ -202,7 +203,7 @@ class OwnedRun:
             self.control.close()
         self.locks.release()
         if self.sampler is not None:
-            self.sampler.remove_listener(self.stream.on_sample)  # type: ignore[attr-defined]
+            self.sampler.remove_listener(self.stream.on_sample)
         run = self.session.run
         end = run_end(run.status, run.exit_code, interrupted, self.session.store_error)
         if self.session.store_error is not None:
@@ -215,7 +216,7 @@ class OwnedRun:
         # only now: a follower that reads the stream to its end finds the run's end, and its reason, stored
         self.stream.close()  # subscribers get the last events, then the end of the stream
         if self.sampler is not None and self._own_sampler:
-            self.sampler.stop()  # type: ignore[attr-defined]  (after the close: its join takes up to an interval)
+            self.sampler.stop()  # after the close: its join takes up to an interval
         self.session.close()  # the room kept on the disk for the end goes back
         assert end.exit_code is not None
         return end.exit_code

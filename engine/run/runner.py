@@ -119,9 +119,10 @@ class Run:
     # -- the supervisor thread --
     def _emit(self, event: Event) -> None:
         if isinstance(event, Fingerprint):
-            event = self._check_fingerprint(event)
-            if event is None:
+            checked = self._check_fingerprint(event)
+            if checked is None:
                 return
+            event = checked
         if isinstance(event, Measurement) and self.annotate is not None:
             event = self.annotate(event)
         if isinstance(event, Measurement):

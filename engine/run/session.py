@@ -98,7 +98,8 @@ class RunSession:
         if isinstance(event, Facts) and event.stage == "health":
             self._health_facts = event.data
         if isinstance(event, RunFinished):  # stored as the one rule ends a run (stopped on request: 130)
-            event = replace(event, exit_code=run_end(event.status, event.exit_code).exit_code)
+            ended = run_end(event.status, event.exit_code).exit_code  # always a code here: None only in a store's row
+            event = replace(event, exit_code=event.exit_code if ended is None else ended)
             self._ended_at = time.monotonic()
         self.writes.event(event)  # now, or held in memory while another process holds the store
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
@@ -166,7 +167,7 @@ def host_copies(device: torch.device, gpu: torch.Tensor, transfer_bytes: int, li
         for direction, label, dst, src in (("h2d", "host to device", gpu, host), ("d2h", "device to host", host, gpu)):
             yield from measure(
                 f"{label} {kind} {size}",
-                lambda d=dst, s=src, p=pinned: d.copy_(s, non_blocking=p),
+                functools.partial(dst.copy_, src, non_blocking=pinned),
                 transfer_bytes,
                 device,
                 {"direction": direction, "pinned": pinned, "bound": "link"} | extra,

@@ -7,7 +7,7 @@ import math
 import time
 from collections.abc import Iterator
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, cast
 
 import torch
 from rigcheck.engine.events import Event, Measurement, Progress, Status, Verdict
@@ -64,9 +64,9 @@ def train_rate(
     model = BoardNet(BoardNetConfig(channels, BLOCKS)).to(device).train()
     data = random_batch(batch, device)
     if compiled:
-        model = model.to(memory_format=torch.channels_last)
+        model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]  # not in torch's stubs
         data = (data[0].contiguous(memory_format=torch.channels_last), *data[1:])
-        model = torch.compile(model)
+        model = cast(BoardNet, torch.compile(model))  # an OptimizedModule: BoardNet's calls and attributes
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     autocast = torch.autocast(device_type=device.type, dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
 
@@ -161,7 +161,7 @@ def one(channels: int, batch: int, precision: str, device: torch.device, compile
         torch.cuda.empty_cache()
         yield does_not_fit(STAGE, tag, device, f"{tag} on {device}", error)
         return
-    params = (
+    params: dict[str, Any] = (
         {
             "channels": channels,
             "batch": batch,

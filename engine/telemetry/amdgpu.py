@@ -16,7 +16,9 @@ class AmdGpuInfoSource:
 
     def __init__(self, module: Any = None) -> None:
         if module is None:
-            import pyamdgpuinfo as module
+            import pyamdgpuinfo
+
+            module = pyamdgpuinfo
         count = module.detect_gpus()  # FileNotFoundError without /dev/dri: the factory moves on
         if not count:
             raise RuntimeError("pyamdgpuinfo found no AMD GPU")

@@ -113,7 +113,7 @@ class HostSource:
             self._tree = set()
 
     def _cpu_seconds(self, pid: int) -> float:
-        reader = self._readers.get(pid)
+        reader: Any = self._readers.get(pid)
         if reader is None:
             reader = ProcessTicks(pid) if self._fast else self.ps.Process(pid)
             self._readers[pid] = reader

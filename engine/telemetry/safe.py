@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast, overload
 
 T = TypeVar("T")
 
 
+@overload
+def safe(read: Callable[..., T], *args: Any) -> T | None: ...
+@overload
+def safe(read: Callable[..., Any], *args: Any, scale: float) -> float | None: ...
 def safe(read: Callable[..., T], *args: Any, scale: float | None = None) -> T | float | None:
     try:
         value = read(*args)
@@ -15,4 +19,4 @@ def safe(read: Callable[..., T], *args: Any, scale: float | None = None) -> T | 
         return None
     if value is None:
         return None
-    return value * scale if scale is not None else value
+    return cast(float, value) * scale if scale is not None else value

@@ -31,7 +31,7 @@ DIRECTION = {"h2d": "H2D", "d2h": "D2H"}
 def link_of(m: Measurement) -> dict[str, Any]:
     """The link's generation and width now and at most, with whether they were read under load."""
     link = pcie_link(m)
-    nested = m.params.get("pcie") if isinstance(m.params.get("pcie"), dict) else {}
+    nested = given if isinstance(given := m.params.get("pcie"), dict) else {}
     return link | {"under_load": bool(nested.get("under_load"))}
 
 

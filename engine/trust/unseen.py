@@ -171,7 +171,7 @@ def examine(conditions: dict[str, Any], params: dict[str, Any], device: str) -> 
     """The judged view of `conditions` (idle holders and unseen pids out of the process reason; a short
     figure's clocks from its span), with this module's reasons and notes."""
     found = Findings(view=dict(conditions))
-    span = params.get("span_clocks") if isinstance(params.get("span_clocks"), dict) else {}
+    span = given if isinstance(given := params.get("span_clocks"), dict) else {}
     probe, sampled = span.get("idle_probe"), conditions.get("gpu_idle_before")
     if probe and (sampled is None or probe["age_s"] < sampled["age_s"]):  # the fresher look at the idle GPU
         before = {**probe, "source": "stage child"}

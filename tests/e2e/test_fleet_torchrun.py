@@ -73,19 +73,19 @@ def test_three_hosts_in_one_run_and_the_slow_one_named(tmp_path: Path) -> None:
     if used["host-c"] >= 0.75 * min(others):
         middle = statistics.median(v for h, v in value.items() if h != "host-c")
         assert "host-c" not in named or value["host-c"] < (1 - PEER_TOLERANCE) * middle, found
-        return
-    # held back: named against the other hosts' median, a WARN, or INCONCLUSIVE where its figure's cause is the
-    # burners
-    # (someone else's load, seen by trust: it says nothing of host-c's hardware)
-    slow = [
-        v
-        for v in fleet_rows
-        if v["host"] == "host-c" and v["check_name"] == "fleet-host" and v["status"] in ("WARN", "INCONCLUSIVE")
-    ]
-    assert slow, found
-    assert slow[0]["explanation"].startswith("host-c is the slow host: ")
-    assert slow[0]["status"] == "WARN" or "could not be judged: " in slow[0]["explanation"], found
-    assert slow[0]["numbers"]["median"] > slow[0]["numbers"]["value"]
+    else:
+        # held back: named against the other hosts' median, a WARN, or INCONCLUSIVE where its figure's cause is
+        # the burners (someone else's load, seen by trust: it says nothing of host-c's hardware)
+        slow = [
+            v
+            for v in fleet_rows
+            if v["host"] == "host-c" and v["check_name"] == "fleet-host" and v["status"] in ("WARN", "INCONCLUSIVE")
+        ]
+        assert slow, found
+        assert slow[0]["explanation"].startswith("host-c is the slow host: ")
+        assert slow[0]["status"] == "WARN" or "could not be judged: " in slow[0]["explanation"], found
+        assert slow[0]["numbers"]["median"] > slow[0]["numbers"]["value"]
+    # whichever way the busy machine went, the rest is asserted (an early return here once skipped it)
     # the inter-host collectives ran across the three hosts, checked, with their busbw
     links = [m for m in report["measurements"] if m["stage"] == "fleet-links" and not m["params"].get("pair")]
     assert {m["name"].split()[0] for m in links} >= {"all_reduce", "all_gather", "reduce_scatter"}

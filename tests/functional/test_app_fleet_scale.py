@@ -1,15 +1,15 @@
 """The app's fleet grid over 1,024 hosts x 8 GPUs (issue 25): it opens, it scrolls to the last host and back,
-and enter opens one host. The open time is printed (bench/RESULTS.md records it); the bound here is generous,
-for a busy 2-core CI machine."""
+and enter opens one host. Each step waits for what it shows, never for a clock: how fast it opens is a speed
+target, measured by bench/fleet_grid_open.py (bench/RESULTS.md records it), not asserted here (issue 45)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 from fakes import FakeSampler, h200_samples
 from fleet_store import big_fleet_run, big_hosts
+from pilot_helpers import wait_until
 from rigcheck.engine.store import Store
 from rigcheck.tui.app import RigcheckApp
 from rigcheck.tui.screens.fleet import FleetHostScreen, FleetScreen
@@ -17,7 +17,7 @@ from rigcheck.tui.widgets.fleet_grid import FleetGrid
 from screen_text import screen_text
 
 HOSTS = 1024
-OPEN_BOUND_S = 10.0  # measured well under a second on an idle 2-core VM; CI is busy
+BOUND_S = 300.0  # only against a hang: a loaded 2-core machine took 12 s to open it (bench/fleet_grid_open.py)
 
 
 @pytest.fixture(autouse=True)
@@ -36,31 +36,20 @@ async def test_the_grid_of_1024_hosts_opens_scrolls_and_opens_a_host(tmp_path: P
     hosts = big_hosts(HOSTS)
     app = RigcheckApp(store, FakeSampler(h200_samples()), device="cpu", profile="quick")
     async with app.run_test(size=(120, 40)) as pilot:
-        started = time.monotonic()
         app.push_screen(FleetScreen(store, run_id))
-        while not (isinstance(app.screen, FleetScreen) and filled(app.screen)):
-            await pilot.pause(0.01)
-            assert time.monotonic() - started < OPEN_BOUND_S * 3, "the grid never filled"
-        await pilot.pause()  # drawn
-        opened = time.monotonic() - started
-        print(f"\nfleet grid of {HOSTS} hosts x 8 GPUs opened in {opened:.2f} s")
-        assert opened < OPEN_BOUND_S
+        await wait_until(pilot, lambda: isinstance(app.screen, FleetScreen) and filled(app.screen), BOUND_S)
+        await wait_until(pilot, lambda: f"fleet big of {HOSTS} hosts, 1 lost" in screen_text(app), BOUND_S)
         text = screen_text(app)
-        assert f"fleet big of {HOSTS} hosts, 1 lost" in text and hosts[0] in text and hosts[-1] not in text
+        assert hosts[0] in text and hosts[-1] not in text
 
-        started = time.monotonic()
         await pilot.press("ctrl+end")
-        await pilot.pause(0.2)
-        scrolled = time.monotonic() - started
-        print(f"scrolled to the last host in {scrolled:.2f} s")
         grid = app.screen.query_one(FleetGrid)
-        assert grid.cursor_coordinate.row == HOSTS - 1
-        text = screen_text(app)
-        assert hosts[-1] in text and hosts[0] not in text
+        await wait_until(pilot, lambda: grid.cursor_coordinate.row == HOSTS - 1, BOUND_S)
+        await wait_until(pilot, lambda: hosts[-1] in screen_text(app), BOUND_S)
+        assert hosts[0] not in screen_text(app)
         await pilot.press("ctrl+home", "home", *["down"] * 11)
-        await pilot.pause(0.2)
-        assert hosts[11] in screen_text(app)
+        await wait_until(pilot, lambda: grid.cursor_coordinate.row == 11, BOUND_S)
+        await wait_until(pilot, lambda: hosts[11] in screen_text(app), BOUND_S)
         await pilot.press("right", "enter")
-        await pilot.pause(0.5)
-        assert isinstance(app.screen, FleetHostScreen)
-        assert f"host {hosts[11]} (done)" in screen_text(app)
+        await wait_until(pilot, lambda: isinstance(app.screen, FleetHostScreen), BOUND_S)
+        await wait_until(pilot, lambda: f"host {hosts[11]} (done)" in screen_text(app), BOUND_S)

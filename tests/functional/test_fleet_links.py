@@ -160,8 +160,21 @@ def test_a_store_that_does_not_answer_fails_the_pairs_naming_it() -> None:
     assert found[0].explanation.startswith(f"pair round 0: the fleet's store at 127.0.0.1:{port} did not answer (")
 
 
+def _live_host_was_late(out: dict[int, list[Event]]) -> bool:
+    """Did a host that does come (h0, h1) miss the store too? Its worker still importing torch when the group's
+    forming timed out: a busy machine, not the fault. The lost host is then named beside it."""
+    texts = [v.explanation for events in out.values() for v in _verdicts(events).get("collectives", [])]
+    return any(f"({host}, never reached the store)" in text for text in texts for host in HOSTS[:2])
+
+
 def test_a_host_that_never_comes_is_named_once_forming_the_group_times_out(store_port: int) -> None:
-    out = _fleet(store_port, "run1/fleet-links/3", fleet_collectives, hosts=2, init_timeout=8.0)  # h2 is lost
+    # h2 is lost. The forming times out after init_timeout without a word from a local worker, and a worker is
+    # quiet while it imports torch: 8 s is quick on a quiet machine, and where a live host's import outlasts
+    # it (seen at load 5-9 on 2 cores), the case is run again with a bound no import on a busy host reaches.
+    for attempt, timeout in enumerate((8.0, 90.0)):
+        out = _fleet(store_port, f"run1/fleet-links/3.{attempt}", fleet_collectives, hosts=2, init_timeout=timeout)
+        if not _live_host_was_late(out):
+            break
     for index in range(2):
         ended = _verdicts(out[index])["collectives"]
         assert [v.status for v in ended] == [Status.TIMEOUT] and ended[0].numbers["hosts"] == ["h2"]

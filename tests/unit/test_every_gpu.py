@@ -7,7 +7,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from rigcheck.engine.events import Event, Measurement, StageFinished, Status, Verdict
+from rigcheck.engine.events import Event, Measurement, Progress, StageFinished, Status, Verdict
 from rigcheck.engine.measure.speedup import gpu_over_cpu
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.runner import Run, RunPlan, stage_batches
@@ -158,7 +158,10 @@ def test_a_cancelled_stage_on_several_gpus_is_a_skip_not_a_pass(tmp_path: Path) 
     plan = RunPlan(1, RunRequest((slow,), "all", "quick", gpus=GPUS, options={"seconds": 60}, serial=True), tmp_path)
     run = Run(plan, [events.append])
     run.start()
-    time.sleep(1.5)
+    deadline = time.monotonic() + 120
+    while not any(isinstance(e, Progress) for e in events):  # the first GPU's child is running (not a fixed sleep)
+        assert time.monotonic() < deadline, "the first child never started"
+        time.sleep(0.02)
     started = time.monotonic()
     run.cancel_stage()
     assert run.wait(30)

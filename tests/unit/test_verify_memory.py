@@ -134,3 +134,11 @@ def test_memory_taken_by_another_process_mid_cycle_is_inconclusive(monkeypatch: 
     monkeypatch.setattr(memory, "read_memory", lambda device: held)
     verdict = checks(monkeypatch, FakeCuda(), full=runs_out)["memory-cycles"]
     assert verdict.status == Status.INCONCLUSIVE and "pid 890 (77.0 GiB)" in verdict.explanation
+
+
+def test_a_chunk_is_one_gib_as_the_out_of_memory_words_count_it() -> None:
+    """The other tests shrink CHUNK to 1 MiB, so none sees its real size: pinned here. The words count chunks as
+    GiB ("out of memory after N GiB"); 3**30 bytes is no whole number of float32 elements, so the sums read back
+    at 64 Ki strides miss the expected ones and every healthy GPU would fail; 1 byte would never fill a GPU."""
+    assert memory.CHUNK == 2**30
+    assert (memory.CHUNK // 4) % (1 << 16) == 0  # the read-back stride divides a chunk: the expected sums hold

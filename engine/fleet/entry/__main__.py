@@ -3,7 +3,8 @@
 import os
 import sys
 
-if not sys.flags.safe_path:  # started without -P or PYTHONSAFEPATH=1: what the agent imports next (torch, numpy)
+# started without -P or PYTHONSAFEPATH=1 (or on 3.10, which has neither): what the agent imports next (torch, numpy)
+if not getattr(sys.flags, "safe_path", False):
     sys.path[:] = [entry for entry in sys.path if entry not in ("", os.getcwd())]  # never from the current folder
 
 from rigcheck.engine.fleet.main import agent_main

@@ -134,7 +134,7 @@ def run(context: StageContext) -> Iterator[Event]:
     settings = {str(d): settings_for(d, spec.profile, duration, fault) for d in devices}
     identities = {str(d): device_identity(d) for d in devices}
     telemetry = ChildTelemetry.open(torch, devices)
-    stop, out = threading.Event(), queue.Queue()
+    stop, out = threading.Event(), queue.Queue[Any]()
     workers = [threading.Thread(target=DeviceBurn(d, settings[str(d)], out, stop).run, daemon=True) for d in devices]
     intervals: dict[str, list[Interval]] = {str(d): [] for d in devices}
     started: dict[str, Started] = {}

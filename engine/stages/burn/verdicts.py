@@ -176,7 +176,7 @@ def over_time(device: str, intervals: list[Interval], conditions: Conditions) ->
     late = statistics.median(i.tflops for i in last)
     change = late / early - 1 if early else 0.0
     window = "minute" if span >= WINDOW_S else f"{span:.0f} s"
-    numbers = {
+    numbers: dict[str, Any] = {
         "first_tflops": round(early, 4),
         "last_tflops": round(late, 4),
         "change": round(change, 4),

@@ -146,8 +146,12 @@ def faster_limits(measurement: Measurement) -> dict[str, float]:
     if measurement.params.get("dtype") != "fp32" or not where.startswith("cuda"):
         return {}
     found: dict[str, float] = {}
+
+    def limit_of(dtype: str) -> Any:
+        return _read(lambda: gpu_matmul_limit(torch.device(where), dtype))
+
     for dtype in FP32_RUNS_AS:
-        limit = _read(lambda dtype=dtype: gpu_matmul_limit(torch.device(where), dtype))
+        limit = limit_of(dtype)
         if limit is not None:
             found[dtype] = limit.value
     return found

@@ -29,7 +29,7 @@ def repeat_twice(compute: Compute) -> tuple[float, float]:
 def onednn(enabled: bool) -> Iterator[None]:
     """Switch CPU convolutions on or off oneDNN (the flags() context would also toggle TF32 and warn)."""
     before = torch.backends.mkldnn.enabled
-    torch.backends.mkldnn.enabled = enabled
+    torch.backends.mkldnn.enabled = enabled  # type: ignore[assignment]  # a ContextProp in torch's stubs: it takes a bool
     try:
         yield
     finally:

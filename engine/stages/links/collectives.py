@@ -15,7 +15,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -270,7 +270,7 @@ def _combine(plan: Plan, answers: dict[int, dict[str, Any]], began: float | None
     )
 
 
-def run_collectives(plan: Plan, cancelled: Callable[[], bool] = lambda: False) -> Iterator[Outcome]:
+def run_collectives(plan: Plan, cancelled: Callable[[], bool] = lambda: False) -> Generator[Outcome, None, None]:
     """Yield Ready, then a StepResult or StepSkipped per collective and size, or a Failure that ends it."""
     # On a fleet's store every local rank starts at once; locally rank 0 makes the store, then the others join.
     ranks = [_start(plan, r, plan.store_port) for r in plan.ranks] if plan.store_host else [_start(plan, 0, 0)]

@@ -27,7 +27,7 @@ def pattern(numel: int, device: torch.device, offset: int) -> torch.Tensor:
     return ((torch.arange(numel, dtype=torch.int64, device=device) + offset) % PATTERN).float()
 
 
-def wrong_after(copy: Callable[[], None], dst: torch.Tensor, offset: int) -> int:
+def wrong_after(copy: Callable[[], object], dst: torch.Tensor, offset: int) -> int:
     """Poison the destination, copy once, and count elements that differ from the source's pattern."""
     dst.fill_(float("nan"))
     copy()
@@ -36,7 +36,7 @@ def wrong_after(copy: Callable[[], None], dst: torch.Tensor, offset: int) -> int
     return int((dst != pattern(dst.numel(), dst.device, offset)).sum().item())
 
 
-def time_interval(enqueue: Callable[[], None], stream: torch.cuda.Stream, reps: int) -> TimingStats:
+def time_interval(enqueue: Callable[[], object], stream: torch.cuda.Stream, reps: int) -> TimingStats:
     """Events on `stream` around each call, synchronised each time, the wall clock around the same span."""
     pairs = []
     for _ in range(reps):

@@ -130,12 +130,14 @@ def amd_topology(bus_ids: Sequence[str | None], root: Path = KFD_NODES) -> dict[
     for i, a in enumerate(wanted):
         row = []
         for j, b in enumerate(wanted):
-            kind, _weight = kinds.get((by_bus[a], by_bus[b]), (None, 0)) if i != j else (None, 0)
+            link = kinds.get((by_bus[a], by_bus[b])) if i != j and a is not None and b is not None else None
+            kind = link[0] if link is not None else None
             row.append(
                 "X" if i == j else "XGMI" if kind == KFD_IOLINK_XGMI else "PCIE" if kind == KFD_IOLINK_PCIE else "?"
             )
         cells.append(row)
-    return {"source": "KFD sysfs", "cells": cells, "gpus": [{"bus_id": b, "kfd_node": by_bus[b]} for b in wanted]}
+    nodes = [{"bus_id": b, "kfd_node": by_bus[b]} for b in wanted if b is not None]  # all of them: checked above
+    return {"source": "KFD sysfs", "cells": cells, "gpus": nodes}
 
 
 def render(labels: Sequence[str], cells: Sequence[Sequence[str]]) -> str:

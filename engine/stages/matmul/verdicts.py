@@ -110,6 +110,7 @@ def summary_verdicts(
     for key, best in by_dtype.items():
         share = best.params["share_of_peak"]
         tail = f", {share:.0%} of the datasheet's {best.params['peak']:g}" if share else ""
+        against: dict[str, object]
         status, cited, against = Status.NOT_JUDGED, "", {"figure": best.name}
         ending = "; not judged here: a CPU has no datasheet reference (compared only against history)"
         if device_name is None and cpu_reference(best, this_cpu()) is not None:

@@ -88,7 +88,9 @@ def judge_model(
     )
     worst_name, worst = "", 0.0
     for (name, p), p64 in zip(case.model.named_parameters(), case.model64.parameters(), strict=True):
-        error = rel_error(p.grad, p64.grad) if p64.grad.abs().sum() > 0 else 0.0
+        grad, grad64 = p.grad, p64.grad
+        assert grad is not None and grad64 is not None  # backward() above gave every parameter its gradient
+        error = rel_error(grad, grad64) if grad64.abs().sum() > 0 else 0.0
         if not math.isfinite(error) or error > worst:
             worst_name, worst = name, error
         if not math.isfinite(error):
