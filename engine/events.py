@@ -65,7 +65,8 @@ class Trust(str, Enum):
     def __str__(self) -> str:  # the word, wherever it is written (an f-string, a join, a report)
         return self.value
 
-    __format__ = str.__format__  # type: ignore[assignment]  (f"{Trust.BROKEN}" is BROKEN, as str() is)
+    def __format__(self, spec: str) -> str:  # f"{Trust.BROKEN}" is BROKEN, as str() is
+        return format(self.value, spec)
 
     @property
     def is_result(self) -> bool:

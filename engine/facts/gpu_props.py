@@ -33,7 +33,10 @@ def nvidia_props(library: str | None = None) -> dict[str, DeviceProps]:
                 continue
             capability = ok(nvml.cuda_capability(handle))
             arch = f"sm_{capability[0]}{capability[1]}" if capability else ""
-            found[normalise_bus_id(pci.bus_id)] = DeviceProps(
+            address = normalise_bus_id(pci.bus_id)
+            if address is None:
+                continue
+            found[address] = DeviceProps(
                 ok(nvml.name(handle)) or "NVIDIA GPU",
                 arch,
                 _sms(arch, ok(nvml.gpu_cores(handle))),

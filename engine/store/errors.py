@@ -26,7 +26,7 @@ class StoreLocked(StoreError):
     """Another process held the store for longer than a run may wait before it begins."""
 
 
-def damaged_message(path: Path, error: BaseException) -> str:
+def damaged_message(path: Path, error: BaseException | str) -> str:
     return (
         f"store {path} is damaged ({error}); it was left as it is: recover what it holds with "
         f"`sqlite3 {path} .recover | sqlite3 NEW.db`, then use --store NEW.db (or {STORE_ENV})"

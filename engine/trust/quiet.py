@@ -17,6 +17,7 @@ from rigcheck.engine.trust.conditions import (
     rest_words,
     summarise,
 )
+from rigcheck.engine.trust.judgement import CPU_LOAD, Reason
 
 WAIT = "wait"  # the log level of what --wait-quiet says while it waits: front ends show it as it comes
 
@@ -49,10 +50,11 @@ class HostBusy:
             names += rest_words(self.others, [cpus for _, _, cpus in self.busiest[:3]])
         return f"other processes keep {self.others:.1f} of {of} CPUs busy" + (f": {names}" if names else "")
 
-    def reasons(self, policy: TrustPolicy = DEFAULT_POLICY) -> list[str]:
+    def reasons(self, policy: TrustPolicy = DEFAULT_POLICY) -> list[Reason]:
         """Why a figure that wants every CPU rigcheck may use would be SUSPECT now (empty: quiet)."""
         if not self.conditions:
-            return ["other processes keep CPUs busy"] if policy.contended(self.others, self.cpus) else []
+            busy = policy.contended(self.others, self.cpus)
+            return [Reason("other processes keep CPUs busy", CPU_LOAD, True)] if busy else []
         pools = cpu_pools(self.conditions)
         wanted = min((size for _, size, _, _ in pools), default=1.0)  # every CPU rigcheck may use at once
         return cpu_contention(self.conditions, wanted, policy)

@@ -10,8 +10,9 @@ from typing import Any
 
 import torch
 from rigcheck.engine.facts.gpu_props import amd_props
-from rigcheck.engine.hw.nvml import CLOCK_MEM, CLOCK_SM, NvmlFailure, NvmlUnavailable, ok, open_nvml
-from rigcheck.engine.hw.pci import normalise_bus_id, torch_bus_id
+from rigcheck.engine.hw.gpu_at import gpu_at
+from rigcheck.engine.hw.nvml import CLOCK_MEM, CLOCK_SM, NvmlUnavailable, ok, open_nvml
+from rigcheck.engine.hw.pci import torch_bus_id
 
 
 def _amd_clocks(address: str | None) -> dict[str, Any]:
@@ -33,17 +34,14 @@ def _nvidia_clocks(address: str | None) -> dict[str, Any]:
     if isinstance(nvml, NvmlUnavailable):
         return {}
     try:
-        for index in range(ok(nvml.count()) or 0):
-            handle = nvml.handle(index)
-            pci = nvml.pci_info(handle) if not isinstance(handle, NvmlFailure) else handle
-            if isinstance(pci, NvmlFailure) or normalise_bus_id(pci.bus_id) != address:
-                continue
-            return {
-                "sm_clock_max_mhz": ok(nvml.max_clock(handle, CLOCK_SM)),
-                "mem_clock_max_mhz": ok(nvml.max_clock(handle, CLOCK_MEM)),
-                "memory_bus_bits": ok(nvml.memory_bus_width(handle)),
-            }
-        return {}
+        handle = gpu_at(nvml, address)  # hw/ owns a GPU's identity by bus id: None where NVML cannot place it
+        if handle is None:
+            return {}
+        return {
+            "sm_clock_max_mhz": ok(nvml.max_clock(handle, CLOCK_SM)),
+            "mem_clock_max_mhz": ok(nvml.max_clock(handle, CLOCK_MEM)),
+            "memory_bus_bits": ok(nvml.memory_bus_width(handle)),
+        }
     finally:
         nvml.close()
 
