@@ -86,7 +86,7 @@ def main(paths: list[str]) -> None:
             name = str(cpu_facts().get("model"))
             model = {"key": name, "pattern": re.escape(name), "vendor": "cpu", "peaks": cpu}
             print(
-                "   " + json.dumps(model | {"peak_source": "this host's cores x clock x FLOP/cycle (rigcheck's limit)"})
+                "   " + json.dumps(model | {"peak_source": "the measuring host's cores x clock x FLOP/cycle (rigcheck's limit)"})
             )
         for row in found:
             print("   " + json.dumps(row))
