@@ -1,4 +1,4 @@
-"""A store asked for on a filesystem that holds no blocks (/proc, /sys) is refused for what it is, never as a full disk."""
+"""A store on a filesystem that holds no blocks (/proc, /sys) is refused for what it is, never as a full disk."""
 
 from __future__ import annotations
 
