@@ -230,13 +230,24 @@ COMMANDS = {
 }
 
 
+def command_word(argv: list[str]) -> str | None:
+    """The command named in argv, past the options that may come before it (`--store PATH`)."""
+    index = 0
+    while index < len(argv) and (argv[index] == "--store" or argv[index].startswith("--store=")):
+        index += 1 if "=" in argv[index] else 2
+    return argv[index] if index < len(argv) else None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--store", "--version")):
+    global_first = argv and (argv[0] in ("-h", "--help", "--store", "--version") or argv[0].startswith("--store="))
+    if not argv or (argv[0].startswith("-") and not global_first):
         argv = ["app", *argv]  # `rigcheck` and `rigcheck --device cuda:0` open the app
     try:
-        if argv[0] == "fleet":  # everything it does not know goes to the agents
+        if command_word(argv) == "fleet":  # everything it does not know goes to the agents (`--store X` first too)
             args, rest = build_parser().parse_known_args(argv)
+            if args.store is not None:  # given before `fleet`: the agents' store, as `fleet --store X` is
+                rest = ["--store", args.store, *rest]
             return command_fleet(args, rest)
         args = build_parser().parse_args(argv)
         if args.command is None:  # only `--store PATH` was given
