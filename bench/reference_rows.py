@@ -85,9 +85,8 @@ def main(paths: list[str]) -> None:
         if cpu:  # the CPU's model entry, once: its name as a pattern, this host's limits as its peaks
             name = str(cpu_facts().get("model"))
             model = {"key": name, "pattern": re.escape(name), "vendor": "cpu", "peaks": cpu}
-            print(
-                "   " + json.dumps(model | {"peak_source": "this host's cores x clock x FLOP/cycle (rigcheck's limit)"})
-            )
+            source = "the measuring host's cores x clock x FLOP/cycle (rigcheck's limit)"
+            print("   " + json.dumps(model | {"peak_source": source}))
         for row in found:
             print("   " + json.dumps(row))
         for v in report["verdicts"]:

@@ -7,6 +7,7 @@ import json
 from typing import TYPE_CHECKING
 
 from rigcheck.engine.exits import EXIT_INTERRUPTED
+from rigcheck.engine.report.exit_words import exit_line
 from rigcheck.engine.run.preflight import UsageError, open_store, resolve_run_id
 
 if TYPE_CHECKING:
@@ -74,6 +75,9 @@ def command_follow(args: argparse.Namespace) -> int:
     code = run["exit_code"] if run["exit_code"] is not None else EXIT_INTERRUPTED
     code = summarise(report, code, err)
     err.print(f"run {run_id}: {run['status']}; logs in {store.log_dir(run_id)}", markup=False, highlight=False)
+    said = exit_line(code, report)  # any exit other than 0 ends with what it means, as `run` does
+    if said:
+        err.print(said, markup=False, highlight=False)
     return code
 
 

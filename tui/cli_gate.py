@@ -50,7 +50,10 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-store", action="store_true", help="judge only: keep no run, compare with no history")
     parser.add_argument(
-        "--verbose", "-v", action="store_true", help="every verdict, not only the WARN, FAIL and unread"
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="every verdict, not only the WARN, FAIL and the checks that could not be read",
     )
 
 

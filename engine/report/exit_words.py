@@ -56,6 +56,9 @@ def _of(report: dict[str, Any], *statuses: str) -> list[dict[str, Any]]:
 def meaning(code: int, report: dict[str, Any] | None = None) -> str:
     """What `code` means for this run, without the "exit N" prefix (see `exit_line`)."""
     report = report or {"run": {}, "verdicts": []}
+    gate = ((report.get("facts") or {}).get("health") or {}).get("gate") or {}
+    if code != EXIT_OK and (report.get("run") or {}).get("profile") == "passive" and gate.get("summary"):
+        return f"the health check said {gate['summary']}"  # `rigcheck check` measured no figure: its state says
     if code == EXIT_OK:
         return "every verdict PASS, WARN, NOT JUDGED or SKIP"
     if code == EXIT_FAIL:

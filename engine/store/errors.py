@@ -60,9 +60,13 @@ FULL_BELOW_KIB = 1024  # a new store that could not be made with less free than 
 
 
 def free_kib(folder: Path) -> int:
+    """KiB free to an unprivileged writer; -1 where unknown: no folder, or a filesystem that holds no blocks at
+    all (/proc, /sys), whose "0 free" is no full disk."""
     try:
         info = os.statvfs(folder)
     except OSError:
+        return -1
+    if info.f_blocks == 0:
         return -1
     return info.f_bavail * info.f_frsize // 1024
 

@@ -65,6 +65,25 @@ async def test_the_stages_panel_says_which_rows_show(tmp_path: Path, size: tuple
         assert panel.border_subtitle == "3-9 of 9, more above"
 
 
+async def test_the_stages_extent_follows_the_time_line_as_it_shows_and_hides(tmp_path: Path) -> None:
+    """At 80x24 the run's time line takes a row from the table while a run goes on; once it hides, the border
+    must say the row came back (it said "3-8 of 9, more above and below" over rows 3-9)."""
+    import time
+
+    app = app_for(Store(tmp_path / "s.db"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        app._show_times = lambda: None  # type: ignore[method-assign]  # the test alone moves the time line
+        await pilot.pause(0.3)
+        panel = app.query_one(StagesPanel)
+        assert panel.border_subtitle == "1-7 of 9, more below"
+        panel.set_times((time.time(), list(panel.stage_names)), None, time.time())
+        await pilot.pause(0.3)
+        assert panel.border_subtitle == "1-6 of 9, more below"
+        panel.set_times(None, None, time.time())
+        await pilot.pause(0.3)
+        assert panel.border_subtitle == "1-7 of 9, more below"
+
+
 def test_the_expected_time_fits_the_panel_whatever_it_says() -> None:
     stages = [f"stage{i}" for i in range(12)]
     worst = expected_text(stages, {"stage0": 3 * 3600 + 59 * 60})  # hours, and 11 stages never run

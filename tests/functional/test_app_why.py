@@ -142,6 +142,16 @@ def test_detail_words_put_the_why_first() -> None:
     assert "Verified: yes." in lines and "Note: Power-limited." in lines
 
 
+def test_detail_words_say_an_unstable_rate_without_a_plus_minus() -> None:
+    """An unstable spread reads "its rate unstable (spread 2x the figure)", never "spread ±unstable (...)"."""
+    row = {"kind": "measurement", "name": "x", "device": "cpu", "value": 2.0, "unit": "u", "spread": 4.6, "repeats": 22}
+    row |= {"params": {}, "conditions": {"trust": "NOISY", "verified": True}}
+    value_line = detail_words(row).splitlines()[1]
+    assert value_line == "Value: 2 u over 22 repeats, its rate unstable (spread 2x the figure)."
+    steady = detail_words(row | {"spread": 0.1}).splitlines()[1]
+    assert steady == "Value: 2 u over 22 repeats, its rate spread ±5.0% of the median."
+
+
 @pytest.mark.parametrize("size", SIZES)
 async def test_compare_shows_both_runs_and_the_ratio_without_scrolling(tmp_path: Path, size: tuple[int, int]) -> None:
     store = Store(tmp_path / "s.db")

@@ -67,6 +67,17 @@ CASES: dict[str, tuple[tuple[str, ...], dict[str, str], str]] = {
         {},
         "--id",
     ),
+    # `--store` before `fleet`: the agent's own options and stages were "unrecognized", or a KeyError traceback
+    "fleet after --store, unknown stage": (
+        ("--store", "f.db", "fleet", "--nnodes", "1", "--endpoint", "127.0.0.1:29400", "nosuch"),
+        {},
+        "unknown stage 'nosuch'",
+    ),
+    "fleet after --store, id huge": (
+        ("--store", "f.db", "fleet", "--nnodes", "2", "--endpoint", "127.0.0.1:29400", "--id", "a" * 5000),
+        {},
+        "--id",
+    ),
 }
 
 

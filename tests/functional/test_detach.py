@@ -116,6 +116,7 @@ def test_cancel_from_a_follower(tmp_path: Path) -> None:
     assert done.returncode == 0 and f"run {run_id}: asked the engine to stop the run" in done.stdout
     followed = cli(path, "follow", str(run_id))
     assert followed.returncode == 130, followed.stderr  # a stopped run ends as Ctrl-C would end it
+    assert followed.stderr.strip().splitlines()[-1] == "exit 130: stopped before the end"  # as `run` ends
     store = Store(path)
     assert store.run(run_id)["status"] == "cancelled"
     assert stage_status(path, run_id, "waits") == "SKIP" and stage_status(path, run_id, "ok") == "PASS"

@@ -202,3 +202,14 @@ def test_follow_expects_what_run_expected_from_the_store(tmp_path: Path) -> None
     store.record_strict(followed, 1)
     clock, strict = _clock(store, followed)
     assert clock.stages == ("probe", "verify") and clock.run_expected() == 104.0 and strict
+
+
+def test_check_verbose_help_says_what_else_it_prints_in_whole_words() -> None:
+    """`check --help` said "not only the WARN, FAIL and unread": unread what? It prints the checks that could not
+    read their figure (could_not_check) as well."""
+    parser = build_parser()
+    check = next(
+        action.choices["check"] for action in parser._actions if isinstance(getattr(action, "choices", None), dict)
+    )
+    verbose = next(a for a in check._actions if "--verbose" in a.option_strings)
+    assert verbose.help == "every verdict, not only the WARN, FAIL and the checks that could not be read"

@@ -78,3 +78,16 @@ def test_a_disturbed_figure_that_meets_its_expectation_passes_with_the_disturban
     assert below.status == Status.INCONCLUSIVE and below.numbers["would_be"] == "WARN"
     clean = judge(cpu_figure(144.0, False), Status.PASS, expectation)
     assert clean.status == Status.PASS and clean.words == ""
+
+
+def test_a_stored_health_check_says_its_own_state_not_figures() -> None:
+    """`rigcheck check` keeps a run (profile passive); its export said "exit code 7: a figure could not be judged;
+    nothing failed" for a check that timed out, where no figure was ever measured."""
+    said = "UNKNOWN: the check did not finish in 2 s (a wedged driver?)"
+    check = report(7, verdict("TIMEOUT", "finished", explanation="the check did not finish in 2 s"))
+    check["run"]["profile"] = "passive"
+    check["facts"] = {"health": {"gate": {"state": "UNKNOWN", "summary": said}}}
+    assert exit_line(7, check) == f"exit 7: the health check said {said}"
+    assert "figure" not in _status(check, "")
+    run = report(7, verdict("INCONCLUSIVE", "best-fp32", cause=LOAD))  # a run keeps its own words
+    assert exit_line(7, run).startswith("exit 7: 1 figure could not be judged: best-fp32")

@@ -4,6 +4,7 @@ with a source; every value pinned by a snapshot so a change is a reviewed diff."
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -70,6 +71,14 @@ def test_the_share_edges_hold_on_both_sides() -> None:
     assert entry_problems(replace(copy, value=4800.5)) != []
     training = next(r for r in REFERENCES if r.figure_kind == "training")
     assert training.peak is None and entry_problems(training) == []  # samples/s has no datasheet figure
+
+
+def test_no_source_cites_a_file_outside_the_repository_or_calls_another_host_this_one() -> None:
+    """`references --all` prints every cite: none may point at a developer's absolute path (a design file that is
+    not shipped), and a CPU entry's peaks are the measuring host's, not "this host's" (the reader's)."""
+    cites = [str(s.get("cite", "")) for s in SOURCES.values()] + [m.peak_source for m in MODELS]
+    assert not [c for c in cites if re.search(r"(^|[\s(])/(work|home|root|Users|tmp)/", c)]
+    assert not [m.key for m in MODELS if "this host's" in m.peak_source]
 
 
 def test_every_value_is_pinned() -> None:

@@ -112,6 +112,8 @@ def detail_words(row: Row) -> str:
     spread = spread_text(row.get("value"), row.get("spread"))
     repeats = f" over {row['repeats']} repeats" if row.get("repeats") and row["repeats"] > 1 else ""
     spread_words = f", its rate spread ±{spread} of the median" if spread else ""
+    if spread.startswith("unstable"):  # "unstable (spread 2x the figure)" is no share to put a ± before
+        spread_words = f", its rate {spread}"
     lines = [why_text(row), f"Value: {value_text(row)}{repeats}{spread_words}."]
     verified = {True: "yes", False: "no, Verify has not passed on this device with this environment"}
     lines.append(f"Verified: {verified.get(conditions.get('verified'), 'unknown')}.")

@@ -42,6 +42,15 @@ def verdict_cell(app: App, status: Status, whole: bool = False) -> Text:
     return status_text(app, status.value, None if whole else SHORT.get(status))
 
 
+class StagesTable(SteadyTable[Text | str]):
+    """The stages' rows. Its height changes without the panel's when the run's time line above it shows or
+    hides; the panel then says again which rows show."""
+
+    def on_resize(self) -> None:
+        if isinstance(self.parent, StagesPanel):
+            self.call_after_refresh(self.parent._show_extent)
+
+
 class StagesPanel(Vertical):
     def __init__(self, stages: list[str], glyphs: Glyphs = UNICODE, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -60,7 +69,7 @@ class StagesPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield LiveText(id="stages-expected")  # changes with every progress event: repaints only its own line
         yield WhyLine(id="stages-time")  # while a run goes on: its time and the stage's, against earlier runs
-        table: SteadyTable[Text | str] = SteadyTable(id="stages-table", cursor_type="row", zebra_stripes=False)
+        table = StagesTable(id="stages-table", cursor_type="row", zebra_stripes=False)
         yield table
 
     def on_mount(self) -> None:
