@@ -16,8 +16,6 @@ import json
 import math
 from typing import Any
 
-from rigcheck.engine.measure.references import SHARE_RANGE, table_reference
-
 BASELINE_FORMAT = "rigcheck-baseline"
 BASELINE_VERSION = 1
 BASELINE_MAX_FIGURES = 1000
@@ -35,6 +33,9 @@ NO_PEAK_SPREAD = 5.0  # without a datasheet peak: how far either way of the tabl
 
 def range_problem(key: str, value: float, unit: str) -> str | None:
     """What the table's rules say against one baseline figure (its unit, its range), or None."""
+    # imported here: the options parser imports this module, and the health gate must never load the table (issue 44)
+    from rigcheck.engine.measure.references import SHARE_RANGE, table_reference
+
     model, _, name = key.partition("/")
     reference = table_reference(model, name)
     if reference is None:

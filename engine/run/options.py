@@ -18,7 +18,6 @@ from rigcheck.engine.report.export import to_json
 from rigcheck.engine.report.junit import to_junit
 from rigcheck.engine.run.given import GivenError, checked, file_path, nonempty, read_small
 from rigcheck.engine.run.numbers import WEEK_S, bounded_float
-from rigcheck.engine.run.plan import profile_help
 from rigcheck.engine.run.preflight import (
     PYTHON_TIMEOUT_S,
     STDOUT,
@@ -29,6 +28,7 @@ from rigcheck.engine.run.preflight import (
     open_store,
     run_devices,
 )
+from rigcheck.engine.run.profile_words import profile_help
 from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.run.warm_pool import park_early, parked_answer
 from rigcheck.engine.stage import PROFILES, parse_device
