@@ -68,5 +68,5 @@ for tag in $TAGS; do
     echo "==== $tag"
     python3 "$HERE/bench/profile_times.py" "$OUT/$tag.db" "$OUT/$tag-walls.tsv" | tee "$OUT/$tag-profile.txt"
 done
-python3 "$HERE/bench/profile_substeps.py" "$DEVICE" 2>&1 | tee "$OUT/substeps.txt" || true
+[ -n "${SKIP_SUBSTEPS:-}" ] || python3 "$HERE/bench/profile_substeps.py" "$DEVICE" 2>&1 | tee "$OUT/substeps.txt" || true
 echo "outputs in $OUT: {$(echo $TAGS | tr ' ' ,)}.db, -walls.tsv, -profile.txt; substeps.txt; run logs in $WORK"
