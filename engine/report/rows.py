@@ -6,11 +6,12 @@ The CLI, the app and the exporters all render these rows; none reshapes the stor
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rigcheck.engine.events import Measurement, Trust, Verdict
 from rigcheck.engine.trust.judgement import note_words, reason_words, trust_word
+from rigcheck.engine.trust.view import Conditions
 
 Row = dict[str, Any]
 NO_TELEMETRY = "no telemetry"
@@ -33,18 +34,18 @@ STATUS_CLASS = {
 # colours them)
 
 # The conditions shown in a figure's detail, in this order, with their words.
-CONDITION_WORDS = (
-    ("sm_clock_mean_mhz", "SM clock mean", "MHz"),
-    ("sm_clock_min_mhz", "SM clock lowest", "MHz"),
-    ("sm_clock_max_mhz", "SM clock max", "MHz"),
-    ("temperature_max_c", "hottest", "C"),
-    ("power_mean_w", "power mean", "W"),
-    ("power_limit_w", "power limit", "W"),
-    ("utilization_mean_pct", "GPU busy", "%"),
-    ("host_others_cpus", "CPUs busy with other processes", ""),
-    ("host_own_cpus", "CPUs busy with rigcheck", ""),
-    ("host_cpus", "CPUs", ""),
-    ("host_load1", "load average", ""),
+CONDITION_WORDS: tuple[tuple[Callable[[Conditions], float | None], str, str], ...] = (
+    (lambda c: c.sm_clock_mean_mhz, "SM clock mean", "MHz"),
+    (lambda c: c.sm_clock_min_mhz, "SM clock lowest", "MHz"),
+    (lambda c: c.sm_clock_max_mhz, "SM clock max", "MHz"),
+    (lambda c: c.temperature_max_c, "hottest", "C"),
+    (lambda c: c.power_mean_w, "power mean", "W"),
+    (lambda c: c.power_limit_w, "power limit", "W"),
+    (lambda c: c.utilization_mean_pct, "GPU busy", "%"),
+    (lambda c: c.host_others_cpus, "CPUs busy with other processes", ""),
+    (lambda c: c.host_own_cpus, "CPUs busy with rigcheck", ""),
+    (lambda c: c.host_cpus, "CPUs", ""),
+    (lambda c: c.host_load1, "load average", ""),
 )
 
 
@@ -170,18 +171,19 @@ def _number(value: Any) -> str:
     return f"{value:,.4g}" if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
 
 
-def condition_phrases(conditions: dict[str, Any], number: Callable[[Any], str]) -> list[str]:
+def condition_phrases(conditions: Mapping[str, Any], number: Callable[[Any], str]) -> list[str]:
     """A figure's conditions as short phrases ("SM clock 1,980 MHz", "throttle: power cap"), each number written
     by `number`: the one wording the CLI's detail, the Markdown export and the app's detail pane share."""
+    view = Conditions.from_dict(conditions)
     shown = [
-        f"{words} {number(conditions[key])}{(' ' + unit) if unit else ''}"
-        for key, words, unit in CONDITION_WORDS
-        if conditions.get(key) is not None
+        f"{words} {number(value)}{(' ' + unit) if unit else ''}"
+        for read, words, unit in CONDITION_WORDS
+        if (value := read(view)) is not None
     ]
-    if conditions.get("throttle"):
-        shown.append(f"throttle: {', '.join(map(str, conditions['throttle']))}")
-    if conditions.get("other_gpu_pids"):
-        shown.append(f"other processes on the GPU: {', '.join(map(str, conditions['other_gpu_pids']))}")
+    if view.throttle:
+        shown.append(f"throttle: {', '.join(view.throttle)}")
+    if view.other_gpu_pids:
+        shown.append(f"other processes on the GPU: {', '.join(map(str, view.other_gpu_pids))}")
     return shown
 
 

@@ -90,10 +90,11 @@ class ConditionsAnnotator:
         conditions = summarise(samples, gpu_index_for(measurement, samples))
         if not conditions:
             conditions = {"samples": 0, "window_s": 0.0}
-        conditions["widened"] = widened
+        # the window's own facts, written where they are gathered (the judgement's keys are written by `stamp`)
+        conditions.update(widened=widened)
         subject = affecting(self.settings, measurement.stage, measurement.device, measurement.params)
         if subject:
-            conditions["settings"] = [setting.as_dict() for setting in subject]
+            conditions.update(settings=[setting.as_dict() for setting in subject])
         references = None
         if self.reference_clocks is not None and measurement.params.get("gpu_uuid"):
             references = self.reference_clocks(measurement)

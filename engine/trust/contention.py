@@ -7,6 +7,7 @@ import statistics
 from typing import Any
 
 from rigcheck.engine.trust.judgement import trust_word
+from rigcheck.engine.trust.view import Conditions
 
 BANDS = ((0.0, 0.10), (0.10, 0.25), (0.25, 0.50), (0.50, 1.01))
 GPU_BUSY_PCT = 50.0
@@ -47,14 +48,15 @@ def rate_against_clock(measurements: list[dict[str, Any]]) -> list[dict[str, Any
     rows = []
     for m in measurements:
         conditions = m.get("conditions") or {}
-        if conditions.get("sm_clock_mean_mhz") is None:
+        clock = Conditions.from_dict(conditions).sm_clock_mean_mhz
+        if clock is None:
             continue
         rows.append(
             {
                 "name": m["name"],
                 "value": m["value"],
                 "unit": m["unit"],
-                "sm_clock_mean_mhz": conditions["sm_clock_mean_mhz"],
+                "sm_clock_mean_mhz": clock,
                 "host_others_cpus": conditions.get("host_others_cpus"),
                 "trust": trust_word(conditions),
             }

@@ -18,6 +18,7 @@ from rigcheck.engine.trust.conditions import (
     summarise,
 )
 from rigcheck.engine.trust.judgement import CPU_LOAD, Reason
+from rigcheck.engine.trust.view import Conditions
 
 WAIT = "wait"  # the log level of what --wait-quiet says while it waits: front ends show it as it comes
 
@@ -69,9 +70,10 @@ def others_busy(sampler: Any, seconds: float) -> HostBusy | None:
     if not samples:
         return None
     conditions = summarise(samples, None)
-    busiest = [(p["name"], p["pid"], p["cpus"]) for p in conditions["host_top_others"]]
-    if conditions.get("cpu_set_size"):
-        others, cpus = conditions["cpu_set_others_cpus"], conditions["cpu_set_size"]
+    view = Conditions.from_dict(conditions)
+    busiest = [(p["name"], p["pid"], p["cpus"]) for p in view.host_top_others]
+    if view.cpu_set_size and view.cpu_set_others_cpus is not None:  # (summarise keeps the two together)
+        others, cpus = view.cpu_set_others_cpus, view.cpu_set_size
     else:
         others = sum(s.host.others_cpus for s in samples) / len(samples)
         cpus = samples[0].host.cpus

@@ -26,8 +26,11 @@ Condition keys this adds (gathered by engine/trust/unseen_evidence.py and engine
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from rigcheck.engine.trust.view import Conditions
 
 UNLISTED_MIN = (
     256 * 2**20
@@ -42,7 +45,7 @@ def _size(count: float) -> str:
     return f"{count / 2**30:.1f} GiB" if count >= 2**30 else f"{count / 2**20:.0f} MiB"
 
 
-def _before_words(idle: dict[str, Any]) -> str:
+def _before_words(idle: Mapping[str, Any]) -> str:
     power = f", {idle['power_w']:.0f} W" if idle.get("power_w") is not None else ""
     return (
         f"GPU busy {idle['utilization_pct']:.0f}%{power} while rigcheck had no work on it, "
@@ -70,7 +73,7 @@ def unseen_user(conditions: dict[str, Any]) -> dict[str, Any] | None:
         p for p in conditions.get("gpu_unseen_processes") or [] if p.get("listed", True) or unlisted >= UNLISTED_MIN
     ]
     memory = max(unlisted, sum(p.get("gpu_memory") or 0 for p in unseen))
-    state = idle_before_state(conditions)
+    state, idle = idle_before_state(conditions), Conditions.from_dict(conditions).gpu_idle_before
     sm = {p["pid"]: p for p in conditions.get("gpu_others_sm") or []}
     visible_workers = [
         p
@@ -86,16 +89,15 @@ def unseen_user(conditions: dict[str, Any]) -> dict[str, Any] | None:
     evidence: list[str] = []
     if sampled:
         evidence.append(f"SM use {max(p['sm_pct'] for p in sampled):.0f}% (pid {sampled[0]['pid']})")
-    if state == "busy":
-        evidence.append(_before_words(conditions["gpu_idle_before"]))
+    if state == "busy" and idle is not None:  # (busy: the GPU was read before the figure)
+        evidence.append(_before_words(idle))
     if evidence:
         return {"gpu_memory": memory, "worked": True, "evidence": "; ".join(evidence)}
     listed_idle = [_sampled_idle(sm.get(p["pid"])) for p in unseen]
     if unlisted < UNLISTED_MIN and listed_idle and all(listed_idle):
         reads = sm[unseen[0]["pid"]]["reads"]
         return {"gpu_memory": memory, "worked": False, "evidence": f"SM use 0% in {reads} per-process sample(s)"}
-    if state == "idle":
-        idle = conditions["gpu_idle_before"]
+    if state == "idle" and idle is not None:
         words = f"GPU idle ({idle['utilization_max_pct']:.0f}%) while rigcheck had no work on it"
         words += f", {idle['age_s']:.0f} s before"
         return {"gpu_memory": memory, "worked": False, "evidence": words}
@@ -214,7 +216,8 @@ def examine(conditions: dict[str, Any], params: dict[str, Any], device: str) -> 
                 "it may start at any moment"
             )
     skip = _pids(holders) | _pids(conditions.get("gpu_unseen_processes") or [])
-    if skip and conditions.get("other_gpu_processes"):
-        kept = [p for p in conditions["other_gpu_processes"] if p["pid"] not in skip]
+    others = Conditions.from_dict(conditions).other_gpu_processes
+    if skip and others:
+        kept = [p for p in others if p["pid"] not in skip]
         found.view.update(other_gpu_processes=kept, other_gpu_pids=[p["pid"] for p in kept])
     return found

@@ -22,6 +22,17 @@ def _float(data: Mapping[str, Any], *keys: str) -> float | None:
     return None
 
 
+def _number(data: Mapping[str, Any], key: str) -> float | None:
+    """A stored number as it was stored (an int stays an int), or None where the key holds none."""
+    value = data.get(key)
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _records(data: Mapping[str, Any], key: str) -> tuple[Mapping[str, Any], ...]:
+    """A stored list of records (processes, ...), leaving out anything that is not one."""
+    return tuple(item for item in data.get(key) or () if isinstance(item, Mapping))
+
+
 def _clock_ratio(data: Mapping[str, Any]) -> float | None:
     """The SM clock against its maximum: as stored, else from the mean and the maximum."""
     ratio = _float(data, "clock_ratio")
@@ -94,3 +105,60 @@ class Conditions:
     @property
     def active_throttle(self) -> tuple[str, ...]:
         return tuple(r for r in self.throttle if r != "idle")
+
+    @property
+    def sm_clock_min_mhz(self) -> float | None:
+        """The lowest SM clock read in the figure's window, in MHz."""
+        return _number(self.raw, "sm_clock_min_mhz")
+
+    @property
+    def utilization_mean_pct(self) -> float | None:
+        """How busy the GPU was on average over the figure's window, in percent (None: not read, or not judged)."""
+        return _number(self.raw, "utilization_mean_pct")
+
+    @property
+    def host_cpus(self) -> float | None:
+        """The host's CPU count."""
+        return _number(self.raw, "host_cpus")
+
+    @property
+    def host_others_cpus(self) -> float | None:
+        """Mean CPUs kept busy by other processes over the figure's window."""
+        return _number(self.raw, "host_others_cpus")
+
+    @property
+    def host_own_cpus(self) -> float | None:
+        """Mean CPUs kept busy by rigcheck itself over the figure's window."""
+        return _number(self.raw, "host_own_cpus")
+
+    @property
+    def host_load1(self) -> float | None:
+        """The highest one-minute load average read over the figure's window."""
+        return _number(self.raw, "host_load1")
+
+    @property
+    def host_top_others(self) -> tuple[Mapping[str, Any], ...]:
+        """The busiest other processes on the host, each {name, pid, cpus}, busiest first."""
+        return _records(self.raw, "host_top_others")
+
+    @property
+    def cpu_set_size(self) -> float | None:
+        """How many CPUs rigcheck may use, where its CPU set narrows them below the host's (else None)."""
+        return _number(self.raw, "cpu_set_size")
+
+    @property
+    def cpu_set_others_cpus(self) -> float | None:
+        """Mean CPUs of rigcheck's CPU set kept busy by other processes (None: no CPU set narrows them)."""
+        return _number(self.raw, "cpu_set_others_cpus")
+
+    @property
+    def other_gpu_pids(self) -> tuple[int, ...]:
+        """The pids of the other processes on the figure's GPU, as stored."""
+        return tuple(self.raw.get("other_gpu_pids") or ())
+
+    @property
+    def gpu_idle_before(self) -> Mapping[str, Any] | None:
+        """The GPU at the latest moment before the figure when rigcheck had no work on it: {samples, age_s,
+        utilization_pct, utilization_max_pct, power_w[, source]} (engine/trust/unseen.py); None where not read."""
+        idle = self.raw.get("gpu_idle_before")
+        return idle if isinstance(idle, Mapping) else None
