@@ -444,7 +444,9 @@ def app_processes(server_pid: int) -> list[psutil.Process]:
     alive = []
     for child in psutil.Process(server_pid).children(recursive=True):
         try:
-            if child.status() != psutil.STATUS_ZOMBIE and "rigcheck.tui.cli" in " ".join(child.cmdline()):
+            command = " ".join(child.cmdline())  # a tab runs rigcheck.tui.entry (serve_argv.APP_BOOTSTRAP)
+            ours = "rigcheck.tui.entry" in command or "rigcheck.tui.cli" in command
+            if child.status() != psutil.STATUS_ZOMBIE and ours:
                 alive.append(child)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
