@@ -44,22 +44,9 @@ GATE_STATES = ("OK", "WARN", "CRITICAL", "UNKNOWN")
 
 
 def real_runs(store: StoreReader, limit: int) -> list[dict[str, Any]]:
-    """The newest runs that are not gate checks, less any whose row cannot be shown (`store.unlisted` says
-    which), so a node checked every few minutes still lists its real runs."""
-    from rigcheck.engine.store.read import _unlistable
-
-    rows = store._read(
-        "SELECT * FROM runs WHERE profile IS NULL OR profile != ? ORDER BY id DESC LIMIT ?", (CHECK_PROFILE, limit)
-    )
-    listed, unlisted = [], []
-    for row in map(dict, rows):
-        problem = _unlistable(row)
-        if problem:
-            unlisted.append(f"run {row['id']} left out: {problem}")
-        else:
-            listed.append(row)
-    store.unlisted = tuple(unlisted)
-    return listed
+    """The newest runs that are not gate checks, as `store.runs` shows them (numbers sane, text inert; `unlisted`
+    says which it left out), so a node checked every few minutes still lists its real runs."""
+    return store.runs(limit, without_profile=CHECK_PROFILE)
 
 
 def check_count(store: StoreReader) -> int:

@@ -94,10 +94,16 @@ class StoreReader(StoreBase):
         rows = self._read("SELECT * FROM runs WHERE status = 'running' ORDER BY id DESC")
         return [dict(row) for row in rows if self.is_live(dict(row))]
 
-    def runs(self, limit: int = 50) -> list[dict[str, Any]]:
-        """The newest runs, less any whose row cannot be shown (`unlisted` then says which and why), so
-        one damaged row never hides every other run."""
-        rows = self._read("SELECT * FROM runs ORDER BY id DESC LIMIT ?", (limit,))
+    def runs(self, limit: int = 50, without_profile: str | None = None) -> list[dict[str, Any]]:
+        """The newest runs (less those of `without_profile`), less any whose row cannot be shown (`unlisted` then
+        says which and why), so one damaged row never hides every other run."""
+        if without_profile is None:
+            rows = self._read("SELECT * FROM runs ORDER BY id DESC LIMIT ?", (limit,))
+        else:
+            rows = self._read(
+                "SELECT * FROM runs WHERE profile IS NULL OR profile != ? ORDER BY id DESC LIMIT ?",
+                (without_profile, limit),
+            )
         listed, unlisted = [], []
         for row in map(dict, rows):
             problem = _unlistable(row)
