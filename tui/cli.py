@@ -7,7 +7,7 @@ usage, 7 any INCONCLUSIVE (could not be judged) with none of those, 130 interrup
 from __future__ import annotations
 
 if __name__ == "__main__":  # `python -m rigcheck.tui.cli`: a Ctrl-C during the imports below is one line and 130
-    import rigcheck.tui.entry  # noqa: F401  (it takes SIGINT over as it is imported)
+    import rigcheck.tui.start_sigint  # noqa: F401  (it takes SIGINT over as it is imported)
 
 import argparse
 import os
@@ -291,6 +291,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from rigcheck.tui.entry import hand_over
+    from rigcheck.tui.start_sigint import hand_over
 
     sys.exit(hand_over(main))

@@ -54,5 +54,5 @@ def test_a_store_named_dash_or_in_a_home_that_is_not_there_is_refused(tmp_path: 
 def test_a_gpu_uuid_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     Store(db).begin_run(["probe"], "cpu", "quick", "python", [])
-    assert_one_line_error(rigcheck("history", "--gpu", "\udcff", store=db), "not valid text")
+    assert_one_line_error(rigcheck("history", "--gpu", "\udcff", store=db), "not a GPU UUID")
     assert_one_line_error(rigcheck("history", "--gpu", "GPU-nothere", store=db), "no run in the store")

@@ -41,7 +41,7 @@ def test_ctrl_c_in_the_imports_of_python_m_rigcheck_tui_cli_is_one_line_and_130(
     tmp_path: Path, more: int, after_s: float
 ) -> None:
     starting = ModuleStarting(["stages"], tmp_path / "s.db")
-    starting.read_until("rigcheck.tui.entry", more)
+    starting.read_until("rigcheck.tui.start_sigint", more)  # what takes SIGINT over
     code, said = starting.interrupt(after_s)
     assert (code, said) == (130, ONE_LINE), "".join(starting.lines)[-3000:]
 
