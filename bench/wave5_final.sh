@@ -11,6 +11,6 @@ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 (source bench/devpath.sh && python3 bench/gpu_at_check.py; echo "gpu_at_check rc=$?")
 mkdir -p /tmp/gate && OUT=/tmp/gate bash bench/gate_expect_idle.sh 2>&1 | cut -c1-300
 export SKIP_SUBSTEPS=1
-bash bench/profile_times.sh 2>&1 | tee $OUT/profile_times.txt | grep -v "^outputs"
+RUNS=${RUNS:-3} bash bench/profile_times.sh 2>&1 | tee $OUT/profile_times.txt | grep -v "^outputs"
 for f in /tmp/tmp.*/after-*.log; do echo "-- $(basename $f): $(grep -h 'figures against a reference' $f | cut -c1-160) | $(tail -1 $f | cut -c1-200)"; done 2>/dev/null | tee $OUT/closing_lines.txt
 rm -f $OUT/*.db
