@@ -250,6 +250,8 @@ def test_nvml_gives_the_links_top_generation_and_width(monkeypatch: pytest.Monke
         "00000000:18:00.0": (4, 4, 16),
         "00000000:3B:00.0": (4, 5, 16),  # the GPU's own top generation is the higher: it is the bound
         "00000000:5c:00.0": (None, 3, 8),  # the link's own generation not reported: the GPU's
+        "00000000:86:00.0": (5, None, 16),  # the GPU's own not reported: the link's (a mutant dropping it left none)
+        "00000000:af:00.0": (5, 4, 16),  # the link's generation the higher: it is the bound
     }
     nvml = with_nvml(monkeypatch, FakeNvml(gpus))
     found = limits._nvml_link("0000:3b:00.0")
@@ -261,8 +263,11 @@ def test_nvml_gives_the_links_top_generation_and_width(monkeypatch: pytest.Monke
     limits._nvml_link.cache_clear()
     assert limits._nvml_link("0000:18:00.0").value == pytest.approx(1.969 * 16)  # type: ignore[union-attr]
     limits._nvml_link.cache_clear()
+    for address in ("0000:86:00.0", "0000:af:00.0"):
+        assert limits._nvml_link(address).value == pytest.approx(3.938 * 16), address  # type: ignore[union-attr]
+        limits._nvml_link.cache_clear()
     assert limits._nvml_link("0000:99:00.0") is None  # a GPU NVML does not list
-    assert nvml.closed == 4  # closed on every path
+    assert nvml.closed == 6  # closed on every path
 
 
 def test_nvml_without_a_generation_or_width_or_its_pci_info_gives_no_bound(monkeypatch: pytest.MonkeyPatch) -> None:
