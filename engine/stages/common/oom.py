@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rigcheck.engine.events import Status, Verdict
+from rigcheck.engine.hw.nvml_types import GpuProcess
 
 GIB = 2**30
 OTHERS_MIN = 1 * GIB  # memory held beyond rigcheck's own and a context's: someone else holds it
@@ -22,10 +23,7 @@ HOLDER_WORDS = re.compile(r"Process (\d+) has ([\d.]+) ([GMK]i?B) memory in use"
 UNITS = {"GiB": GIB, "GB": GIB, "MiB": 2**20, "MB": 2**20, "KiB": 2**10, "KB": 2**10}
 
 
-@dataclass(frozen=True)
-class Holder:
-    pid: int
-    used: int | None  # bytes; None where the driver cannot say
+Holder = GpuProcess  # a process holding GPU memory: NVML's own record (its pid, and bytes or None)
 
 
 @dataclass(frozen=True)
@@ -42,7 +40,7 @@ class MemoryState:
     def others(self) -> int:
         """Bytes held by processes other than this one: what the driver says is used, less this process's."""
         if self.total is None or self.free is None:
-            return sum(h.used or 0 for h in self.holders)
+            return sum(h.used_gpu_memory or 0 for h in self.holders)
         return max(0, self.total - self.free - self.own - CONTEXT_BYTES)
 
 
@@ -72,7 +70,10 @@ def holders_from_message(message: str) -> tuple[Holder, ...]:
 
 def who(state: MemoryState) -> str:
     """The holders in words: by pid where known, else a process rigcheck cannot see (another container)."""
-    named = [f"pid {h.pid} ({gib(h.used)})" for h in sorted(state.holders, key=lambda h: -(h.used or 0))[:3]]
+    named = [
+        f"pid {h.pid} ({gib(h.used_gpu_memory)})"
+        for h in sorted(state.holders, key=lambda h: -(h.used_gpu_memory or 0))[:3]
+    ]
     if named:
         return ", ".join(named)
     return "a process rigcheck cannot see (another container or PID namespace)"
@@ -83,8 +84,8 @@ def classify(state: MemoryState, what: str) -> OomFinding:
     defect in rigcheck's sizes) where the GPU was otherwise free."""
     numbers: dict[str, Any] = {"oom": True, "total_bytes": state.total, "free_bytes": state.free}
     numbers["others_bytes"] = state.others
-    numbers |= {"holders": [{"pid": h.pid, "used": h.used} for h in state.holders]}
-    listed = sum(h.used or 0 for h in state.holders)
+    numbers |= {"holders": [{"pid": h.pid, "used": h.used_gpu_memory} for h in state.holders]}
+    listed = sum(h.used_gpu_memory or 0 for h in state.holders)
     if max(state.others, listed) >= OTHERS_MIN:  # a desktop's few MiB is no holder
         return OomFinding(
             Status.SKIP,
@@ -105,24 +106,19 @@ def classify(state: MemoryState, what: str) -> OomFinding:
 def nvml_holders(bus_id: str | None) -> tuple[Holder, ...]:
     """The other processes NVML lists on the GPU at `bus_id`, with what each holds; empty where it cannot say."""
     from rigcheck.engine.hw import nvml
-    from rigcheck.engine.hw.pci import normalise_bus_id
+    from rigcheck.engine.hw.gpu_at import gpu_at
 
-    if bus_id is None:
-        return ()
     started = nvml.open_nvml()
     if not isinstance(started, nvml.Nvml):
         return ()
     try:
-        for index in range(nvml.ok(started.count()) or 0):
-            handle = nvml.ok(started.handle(index))
-            info = nvml.ok(started.pci_info(handle)) if handle is not None else None
-            if handle is None or info is None or normalise_bus_id(info.bus_id) != normalise_bus_id(bus_id):
-                continue
-            listed = (nvml.ok(started.compute_processes(handle)) or []) + (
-                nvml.ok(started.graphics_processes(handle)) or []
-            )
-            return tuple(Holder(p.pid, p.used_gpu_memory) for p in listed if p.pid != os.getpid())
-        return ()
+        handle = gpu_at(started, bus_id)  # hw/ owns a GPU's identity by bus id: None where NVML cannot place it
+        if handle is None:
+            return ()
+        listed = (nvml.ok(started.compute_processes(handle)) or []) + (
+            nvml.ok(started.graphics_processes(handle)) or []
+        )
+        return tuple(p for p in listed if p.pid != os.getpid())
     finally:
         started.close()
 
