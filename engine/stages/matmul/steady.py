@@ -14,7 +14,7 @@ from typing import Any
 
 from rigcheck.engine.events import Measurement
 from rigcheck.engine.hw import nvml
-from rigcheck.engine.hw.pci import normalise_bus_id
+from rigcheck.engine.hw.gpu_at import gpu_at
 
 WARM_LIMIT_S = 3.0  # the longest the GPU is kept busy to bring it to its working clock
 WARM_MIN_S = 0.3  # at least this long, clock or not
@@ -76,19 +76,17 @@ def warm_up(
 def clock_reader(bus_id: str | None) -> tuple[Clock | None, Callable[[], None]]:
     """A function reading the SM clock and its maximum of the GPU at `bus_id` through NVML, and its closer."""
     started = nvml.open_nvml()
-    if not isinstance(started, nvml.Nvml) or bus_id is None:
-        return None, (started.close if isinstance(started, nvml.Nvml) else lambda: None)
-    for index in range(nvml.ok(started.count()) or 0):
-        found = nvml.ok(started.handle(index))
-        info = nvml.ok(started.pci_info(found)) if found is not None else None
-        if found is not None and info is not None and normalise_bus_id(info.bus_id) == normalise_bus_id(bus_id):
+    if not isinstance(started, nvml.Nvml):
+        return None, lambda: None
+    handle = gpu_at(started, bus_id)  # None where NVML cannot place it (or no bus id): no clock to read
+    if handle is None:
+        return None, started.close
 
-            def read(handle: nvml.Handle = found) -> tuple[int | None, int | None]:
-                now = nvml.ok(started.clock(handle, nvml.CLOCK_SM))
-                return now, nvml.ok(started.max_clock(handle, nvml.CLOCK_SM))
+    def read() -> tuple[int | None, int | None]:
+        now = nvml.ok(started.clock(handle, nvml.CLOCK_SM))
+        return now, nvml.ok(started.max_clock(handle, nvml.CLOCK_SM))
 
-            return read, started.close
-    return None, started.close
+    return read, started.close
 
 
 def worth_again(figure: Measurement | None) -> bool:
