@@ -38,10 +38,15 @@ FAULT_ENV = "RIGCHECK_FLEET_FAULT"  # test hook: 'die-after:STAGE[@RANK]' kills 
 LINKS_PHASE = "links"
 PHASE_GRACE_S = 60.0
 REFUSAL_ASKS_S = 30.0  # how long a rank 0 that refused answers the asks of agents still waiting for the nonce
+FAULT_WAIT_S = 180.0  # how long the test hook's rank 0 waits for every host to end the stage before it dies
 
 
-def _fault_listener(fault: str, rank: int) -> Callable[[Event], None] | None:
-    """'die-after:STAGE' kills this agent when STAGE ends; 'die-after:STAGE@R' only the agent of rank R."""
+def _fault_listener(
+    fault: str, rank: int, ended_everywhere: Callable[[str], bool] = lambda stage: True
+) -> Callable[[Event], None] | None:
+    """'die-after:STAGE' kills this agent when STAGE ends; 'die-after:STAGE@R' only the agent of rank R. The agent
+    waits first until ended_everywhere(STAGE) says every host has ended it (rank 0 reads that in its fleet run), so
+    what a test asserts of the other hosts' STAGE does not depend on which host was quicker."""
     if not fault.startswith("die-after:"):
         return None
     stage, _, only = fault.split(":", 1)[1].partition("@")
@@ -50,6 +55,9 @@ def _fault_listener(fault: str, rank: int) -> Callable[[Event], None] | None:
 
     def die(event: Event) -> None:
         if isinstance(event, StageFinished) and event.stage == stage:
+            deadline = time.monotonic() + FAULT_WAIT_S
+            while not ended_everywhere(stage) and time.monotonic() < deadline:
+                time.sleep(0.2)
             time.sleep(0.3)  # let the heartbeat and forwarding threads send what they hold, as a real crash might not
             os.kill(os.getpid(), signal.SIGKILL)
 
@@ -151,11 +159,19 @@ class Agent:
             text = f"this host ran alone, kept out of the fleet run: {kept_out}"
             self.store.record(owned.run_id, Verdict("fleet", check, Status.SKIP, text, {"tampered": kept_out.signs}))
         owned.listen(channel.publish)
-        fault = _fault_listener(os.environ.get(FAULT_ENV, ""), self.env.rank)
+        fault = _fault_listener(os.environ.get(FAULT_ENV, ""), self.env.rank, self._ended_everywhere)
         if fault is not None:
             owned.listen(fault)
         self.say(f"run {owned.run_id} on {', '.join(self.request.devices)} ({len(self.request.stages)} stage(s))")
         return owned.run_to_end()
+
+    def _ended_everywhere(self, stage: str) -> bool:
+        """Whether every host's STAGE has ended in rank 0's fleet run (an agent of another rank cannot see that)."""
+        if self.fleet_run_id is None:
+            return True
+        rows = self.store.stage_rows(self.fleet_run_id)
+        ended = {row["host"] for row in rows if row["name"] == stage and row["status"] != "running"}
+        return len(ended) >= self.env.world
 
     def _links(self, channel: FleetChannel) -> int:
         """The inter-host collectives and the pairwise round, with the agents rank 0 admitted."""

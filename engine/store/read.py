@@ -140,6 +140,10 @@ class StoreReader(StoreBase):
         rows = self._read(f"SELECT * FROM {table} WHERE run_id = ? ORDER BY id", (run_id,))
         return [sane_row(dict(row)) for row in rows]
 
+    def stage_rows(self, run_id: int) -> list[dict[str, Any]]:
+        """A run's stages, one row per host and stage (a fleet run's hosts each have theirs)."""
+        return self._table("stages", run_id)
+
     def report(self, run_id: int) -> dict[str, Any] | None:
         """Everything the store holds for one run, as plain data (the source of every export); StoreDamaged
         (one line) where a value the store wrote as JSON no longer is."""
