@@ -16,6 +16,7 @@ from rigcheck.engine.exits import EXIT_FAIL, EXIT_USAGE
 from rigcheck.engine.report.exit_words import exit_line
 from rigcheck.engine.report.failures import failures, is_strict, warned
 from rigcheck.engine.report.judged import judged_line
+from rigcheck.engine.report.settings_note import settings_line
 from rigcheck.engine.run.options import request_from_args, write_reports
 from rigcheck.engine.run.preflight import STDOUT, UsageError
 from rigcheck.engine.store import StoreError
@@ -105,6 +106,9 @@ def command_run(args: argparse.Namespace) -> int:
     counted = judged_line(report)  # issue 32: figures judged against a reference, and not
     if counted:
         err.print(counted, markup=False, highlight=False)
+    settings = settings_line(report)  # issue 41: a setting that changed no figure ends as this note
+    if settings:
+        err.print(settings, markup=False, highlight=False)
     err.print(f"run {run_id} stored in {store.path}; logs in {log_dir}", markup=False, highlight=False)
     if not write_reports(args, report, lambda text: err.print(text, markup=False)):
         code = code or EXIT_USAGE

@@ -71,7 +71,7 @@ def _peer_cause(m: Measurement, middle: float, peers: list[float], where: str) -
     found = likely_cause(
         m, Expectation(middle, f"the median of its {len(peers)} {where} ({peer_span(peers)})", "peers")
     )
-    numbers = {"cause": found.text, "next": found.next_step, "cause_kind": found.kind}
+    numbers = found.numbers()
     if found.unjudgeable(Status.WARN):
         return Status.INCONCLUSIVE, found.unjudged_words(), numbers
     return Status.WARN, found.words(), numbers

@@ -18,9 +18,16 @@ class Counts(NamedTuple):
     unjudgeable: int  # had a reference, but could not be judged (INCONCLUSIVE)
 
 
-def _numbers(verdict: dict[str, Any]) -> dict[str, Any]:
+def verdict_numbers(verdict: dict[str, Any]) -> dict[str, Any]:
+    """A stored verdict's numbers as a dict, whether the report holds them decoded or as JSON text; {} for any
+    other shape."""
     numbers = verdict.get("numbers") or {}
-    return json.loads(numbers or "{}") if isinstance(numbers, str) else dict(numbers)
+    if isinstance(numbers, str):
+        try:
+            numbers = json.loads(numbers)
+        except ValueError:
+            return {}
+    return dict(numbers) if isinstance(numbers, dict) else {}
 
 
 def judged_counts(report: dict[str, Any]) -> Counts:
@@ -30,7 +37,7 @@ def judged_counts(report: dict[str, Any]) -> Counts:
     for verdict in report.get("verdicts", []):
         check = str(verdict.get("check_name") or "")
         if check == "expectations":
-            numbers = _numbers(verdict)
+            numbers = verdict_numbers(verdict)
             counted += int(numbers.get("judged", 0))
             missing += int(numbers.get("not_judged", 0))
         elif verdict.get("status") == "INCONCLUSIVE" and check.startswith(AGAINST_A_REFERENCE):

@@ -72,6 +72,12 @@ class Cause:
     text: str
     next_step: str
     kind: str
+    settings: tuple[str, ...] = ()  # the names of the settings in force it names (engine/facts/settings.py)
+
+    def numbers(self) -> dict[str, Any]:
+        """What a verdict keeps of it: its words, next step and kind, and the settings it names where any."""
+        kept: dict[str, Any] = {"cause": self.text, "next": self.next_step, "cause_kind": self.kind}
+        return kept | ({"cause_settings": list(self.settings)} if self.settings else {})
 
     @property
     def judges_hardware(self) -> bool:
@@ -159,7 +165,7 @@ def _setting(settings: Iterable[InForce], figure: Measurement, expectation: Expe
     if not chosen:
         return None
     text = "; ".join(f"{s.name}={s.value} is set: {s.effect}" for s in chosen)
-    return Cause(text, chosen[0].next_step, "setting")
+    return Cause(text, chosen[0].next_step, "setting", tuple(s.name for s in chosen))
 
 
 def pcie_link(figure: Measurement) -> dict[str, Any]:

@@ -31,7 +31,7 @@ def judge(m: Measurement, graded: Status, expectation: Expectation) -> Judged:
     unjudgeable; a PASS names a setting in force or the disturbance it met its expectation through; a WARN or
     FAIL quotes the cause and its next step."""
     found = likely_cause(m, expectation)
-    numbers: dict[str, Any] = {"cause": found.text, "next": found.next_step, "cause_kind": found.kind}
+    numbers: dict[str, Any] = found.numbers()
     numbers |= {"expectation": expectation.value, "expectation_source": expectation.source}
     if found.unjudgeable(graded):
         return Judged(Status.INCONCLUSIVE, found.unjudged_words(), found, numbers | {"would_be": graded.value})

@@ -129,7 +129,7 @@ def peer_verdicts(figures: Iterable[Measurement], stage: str, tolerance: float =
                 unjudged = found.unjudgeable(Status.WARN)
                 status = Status.INCONCLUSIVE if unjudged else Status.WARN
                 why = found.unjudged_words() if unjudged else found.words()
-                numbers = {"cause": found.text, "next": found.next_step, "cause_kind": found.kind}
+                numbers = found.numbers()
             off.append(
                 Verdict(
                     stage,

@@ -80,7 +80,7 @@ def reference_verdict(m: Measurement, reference: Reference | None, stage: str | 
     }
     band = 1 - reference.warn_below  # the entry's own tolerance
     found = likely_cause(m, Expectation(reference.value, reference.cite(), reference.kind))
-    numbers |= {"cause": found.text, "next": found.next_step, "cause_kind": found.kind}
+    numbers |= found.numbers()
     if found.unjudgeable(status):
         # someone else's load, or a setting, shaped the figure: it says nothing of the GPU
         return Verdict(

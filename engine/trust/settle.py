@@ -42,7 +42,7 @@ def settle(verdict: Verdict, figures: Sequence[Measurement]) -> Verdict:
     if isinstance(reference, (int, float)):
         expectation = Expectation(float(reference), str(numbers.get("reference_cited") or "its reference"))
     found = likely_cause(figure, expectation)
-    said = numbers | {"cause": found.text, "next": found.next_step, "cause_kind": found.kind}
+    said = numbers | found.numbers()
     if verdict.status in JUDGED and found.unjudgeable(verdict.status):
         return replace(
             verdict,
