@@ -72,6 +72,7 @@ MODULES: dict[str, str] = {
     "engine/stages/verify/model.py": "tests/unit/test_verify_detectors.py",
     "engine/stages/verify/memory.py": "tests/unit/test_verify_memory.py",
     "engine/fleet/compare_hosts.py": "tests/unit/test_two_host_fleet.py tests/unit/test_fleet_compare.py",
+    "engine/fleet/probe_differences.py": "tests/unit/test_two_host_fleet.py tests/unit/test_fleet_compare.py",
     "engine/fleet/verdicts.py": "tests/unit/test_fleet_compare.py",
     # the modules issues 31-33 added or split out (clocks.py and summary.py are scored in bench/RESULTS.md)
     "engine/trust/cause.py": "tests/unit/test_one_cause.py tests/unit/test_expectation_causes.py "

@@ -77,7 +77,7 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         'by_cpu = "by CPU model" if cpu_models or any(key[1] for key in groups if key[0] == "CPU") else "by name"',
     ): "key[0] is this module's own literal 'CPU' or 'GPU': identity and equality agree",
     (
-        "engine/fleet/compare_hosts.py",
+        "engine/fleet/probe_differences.py",
         "core/ReplaceComparisonOperator_Eq_LtE",
         "if len(values) < 2 or len(counts) == 1:",
     ): "no counts at all means fewer than two values, caught before: <= 1 is == 1",
@@ -128,7 +128,7 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         'if m.device == "cpu" and m.params.get("bound") == "host" and sound(m):',
     ): "devices are 'cpu' or 'cuda:N', and 'cuda:N' sorts after 'cpu': <= is ==",
     (
-        "engine/fleet/compare_hosts.py",
+        "engine/fleet/probe_differences.py",
         "core/NumberReplacer",
         "f\"{', '.join(hs)} differ from {', '.join(first)} in {_differing(bases[hs[0]], bases[first[0]])}\"",
     ): "the hosts of one group share one print, so one basis (or, without bases, none): its first and last agree",

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from rigcheck.engine.events import Measurement, Verdict
-from rigcheck.engine.fleet.compare_hosts import fleet_peer_verdicts, probe_differences
+from rigcheck.engine.fleet.compare_hosts import fleet_peer_verdicts
 from rigcheck.engine.fleet.links import pair_verdicts
+from rigcheck.engine.fleet.probe_differences import probe_differences
 
 
 def stored_figure(row: dict[str, Any]) -> Measurement:

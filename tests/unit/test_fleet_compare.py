@@ -9,7 +9,8 @@ from dataclasses import replace
 from typing import Any
 
 from rigcheck.engine.events import Measurement, Status, Verdict
-from rigcheck.engine.fleet.compare_hosts import fleet_peer_verdicts, probe_differences
+from rigcheck.engine.fleet.compare_hosts import fleet_peer_verdicts
+from rigcheck.engine.fleet.probe_differences import probe_differences
 from rigcheck.engine.trust.peers import PEER_TOLERANCE, comparable, peer_verdicts
 
 H200 = "NVIDIA H200"
@@ -544,7 +545,7 @@ def test_cpu_figures_meet_only_hosts_of_their_cpu_model_named_in_their_condition
 
 
 def test_long_values_are_cut_short_in_the_words() -> None:
-    from rigcheck.engine.fleet.compare_hosts import _short
+    from rigcheck.engine.fleet.probe_differences import _short
 
     assert _short("x" * 100) == '"' + "x" * 56 + "..." and _short("short") == '"short"'
 

@@ -8,7 +8,8 @@ from dataclasses import replace
 from typing import Any
 
 from rigcheck.engine.events import Status
-from rigcheck.engine.fleet.compare_hosts import fleet_peer_verdicts, probe_differences
+from rigcheck.engine.fleet.compare_hosts import fleet_peer_verdicts
+from rigcheck.engine.fleet.probe_differences import probe_differences
 from test_fleet_compare import fingerprint, host_copy, matmul, probe_facts, train
 
 A100 = "NVIDIA A100-SXM4-80GB"
