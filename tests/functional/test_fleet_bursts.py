@@ -119,7 +119,8 @@ LINE = event_to_dict(LogLine("probe", "forged"))
             "malformed",
         ),  # 20 events each within bounds, 1.2 MB together: above MAX_BURST_BYTES
     ],
-)
+    ids=["another-key", "another-slot", "too-many", "empty", "not-a-list", "extra-key", "too-large"],
+)  # named: each value holds the time it was made, and two xdist workers must collect the same tests
 def test_a_forged_or_oversized_burst_is_dropped_whole_and_counted(tmp_path: Path, value: str, reason: str) -> None:
     shared, agent, store, run_id, collector = fleet_of(tmp_path)
     if "x" * 1000 in value:
