@@ -173,8 +173,9 @@ def test_a_stalled_subscriber_never_slows_the_run(tmp_path: Path, monkeypatch: p
     wait_for(lambda: owner.stream.subscribers == 1)
     started = time.monotonic()
     owner.end()
-    assert time.monotonic() - started < 3.0
-    assert slowest < 1.0  # a blocked send would have held a write for the send timeout (5 s) or forever
+    # an end, or a write, that waited on the stalled one would take the send timeout (5 s) or forever
+    assert time.monotonic() - started < 0.9 * stream_module.SEND_TIMEOUT_S
+    assert slowest < 0.5 * stream_module.SEND_TIMEOUT_S
     thread.join(30)
     assert [t.split()[1] for t in texts(seen)] == [str(n) for n in range(2000)]  # the healthy one got it all
     stalled.close()
@@ -238,5 +239,5 @@ def test_a_follower_asked_to_stop_stops_at_once(tmp_path: Path) -> None:
     started = time.monotonic()
     follower.stop.set()
     thread.join(5)
-    assert not thread.is_alive() and time.monotonic() - started < 1.0
+    assert not thread.is_alive() and time.monotonic() - started < 2.0  # it polls every 0.1-0.2 s; a busy host lags
     owner.end()

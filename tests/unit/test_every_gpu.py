@@ -165,7 +165,7 @@ def test_a_cancelled_stage_on_several_gpus_is_a_skip_not_a_pass(tmp_path: Path) 
     started = time.monotonic()
     run.cancel_stage()
     assert run.wait(30)
-    assert time.monotonic() - started < 5.0
+    assert time.monotonic() - started < 20.0  # not the stage's 60 s: a busy host may take seconds to end a child
     (finished,) = [e for e in events if isinstance(e, StageFinished)]
     assert finished.status == Status.SKIP
     skipped = [e.device for e in events if isinstance(e, Verdict) and e.check == "stage"]
