@@ -140,8 +140,16 @@ def fail_then_wait(context: StageContext) -> Iterator[Event]:
 
 
 def nap(context: StageContext) -> Iterator[Event]:
-    """Three seconds of work in steps, with a progress event and a figure each step, for followers to watch."""
+    """Three seconds of work in steps, with a progress event and a figure each step, for followers to watch. With
+    the option `release` (a path), its steps wait until that file exists (two minutes at most), so a test can hold
+    the run live until its followers are in."""
     stage = context.spec.stage
+    release = context.spec.option("release")
+    if release:
+        yield Progress(stage, 0, 6, "waiting to be released")
+        deadline = time.monotonic() + 120
+        while not os.path.exists(release) and not context.cancelled and time.monotonic() < deadline:
+            time.sleep(0.02)
     for step in range(1, 7):
         if context.cancelled:
             break

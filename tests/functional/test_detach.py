@@ -88,19 +88,27 @@ def test_two_followers_see_the_same_events(tmp_path: Path) -> None:
 
 
 def test_two_follow_commands_print_the_same_summary(tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
-    run_id, _ = spawn(path, request("ok", "nap"))
+    """`follow` with no number finds the live run: the nap waits for a release file until both followers have
+    said its stage started (on a busy host a follower's start can outlast a three-second nap)."""
+    path, release = tmp_path / "s.db", tmp_path / "release"
+    held = RunRequest((fake("ok"), fake("nap")), "cpu", "quick", options={"release": str(release)}, telemetry=False)
+    run_id, _ = spawn(path, held)
     env = dict(os.environ, RIGCHECK_STORE=str(path), COLUMNS="120")
     command = [sys.executable, str(TESTS_DIR / "cli_driver.py"), "follow"]
     procs = [
-        subprocess.Popen(command, env=env, cwd=TESTS_DIR, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(argv, env=env, cwd=TESTS_DIR, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for argv in (command, [*command, str(run_id)])
     ]
-    procs.append(
-        subprocess.Popen(
-            [*command, str(run_id)], env=env, cwd=TESTS_DIR, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-    )
+    heads = []
+    for proc in procs:
+        assert proc.stderr is not None
+        head = ""
+        while "> nap on cpu" not in head and (line := proc.stderr.readline()):
+            head += line
+        heads.append(head)
+    release.touch()
     outs = [proc.communicate(timeout=120) for proc in procs]
+    outs = [(out, head + err) for (out, err), head in zip(outs, heads, strict=True)]
     assert [proc.returncode for proc in procs] == [0, 0], outs
     assert outs[0][0] == outs[1][0] and "step 6" in outs[0][0] and "slept" in outs[0][0]
     assert "> nap on cpu" in outs[0][1] and "< nap: PASS" in outs[0][1]
