@@ -7,7 +7,8 @@ redraw at 4 Hz while a run is live, from the samples its engine streams (those i
 made from); otherwise at 2 Hz from the app's own sampler.
 
 Split by job: following a run (app_follow.py), the device and profile a run would use (app_choice.py),
-keys that only show or tell (app_keys.py); this module lays out the screen and starts and stops runs.
+keys that only show or tell (app_keys.py), starting, cancelling and quitting (app_start.py); this module lays
+out the screen and draws the live panels.
 """
 
 from __future__ import annotations
@@ -24,29 +25,23 @@ from rigcheck.engine.events import (
     Measurement,
     Status,
 )
-from rigcheck.engine.exits import EXIT_INTERRUPTED
 from rigcheck.engine.registry import STAGES, StageInfo
 from rigcheck.engine.report.fleet_view import host_labelled
 from rigcheck.engine.report.rows import report_rows
-from rigcheck.engine.run.cancel import Queued
-from rigcheck.engine.run.control import ControlError
-from rigcheck.engine.run.detach import StartFailed
-from rigcheck.engine.run.request import RunRequest
 from rigcheck.engine.store import Store
 from rigcheck.themes.themes import DEFAULT_THEME, THEMES, VARIABLE_DEFAULTS
 from rigcheck.tui.app_choice import RunChoice
 from rigcheck.tui.app_follow import FollowRun
 from rigcheck.tui.app_keys import BINDINGS as APP_BINDINGS
 from rigcheck.tui.app_keys import TABS, KeyActions, tab_label
+from rigcheck.tui.app_start import StartStop
 from rigcheck.tui.ascii_screen import AsciiOnly
 from rigcheck.tui.glyphs import ASCII, UNICODE
 from rigcheck.tui.gpu_answer import ask_in_background
 from rigcheck.tui.live_watch import LiveWatch
 from rigcheck.tui.run_link import RunLink
-from rigcheck.tui.screens.confirm_quit import ConfirmQuit
 from rigcheck.tui.screens.history import HistoryScreen
 from rigcheck.tui.screens.too_small import TooSmallScreen, too_small
-from rigcheck.tui.serve_runs import note_run
 from rigcheck.tui.settings import load_settings, save_setting
 from rigcheck.tui.widgets.burn_tab import BurnTab
 from rigcheck.tui.widgets.clocks_panel import ClocksPanel
@@ -75,7 +70,7 @@ PLOT_WINDOW_S = 60.0
 THEME_CSS = Path(rigcheck.themes.__file__).parent / "app.tcss"
 
 
-class RigcheckApp(FollowRun, RunChoice, KeyActions, App[int]):
+class RigcheckApp(FollowRun, RunChoice, KeyActions, StartStop, App[int]):
     CSS_PATH = str(THEME_CSS)
     TITLE = "rigcheck"
     BINDINGS = APP_BINDINGS
@@ -240,57 +235,6 @@ class RigcheckApp(FollowRun, RunChoice, KeyActions, App[int]):
             samples = source.window(latest.t - PLOT_WINDOW_S, latest.t)
             clocks.redraw(samples, list(getattr(source, "notes", [])), self.glyphs)
 
-    # -- running stages --
-    @property
-    def running(self) -> bool:
-        return self.link is not None
-
-    def start(self, infos: list[StageInfo]) -> None:
-        if self.running:
-            self.action_why_not("a run is in progress: cancel it (c) first")
-            return
-        if self.asking_gpus and not self._device_chosen:
-            self._waiting = infos
-            self.notify("asking torch which GPUs it sees: the run starts when it answers")
-            return
-        gpus = self.gpus if self.device == "all" else tuple(d for d in self.device.split(",") if d != "cpu")
-        request = RunRequest(
-            tuple(infos), self.device, self.profile, self.python, gpus, telemetry=self.engine_telemetry, argv=("app",)
-        )
-        try:
-            link = RunLink.start(self.store, request)
-        except StartFailed as error:
-            self.panel(LogPanel).line(f"the run could not start: {error}", "bold")
-            self.notify(str(error), severity="error", timeout=15)
-            return
-        note_run(link.run_id)  # in a `serve` tab: serve stops it when it stops
-        self._attach(link, [i.name for i in infos])
-
-    # -- actions --
-    def action_start_stage(self, index: int) -> None:
-        if 0 <= index < len(self.stage_infos):
-            self.start([self.stage_infos[index]])
-
-    def action_start_all(self) -> None:
-        self.start([i for i in self.stage_infos if self.profile in i.default_in])  # burn only in the full profile
-
-    def action_cancel(self) -> None:
-        if self.link is None:
-            self.action_why_not("nothing is running")
-            return
-        said = "cancel asked: stopping the running stage"
-        try:
-            self.link.send("cancel_stage")
-        except Queued as queued:  # a stopped engine acts on it when it resumes
-            said = str(queued)
-            self.notify(said, severity="warning")
-        except ControlError as error:  # never a traceback: the run and the app go on
-            self.notify(str(error), severity="error")
-            return
-        if self.current_stage is not None:
-            self.cancelled_stages.add(self.current_stage)
-        self.panel(LogPanel).line(said)
-
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The Processes panel marks what ran beside the figure highlighted in Results."""
         if event.data_table.id == "results-table" and self._main_screen.is_attached:
@@ -317,22 +261,6 @@ class RigcheckApp(FollowRun, RunChoice, KeyActions, App[int]):
             results.add(row)
         label = f"Results: run {run_id}" if run_id else "Results"
         self.panel(TabbedContent).get_tab("tab-results").label = tab_label("tab-results", label)
-
-    def action_request_quit(self) -> None:
-        if not self.running:
-            self.exit(0)
-            return
-
-        def answer(choice: str | None) -> None:
-            if choice == "leave":
-                self.left_running = self.run_id if self.running else None
-                self.exit(0)
-            elif choice == "stop":
-                code = EXIT_INTERRUPTED if self.running else 0  # the run may have ended while the question was open
-                self.stop_run()
-                self.exit(code)
-
-        self.push_screen(ConfirmQuit(), answer)
 
     def on_unmount(self) -> None:
         if getattr(self, "_watch", None) is not None:
