@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,6 +42,15 @@ def private_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         os.environ["TMPDIR"] = before
     tempfile.tempdir = None
     assert not left, f"the tests left {left} in {folder}"
+
+
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    """A folder with a short path, for sockets: AF_UNIX has room for 107 bytes, and tmp_path, under an xdist
+    worker's own folder, can leave a socket's name too little (rigcheck then rightly uses a folder of its own)."""
+    folder = Path(tempfile.mkdtemp(prefix="rc-", dir="/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ from rigcheck.engine.run.control import ControlError, ControlServer, NotLive, co
 
 
 @pytest.fixture
-def private_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "run"
+def private_runtime(short_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = short_dir / "run"
     folder.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
     return folder

@@ -5,7 +5,6 @@ end in a traceback."""
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -86,18 +85,8 @@ def test_a_taken_fixed_folder_never_stops_cancel(tmp_path: Path, kind: str) -> N
     assert listed.returncode == 0 and "Traceback" not in listed.stderr
 
 
-def test_cancel_finds_the_run_whatever_xdg_runtime_dir_the_caller_has(tmp_path: Path) -> None:
-    # short folders: a socket's path has room for 107 bytes, and pytest's own (one per xdist worker) can pass that,
-    # where rigcheck rightly falls back to a folder of its own
-    short = Path(tempfile.mkdtemp(prefix="xdg", dir="/tmp"))
-    try:
-        _cancel_finds_the_run(tmp_path, short)
-    finally:
-        shutil.rmtree(short, ignore_errors=True)
-
-
-def _cancel_finds_the_run(tmp_path: Path, short: Path) -> None:
-    first, second = short / "a", short / "b"
+def test_cancel_finds_the_run_whatever_xdg_runtime_dir_the_caller_has(tmp_path: Path, short_dir: Path) -> None:
+    first, second = short_dir / "xdg-a", short_dir / "xdg-b"
     for folder in (first, second):
         folder.mkdir(mode=0o700)
     store = tmp_path / "s.db"

@@ -72,8 +72,10 @@ def test_runs_clears_the_socket_of_an_engine_killed_with_9(tmp_path: Path) -> No
     assert not left.exists() and not left.parent.exists()  # the socket, and the fresh folder it was in
 
 
-def test_the_next_run_clears_it_in_the_runtime_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    runtime = tmp_path / "xdg"
+def test_the_next_run_clears_it_in_the_runtime_folder(
+    tmp_path: Path, short_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = short_dir / "xdg"
     runtime.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     store = tmp_path / "s.db"
