@@ -46,8 +46,9 @@ MODULES: dict[str, str] = {
     "tests/unit/test_trust_threshold_edges.py tests/unit/test_clock_words_edges.py "
     "tests/unit/test_judge_words_edges.py tests/unit/test_annotator_edges.py tests/unit/test_truth_guards.py "
     "-k 'not fingerprint'",
-    "engine/trust/judge.py": "tests/unit/test_conditions.py tests/unit/test_power_limit_trust.py "
-    "tests/unit/test_figure_causes.py tests/unit/test_cpu_set.py tests/unit/test_one_judge.py "
+    "engine/trust/judge.py": "tests/unit/test_judge_record_edges.py tests/unit/test_conditions.py "
+    "tests/unit/test_power_limit_trust.py tests/unit/test_figure_causes.py tests/unit/test_cpu_set.py "
+    "tests/unit/test_one_judge.py "
     "tests/unit/test_trust_threshold_edges.py tests/unit/test_clock_words_edges.py "
     "tests/unit/test_judge_words_edges.py tests/unit/test_annotator_edges.py",
     "engine/trust/policy.py": "tests/unit/test_conditions.py tests/unit/test_cpu_set.py "
