@@ -209,11 +209,6 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         'busy = device_timed or (conditions.get("utilization_mean_pct") or 0.0) >= GPU_BUSY_PCT',
     ): "the stand-in for an unread (or zero) utilization: 1.0 or -1.0 is as far under the 50% as 0.0",
     (
-        "engine/trust/judge.py",
-        "core/NumberReplacer",
-        'if conditions.get("samples", 0) < policy.min_samples:',
-    ): "a missing count is under min_samples (3) as 0 or as 1, and the reason's words read the count apart",
-    (
         "engine/trust/conditions.py",
         "core/ReplaceBinaryOperator_Sub_Mod",
         "if len(samples) < self.policy.min_samples and end - start < self.policy.widen_s:",
