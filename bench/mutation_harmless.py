@@ -263,4 +263,15 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         "core/ReplaceComparisonOperator_Gt_NotEq",
         "if len(given.devices) > 1:",
     ): "differs only with no device, and a stage always has a child on a device (no child, no figures to compare)",
+    (
+        "engine/trust/judgement.py",
+        "core/ReplaceComparisonOperator_Eq_Is",
+        "return self.trust == Trust.SUSPECT and any(r.outside for r in self.reasons)",
+    ): "every Judgement is built with a Trust member (the judge's own, or Trust.of in Judgement.of): an Enum's "
+    "members are single objects, so `is` and `==` agree",
+    (
+        "engine/trust/judgement.py",
+        "core/ReplaceComparisonOperator_Eq_Is",
+        "detail = details[index] if len(details) == len(texts) else {}",
+    ): "two counts of a figure's reasons: small ints, which Python keeps one object each of",
 }

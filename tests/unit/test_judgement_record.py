@@ -143,6 +143,18 @@ def test_a_detail_that_does_not_match_the_reasons_is_not_read() -> None:
     assert [(r.kind, r.outside) for r in back.reasons] == [("gpu-processes", False), ("slowdown", True)]
 
 
+def test_more_details_than_reasons_are_not_read_either() -> None:
+    """Two details for one reason: which detail is whose cannot be told, so the reason is read from its words."""
+    stored = {
+        "trust": "SUSPECT",
+        "trust_reasons": [RIVAL],
+        "trust_detail": [{"kind": "clocks", "outside": False}, {"kind": "slowdown", "outside": False}],
+    }
+    back = Judgement.of(stored)
+    assert back is not None and [(r.kind, r.outside) for r in back.reasons] == [("gpu-processes", True)]
+    assert back.outside_hardware
+
+
 def test_an_empty_detail_reads_as_one_from_before_it() -> None:
     back = Judgement.of({"trust": "SUSPECT", "trust_reasons": [RIVAL], "trust_outside": [], "trust_detail": [{}]})
     assert back is not None and [(r.kind, r.outside) for r in back.reasons] == [("gpu-processes", False)]
