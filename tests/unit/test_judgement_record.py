@@ -95,8 +95,12 @@ def test_only_a_suspect_figure_with_a_reason_outside_is_outside_the_hardware() -
     assert inside.outside == [] and not inside.outside_hardware
     noisy = Judgement(Trust.NOISY, [Reason("timing spread 9% of the median", "spread")], [RIVAL])
     assert not noisy.outside_hardware
-    # a reason outside on a figure that is not SUSPECT (as a hand-written store may hold) does not make it so
-    assert not Judgement(Trust.BROKEN, [Reason(RIVAL, "gpu-processes", True)]).outside_hardware
+    # a reason outside on a figure that is not SUSPECT (as a hand-written store may hold) does not make it so,
+    # whichever side of SUSPECT its word sorts
+    for trust in (Trust.BROKEN, Trust.NOISY, Trust.TRUSTED, Trust.UNJUDGED):
+        assert not Judgement(trust, [Reason(RIVAL, "gpu-processes", True)]).outside_hardware
+        stored = Judgement.of({"trust": trust.value, "trust_reasons": [RIVAL]})
+        assert stored is not None and stored.outside == [RIVAL] and not stored.outside_hardware
 
 
 def test_a_judgement_reads_back_whole() -> None:
