@@ -46,8 +46,9 @@ MODULES: dict[str, str] = {
     "tests/unit/test_trust_threshold_edges.py tests/unit/test_clock_words_edges.py "
     "tests/unit/test_judge_words_edges.py tests/unit/test_annotator_edges.py tests/unit/test_truth_guards.py "
     "-k 'not fingerprint'",
-    "engine/trust/judge.py": "tests/unit/test_conditions.py tests/unit/test_power_limit_trust.py "
-    "tests/unit/test_figure_causes.py tests/unit/test_cpu_set.py tests/unit/test_one_judge.py "
+    "engine/trust/judge.py": "tests/unit/test_judge_record_edges.py tests/unit/test_conditions.py "
+    "tests/unit/test_power_limit_trust.py tests/unit/test_figure_causes.py tests/unit/test_cpu_set.py "
+    "tests/unit/test_one_judge.py "
     "tests/unit/test_trust_threshold_edges.py tests/unit/test_clock_words_edges.py "
     "tests/unit/test_judge_words_edges.py tests/unit/test_annotator_edges.py",
     "engine/trust/policy.py": "tests/unit/test_conditions.py tests/unit/test_cpu_set.py "
@@ -96,6 +97,11 @@ MODULES: dict[str, str] = {
     "engine/gate/checks.py": "tests/unit/test_gate_checks_edges.py tests/unit/test_gate.py",
     "engine/gate/memory.py": "tests/unit/test_gate.py",
     "engine/gate/outcome.py": "tests/unit/test_gate_outcome_words.py tests/unit/test_gate.py",
+    # the judgement record, its whole form and the one stage judge issue 39 added
+    "engine/trust/judgement.py": "tests/unit/test_judgement_record.py tests/unit/test_one_judge.py "
+    "tests/unit/test_one_cause.py tests/unit/test_cause_edges.py",
+    "engine/trust/explained.py": "tests/unit/test_explained_edges.py tests/unit/test_one_judge.py",
+    "engine/trust/stage_judge.py": "tests/unit/test_stage_judge.py",
 }
 # the modules with the most gaps found last (issue 36), a sample small enough for CI's ~2 minutes
 CI_MODULES = ("engine/stages/common/limits.py", "engine/fleet/compare_hosts.py")

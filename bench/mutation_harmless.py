@@ -209,11 +209,6 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         'busy = device_timed or (conditions.get("utilization_mean_pct") or 0.0) >= GPU_BUSY_PCT',
     ): "the stand-in for an unread (or zero) utilization: 1.0 or -1.0 is as far under the 50% as 0.0",
     (
-        "engine/trust/judge.py",
-        "core/NumberReplacer",
-        'if conditions.get("samples", 0) < policy.min_samples:',
-    ): "a missing count is under min_samples (3) as 0 or as 1, and the reason's words read the count apart",
-    (
         "engine/trust/conditions.py",
         "core/ReplaceBinaryOperator_Sub_Mod",
         "if len(samples) < self.policy.min_samples and end - start < self.policy.widen_s:",
@@ -258,4 +253,31 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         "core/ReplaceComparisonOperator_Eq_Is",
         "if graded == Status.WARN and threads:",
     ): "Status is an Enum: each member is one object, so `is` and `==` agree on every status",
+    (
+        "engine/trust/stage_judge.py",
+        "core/ReplaceTrueWithFalse",
+        "@dataclass(frozen=True)",
+    ): "the runner builds one StageFigures per stage and passes it on: nothing assigns to its fields or hashes it",
+    (
+        "engine/trust/stage_judge.py",
+        "core/ReplaceComparisonOperator_Gt_NotEq",
+        "if len(given.devices) > 1:",
+    ): "differs only with no device, and a stage always has a child on a device (no child, no figures to compare)",
+    (
+        "engine/trust/judgement.py",
+        "core/ReplaceComparisonOperator_Eq_Is",
+        "return self.trust == Trust.SUSPECT and any(r.outside for r in self.reasons)",
+    ): "every Judgement is built with a Trust member (the judge's own, or Trust.of in Judgement.of): an Enum's "
+    "members are single objects, so `is` and `==` agree",
+    (
+        "engine/trust/judgement.py",
+        "core/ReplaceComparisonOperator_Eq_Is",
+        "detail = details[index] if len(details) == len(texts) else {}",
+    ): "two counts of a figure's reasons: small ints, which Python keeps one object each of",
+    (
+        "engine/trust/judgement.py",
+        "core/RemoveDecorator",
+        "@staticmethod",
+    ): "Expected.from_dict and Judgement.of are only ever called on their class, never an instance: a plain "
+    "function there takes the same one argument",
 }

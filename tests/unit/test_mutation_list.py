@@ -47,6 +47,9 @@ def test_every_harmless_survivor_is_a_line_of_its_module() -> None:
     from mutation_outcomes import original_line
 
     assert original_line(diff) == "if a != b:"
+    # cosmic-ray's RemoveDecorator takes the blank line above the decorator with it: the decorator is the line
+    removed = "--- a/x.py\n+++ b/x.py\n@@ -4,8 +4,6 @@\n     return 1\n-\n-    @staticmethod\n     def f(x):\n"
+    assert original_line(removed) == "@staticmethod"
 
 
 def test_mutants_in_type_annotations_are_told_from_those_in_code() -> None:
