@@ -116,3 +116,22 @@ def test_the_cpu_s_name_is_read_from_the_host_where_the_stage_gives_none(
         ("cpu matmul fp32 512", Status.PASS),
         ("expectations", Status.PASS),
     ]
+
+
+def test_one_judged_of_two_is_counted_as_one() -> None:
+    verdict = coverage_verdict([matmul(770.0), on_rtx(matmul(90.0))], "matmul", None)
+    assert verdict is not None and verdict.numbers == {"judged": 1, "not_judged": 1, "figures": 2, "models": [RTX]}
+    assert verdict.explanation.startswith("1 of 2 figure(s) not judged against a reference (NVIDIA RTX 9999)")
+
+
+def test_a_cpu_figure_left_to_the_baseline_does_not_end_the_stage_s_other_verdicts() -> None:
+    here = cpu_facts()
+    baseline = parse_baseline(to_baseline(cpu_report(here["model"], here["usable_cpus"])))
+    cpu = Measurement("matmul", "matmul fp32 512", 84.0, "GFLOP/s", 1.0, 20, "cpu", {}, {"trust": "TRUSTED"})
+    figures = [cpu, copy(55.2, pcie=GEN5_X16)]
+    verdicts = list(expectation_verdicts(figures, "bandwidth", baseline, cpu_name=here["model"]))
+    assert [(v.check, v.status) for v in verdicts] == [
+        ("link host to device pinned 1 GiB", Status.PASS),
+        ("expectations", Status.PASS),
+    ]
+    assert verdicts[-1].numbers == {"judged": 2, "not_judged": 0, "figures": 2}
