@@ -89,7 +89,8 @@ MODULES: dict[str, str] = {
     "tests/unit/test_expectation_causes.py",
     "engine/trust/expect_cpu.py": "tests/unit/test_expect_cpu_words.py tests/unit/test_expectations.py "
     "tests/unit/test_expectation_causes.py",
-    "engine/trust/expect_words.py": "tests/unit/test_expectations.py tests/unit/test_expectation_causes.py "
+    "engine/trust/expect_words.py": "tests/unit/test_expect_words_edges.py tests/unit/test_expectations.py "
+    "tests/unit/test_expectation_causes.py "
     "tests/unit/test_exit_words.py",
     "engine/trust/expect_training.py": "tests/unit/test_roofline_edges.py tests/unit/test_expectations.py "
     "tests/unit/test_expectation_causes.py "

@@ -13,10 +13,11 @@ is 43.10%. An H100 at 700 TFLOP/s bf16 and 2,900 GB/s: roofline 433,619.3 for c1
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
-from rigcheck.engine.events import Measurement, Status
+from rigcheck.engine.events import Measurement, Status, event_from_dict, event_to_dict
 from rigcheck.engine.trust.expect_training import training_verdict
 from test_expectations import h100_run, matmul, trained
 
@@ -100,3 +101,13 @@ def test_a_figure_that_is_no_result_or_has_no_rates_to_judge_it_by_is_left_alone
     assert training_verdict(fine, "training", [zero, copy_only]) is None  # a zero matmul is no rate
     assert training_verdict(trained(1.0, "c96 b8192 bf16"), "training", h100_run()) is None  # the H200 has no c96
     assert training_verdict(trained(1.0, "c128 b2048 bf16"), "training", h100_run()) is None  # below 4096
+
+
+def test_figures_read_back_from_the_store_are_matched_by_their_device_s_name() -> None:
+    def read_back(m: Measurement) -> Measurement:
+        found = event_from_dict(json.loads(json.dumps(event_to_dict(m))))  # its device a new string
+        assert isinstance(found, Measurement)
+        return found
+
+    verdict = training_verdict(trained(112_000.0), "training", [read_back(m) for m in h100_run()])
+    assert verdict is not None and verdict.status == Status.PASS and verdict.numbers["expected"] == 124_581.6
