@@ -111,3 +111,21 @@ def test_figures_read_back_from_the_store_are_matched_by_their_device_s_name() -
 
     verdict = training_verdict(trained(112_000.0), "training", [read_back(m) for m in h100_run()])
     assert verdict is not None and verdict.status == Status.PASS and verdict.numbers["expected"] == 124_581.6
+
+
+def test_a_ratio_is_stored_to_four_places() -> None:
+    verdict = training_verdict(trained(112_100.0), "training", h100_run())
+    assert verdict is not None and verdict.numbers["ratio"] == 0.8998  # 112,100 / 124,581.63 = 0.89981
+
+
+@pytest.mark.parametrize("missing", ["matmul bf16 8192", "device copy 4 GiB"])
+def test_without_one_of_the_h200_s_calibrating_figures_no_roofline_is_given(
+    missing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rigcheck.engine.trust import expect_training
+
+    table = expect_training.reference_for
+    monkeypatch.setattr(
+        expect_training, "reference_for", lambda model, figure: None if figure == missing else table(model, figure)
+    )
+    assert training_verdict(trained(112_000.0), "training", h100_run()) is None
