@@ -147,3 +147,11 @@ def test_copies_that_are_no_result_or_have_no_link_to_judge_them_by_are_left_alo
     ):
         assert link_verdict(figure, "bandwidth") is None, figure
     assert link_verdict(replace(fine, value=0.01), "bandwidth").status == Status.FAIL  # type: ignore[union-attr]
+
+
+def test_a_copy_at_exactly_half_of_what_its_link_should_carry_is_a_warn_not_a_fail() -> None:
+    expected = 0.8 * (3.938 * 16)  # 80% of a Gen5 x16 link
+    at_half = link_verdict(copy(expected / 2, pcie=GEN5_X16), "bandwidth")
+    assert at_half is not None and at_half.status == Status.WARN
+    below = link_verdict(copy(expected / 2 * 0.999, pcie=GEN5_X16), "bandwidth")
+    assert below is not None and below.status == Status.FAIL
