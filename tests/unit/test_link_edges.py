@@ -155,3 +155,12 @@ def test_a_copy_at_exactly_half_of_what_its_link_should_carry_is_a_warn_not_a_fa
     assert at_half is not None and at_half.status == Status.WARN
     below = link_verdict(copy(expected / 2 * 0.999, pcie=GEN5_X16), "bandwidth")
     assert below is not None and below.status == Status.FAIL
+
+
+def test_a_link_read_at_a_higher_generation_than_its_maximum_but_narrower_is_trained_down() -> None:
+    odd = {"gen": 5, "width": 4, "max_gen": 4, "max_width": 16, "under_load": True}  # 4 x 3.938 of 16 x 1.969
+    verdict = link_verdict(copy(12.0, pcie=odd), "bandwidth")
+    assert verdict is not None and verdict.numbers.get("trained_down") is True
+    assert verdict.explanation.startswith(
+        "cuda:0's link runs at Gen5 x4 of Gen4 x16 (while copying): H2D 12 GB/s, half of what this card carries"
+    )
