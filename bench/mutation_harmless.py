@@ -290,4 +290,24 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         "core/ReplaceComparisonOperator_Eq_LtE",
         "if found.status == Status.FAIL and trust_in(m.conditions) is Trust.SUSPECT:",
     ): "judge gives PASS, WARN, FAIL or INCONCLUSIVE, and of those only FAIL sorts at or before 'FAIL'",
+    (
+        "engine/trust/expect_words.py",
+        "core/ReplaceTrueWithFalse",
+        "@dataclass(frozen=True)",
+    ): "no caller assigns to or hashes a Judged: each reads its fields, and expect_link copies one with "
+    "dataclasses.replace, which works on either",
+    (
+        "engine/trust/expect_words.py",
+        "core/ReplaceComparisonOperator_Eq_Is",
+        "if graded == Status.PASS:  # a setting in force or someone else's load, though it passed: noted",
+    ): "Status is an Enum: each member is one object, so `is` and `==` agree on every status",
+    **{
+        ("engine/trust/expect_words.py", "core/ReplaceComparisonOperator_Eq_Is", line): "a Cause's kind is always "
+        "a string literal of engine/trust/cause.py (likely_cause builds every one); identifier-like literals are "
+        "interned, so the kind 'outside' is the very object compared here"
+        for line in (
+            'if found.kind == "outside":',
+            'return Judged(graded, noted, found, numbers | ({"disturbed": True} if found.kind == "outside" else {}))',
+        )
+    },
 }
