@@ -280,4 +280,56 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         "@staticmethod",
     ): "Expected.from_dict and Judgement.of are only ever called on their class, never an instance: a plain "
     "function there takes the same one argument",
+    (
+        "engine/trust/expectations.py",
+        "core/ReplaceComparisonOperator_Eq_LtE",
+        'if any(m.device == "cpu" for m in missing):  # a CPU is known by its units, not its brand (issue 40)',
+    ): "a figure's device is 'cpu' or a torch device ('cuda:N'; torch's device types all sort after 'cpu'): "
+    "none sorts before 'cpu', so <= is ==",
+    (
+        "engine/trust/expectations.py",
+        "core/ReplaceAndWithOr",
+        'cpu_of_baseline = this_baseline_cpu() if baseline and any(m.device == "cpu" for m in figures) else ""',
+    ): "the name is read only by cpu_baseline_reference, which returns None without a baseline or for a figure "
+    "not on the CPU: reading it in those cases changes nothing",
+    (
+        "engine/trust/expect_training.py",
+        "core/ReplaceComparisonOperator_Eq_LtE",
+        'return "bf16" if precision == "bf16" else "tf32"',
+    ): "the figure's name pattern admits only 'fp32' or 'bf16', and 'fp32' sorts after 'bf16': <= is ==",
+    (
+        "engine/trust/expect_training.py",
+        "core/ReplaceComparisonOperator_Eq_Is",
+        "if graded == Status.WARN:",
+    ): "Status is an Enum: each member is one object, so `is` and `==` agree on every status",
+    (
+        "engine/trust/expect_training.py",
+        "core/ReplaceComparisonOperator_Eq_GtE",
+        "if graded == Status.WARN:",
+    ): "graded is PASS or WARN, and only WARN sorts at or after 'WARN'",
+    (
+        "engine/trust/expect_link.py",
+        "core/ReplaceComparisonOperator_Eq_LtE",
+        "if found.status == Status.FAIL and trust_in(m.conditions) is Trust.SUSPECT:",
+    ): "judge gives PASS, WARN, FAIL or INCONCLUSIVE, and of those only FAIL sorts at or before 'FAIL'",
+    (
+        "engine/trust/expect_words.py",
+        "core/ReplaceTrueWithFalse",
+        "@dataclass(frozen=True)",
+    ): "no caller assigns to or hashes a Judged: each reads its fields, and expect_link copies one with "
+    "dataclasses.replace, which works on either",
+    (
+        "engine/trust/expect_words.py",
+        "core/ReplaceComparisonOperator_Eq_Is",
+        "if graded == Status.PASS:  # a setting in force or someone else's load, though it passed: noted",
+    ): "Status is an Enum: each member is one object, so `is` and `==` agree on every status",
+    **{
+        ("engine/trust/expect_words.py", "core/ReplaceComparisonOperator_Eq_Is", line): "a Cause's kind is always "
+        "a string literal of engine/trust/cause.py (likely_cause builds every one); identifier-like literals are "
+        "interned, so the kind 'outside' is the very object compared here"
+        for line in (
+            'if found.kind == "outside":',
+            'return Judged(graded, noted, found, numbers | ({"disturbed": True} if found.kind == "outside" else {}))',
+        )
+    },
 }
