@@ -256,6 +256,28 @@ def test_a_cpu_only_fleet_compares_its_hosts_by_their_cpu_figures() -> None:
     assert warns(apart) == [] and "CPU figures by CPU model" in apart[-1][1].explanation
 
 
+def test_a_host_slow_mostly_through_someone_elses_load_is_inconclusive_whatever_its_worst_clean_figure() -> None:
+    """b is slow in all 4 figures; 3 were disturbed (30% below), 1 clean is the worst (50% below). Slow in most only
+    counting the disturbed, b is INCONCLUSIVE on those, never a WARN from the one clean figure; where the clean are
+    the most (3 of 4), the WARN stands."""
+    reason = "other processes kept 1.0 of 2 CPUs busy while this figure needed 2: burn (pid 77, 1.0 CPUs)"
+    busy = {"host_others_cpus": 1.0, "trust": "SUSPECT", "trust_reasons": [reason]}
+
+    def worst_one_clean(clean_names: set[str]) -> list[tuple[str, Measurement]]:
+        mixed = cpu_fleet("b", 0.7, **busy)
+        calm = {m.name: m for h, m in cpu_fleet("b", 0.7) if h == "b"}  # the same figures, measured clean
+        out = [(h, calm[m.name] if h == "b" and m.name in clean_names else m) for h, m in mixed]
+        return [(h, replace(m, value=725.0) if h == "b" and m.name == "matmul fp32 1024" else m) for h, m in out]
+
+    ((host, named),) = [(h, v) for h, v in fleet_peer_verdicts(worst_one_clean({"matmul fp32 1024"})) if v.status
+                        != Status.PASS]  # fmt: skip
+    assert host == "b" and named.status == Status.INCONCLUSIVE, named.explanation
+    assert "worst matmul fp32 1024" not in named.explanation and "30% below" in named.explanation
+    assert f"could not be judged: {reason}; next: " in named.explanation
+    most_clean = worst_one_clean({"matmul fp32 1024", "matmul bf16 1024", "train c128 b1024 fp32"})
+    assert {v.status for h, v in fleet_peer_verdicts(most_clean) if h == "b"} == {Status.WARN}
+
+
 def test_unsound_figures_are_not_compared_across_hosts() -> None:
     clean = gpu_fleet()
     low = min(m.value for _, m in clean) * 0.7
