@@ -139,6 +139,15 @@ def test_a_listed_pid_sampled_idle_holds_memory_but_did_no_work() -> None:
     assert unseen_user(beside)["worked"] is None
 
 
+def test_two_listed_pids_sampled_idle_are_counted_by_the_first_one_s_reads() -> None:
+    procs = [{"pid": 21, "gpu_memory": GIB}, {"pid": 22, "gpu_memory": GIB}]
+    sm = [{"pid": 22, "sm_pct": 0.0, "reads": 9}, {"pid": 21, "sm_pct": 0.0, "reads": 4}]
+    user = unseen_user({"gpu_unseen_processes": procs, "gpu_others_sm": sm})
+    assert user == {"gpu_memory": 2 * GIB, "worked": False, "evidence": "SM use 0% in 4 per-process sample(s)"}
+    one_worked = [sm[0] | {"sm_pct": 2.0}, sm[1]]  # (read at work by the driver, though not sampled in the list)
+    assert unseen_user({"gpu_unseen_processes": procs, "gpu_others_sm": one_worked})["worked"] is None
+
+
 def test_a_gpu_idle_before_says_an_unseen_holder_did_no_work() -> None:
     conditions = before(0.0, top=4.0, age_s=12.4) | {"gpu_unlisted_memory": 874 * MIB}
     found = examine(conditions, {}, "cuda:0")
