@@ -188,5 +188,8 @@ def test_a_reason_outside_the_hardware_is_the_other_user_of_last_resort() -> Non
     busy = "other processes kept 15.0 of 16 CPUs busy: stress (pid 4242)"
     cpu = figure(trust="SUSPECT", trust_reasons=["clock low", busy], trust_outside=[busy])
     assert other_user(cpu) == busy
+    also = "other processes kept 3.0 of 4 CPUs busy"
+    assert other_user(figure(trust="SUSPECT", trust_reasons=[busy, also], trust_outside=[busy, also])) == busy
+    assert other_user(figure(trust="SUSPECT", trust_reasons=["clock low"], trust_outside=[])) is None
     settled = settle(not_a_result(), [broken(trust="SUSPECT", trust_reasons=[busy], trust_outside=[busy])])
     assert settled.explanation == f"bf16 is 600 TFLOP/s; could not be judged: {busy}; next: stop it and run again"
