@@ -258,4 +258,10 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         "core/ReplaceComparisonOperator_Eq_Is",
         "if graded == Status.WARN and threads:",
     ): "Status is an Enum: each member is one object, so `is` and `==` agree on every status",
+    (
+        "engine/trust/settle.py",
+        "core/ReplaceComparisonOperator_IsNot_NotEq",
+        'if isinstance(unseen, dict) and unseen.get("worked") is not False:',
+    ): "unseen.unseen_user stores `worked` as True, False or None only (JSON keeps them so): for those three, "
+    "`!= False` and `is not False` agree (they differ only on 0 or 0.0)",
 }

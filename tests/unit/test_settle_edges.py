@@ -4,6 +4,7 @@ against, and the words for someone else on the GPU of a figure that is not a res
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -45,6 +46,17 @@ def test_the_verdict_speaks_of_the_latest_figure_of_its_name_on_its_device() -> 
     assert figure_of(verdict(Status.PASS, figure=""), [first]) is None
     bare = Verdict("matmul", "best-bf16", Status.FAIL, "x", None, device="cuda:0")  # type: ignore[arg-type]
     assert settle(bare, [first]) is bare
+
+
+def test_a_figure_read_back_is_found_by_equal_words_not_the_same_object() -> None:
+    """The child's verdict and the parent's figures come through separate JSON events: their names and devices are
+    equal strings, never one object."""
+    stored = json.loads(json.dumps({"figure": "matmul bf16 4096", "device": "cuda:0"}))
+    read_back = verdict(Status.FAIL, device=stored["device"], figure=stored["figure"])
+    first = figure(**SLOW_CLOCK)
+    assert read_back.device is not first.device and read_back.numbers["figure"] is not first.name  # the point
+    settled = settle(read_back, [first])
+    assert settled.explanation == f"bf16 is 600 TFLOP/s: likely cause: {CLOCK_WORDS}; next: {CLOCK_NEXT}"
 
 
 def test_a_fail_on_a_clean_figure_names_its_cause_and_next_step() -> None:
