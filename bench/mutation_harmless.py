@@ -264,4 +264,15 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         'if isinstance(unseen, dict) and unseen.get("worked") is not False:',
     ): "unseen.unseen_user stores `worked` as True, False or None only (JSON keeps them so): for those three, "
     "`!= False` and `is not False` agree (they differ only on 0 or 0.0)",
+    (
+        "engine/facts/settings.py",
+        "core/ReplaceComparisonOperator_Eq_Is",
+        'if rule.name == "torch threads" and any(f.name == "OMP_NUM_THREADS" for f in found):',
+    ): "rule.name and every f.name are the table's own name constants of this module, identifier-like strings "
+    "the compiler interns: each is the very object of the literal it is compared with",
+    (
+        "engine/facts/settings.py",
+        "core/ReplaceBinaryOperator_BitOr_BitXor",
+        'return kinds | ({HOST_LINK} if params.get("bound") == "link" else set())',
+    ): "kinds is {CPU} here, disjoint from {HOST_LINK}: their symmetric difference is their union",
 }

@@ -5,7 +5,10 @@ affinity cannot be read, and the figure kinds of each stage and device."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -94,6 +97,12 @@ def test_torch_threads_are_left_out_only_beside_omp_num_threads() -> None:
     assert named({"OMP_NUM_THREADS": "2"}, host) == ["OMP_NUM_THREADS=2"]
     assert named({"MKL_NUM_THREADS": "2"}, host) == ["MKL_NUM_THREADS=2", "torch threads=2"]
     assert named({"OMP_NUM_THREADS": "16"}, host) == ["torch threads=2"]  # OMP set, but at the usable CPUs
+    later = {"OMP_NUM_THREADS": "2", "CUDA_LAUNCH_BLOCKING": "1"}  # the rules after torch threads are still read
+    assert named(later, replace(host, governor="powersave")) == [
+        "OMP_NUM_THREADS=2",
+        "CUDA_LAUNCH_BLOCKING=1",
+        "CPU frequency governor=powersave",
+    ]
 
 
 def test_a_stored_setting_reads_back_as_it_was_and_an_unknown_one_as_slowing() -> None:
@@ -161,6 +170,20 @@ def test_read_host_counts_every_cpu_where_the_affinity_cannot_be_read(
 )
 def test_the_kinds_of_each_figure(stage: str, device: str, params: dict, kinds: set[str]) -> None:
     assert figure_kinds(stage, device, params) == kinds
+
+
+def test_a_cpu_figure_read_back_from_json_is_still_a_host_link_copy() -> None:
+    params = json.loads('{"bound": "link"}')  # a figure's params come back through the store or a child's event
+    assert figure_kinds("bandwidth", "cpu", params) == {table.CPU, table.HOST_LINK}
+    assert figure_kinds("bandwidth", "cuda:0", params) == {table.GPU, table.HOST_LINK}
+
+
+def test_a_setting_in_force_is_a_value_that_cannot_change_once_read() -> None:
+    (setting,) = in_force({"CUDA_LAUNCH_BLOCKING": "1"}, HostSettings())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setting.value = "0"  # type: ignore[misc]
+    (again,) = in_force({"CUDA_LAUNCH_BLOCKING": "1"}, HostSettings())
+    assert len({setting, again}) == 1  # read twice, one setting
 
 
 def test_a_figure_carries_a_setting_that_changes_any_one_of_its_kinds() -> None:
