@@ -275,4 +275,21 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         "core/ReplaceBinaryOperator_BitOr_BitXor",
         'return kinds | ({HOST_LINK} if params.get("bound") == "link" else set())',
     ): "kinds is {CPU} here, disjoint from {HOST_LINK}: their symmetric difference is their union",
+    (
+        "engine/trust/cause.py",
+        "core/ReplaceComparisonOperator_NotEq_IsNot",
+        "return graded != Status.PASS",
+    ): "every caller passes a Status member (events.py decodes a stored status to Status); an Enum's members are "
+    "single objects, so `is not` and `!=` agree",
+    (
+        "engine/trust/cause.py",
+        "core/ReplaceTrueWithFalse",
+        "texts, steps = zip(*(split_reason(r) for r in c.outside), strict=True)",
+    ): "zip's inputs are split_reason's pairs, every one of length 2: strict has nothing to check",
+    (
+        "engine/trust/cause.py",
+        "core/ReplaceComparisonOperator_Eq_LtE",
+        'if c.clock_ratio is not None and c.clock_ratio < 0.9 and bound == "compute":',
+    ): "the bounds the stages write are compute, host, link (returned above) and memory: none sorts before "
+    "'compute', so <= is ==",
 }

@@ -4,6 +4,7 @@ its expectation the figure is on, the host link at or below its top, and the fal
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -179,3 +180,37 @@ def test_the_fall_through_causes_in_their_order() -> None:
     assert likely_cause(fig()).kind == "nothing"
     broken = likely_cause(fig(params={"broken": "timers disagree"}, clock_ratio=0.5))
     assert (broken.text, broken.next_step, broken.kind) == ("timers disagree", "run it again", "broken")
+
+
+def test_a_known_model_named_without_its_vendor_s_words_is_still_that_vendor_s() -> None:
+    """A name that is no model's key but that the reference table recognises (an OAM variant, an architecture)
+    takes the model's vendor, though it holds none of the words AMD, Radeon or Instinct."""
+    assert vendor_of("MI325X OAM") == "amd" and vendor_of("gfx1151") == "amd"
+    assert vendor_of("NVIDIA H100 80GB HBM3") == "nvidia"
+
+
+@pytest.mark.parametrize("key", ["gpu_name", "device_name"])
+def test_without_telemetry_s_name_the_figure_s_own_name_picks_the_vendor_s_tool(key: str) -> None:
+    m = fig(params={key: "AMD Instinct MI300X"}, clock_ratio=0.5)
+    m.conditions.pop("gpu_name")
+    found = likely_cause(m)
+    assert (found.kind, found.next_step) == ("clocks", "`rocm-smi --showclocks --showpower --showperflevel`")
+
+
+def test_gpu_rivals_blamed_in_conditions_read_back_from_the_store_are_the_cause() -> None:
+    """A figure's conditions come back from the store as JSON: a reason's kind is equal words, not the module's own
+    object, and the rivals it blames are still named with their first pid's next step."""
+    reason = "1 other process(es) on the GPU: python3 (pid 825, 874 MiB); next: `nvidia-smi` lists them"
+    stored = {
+        "trust": "SUSPECT",
+        "trust_reasons": [reason],
+        "trust_outside": [reason],
+        "trust_detail": [{"kind": "gpu-processes", "outside": True, "numbers": {}, "involved": ["825"]}],
+        "other_gpu_processes": [{"pid": 825, "name": "python3", "gpu_memory": 874 * 2**20}],
+    }
+    found = likely_cause(fig(**json.loads(json.dumps(stored))))
+    assert (found.text, found.next_step, found.kind) == (
+        "1 other process(es) on the GPU: python3 (pid 825)",
+        "stop pid 825 and run again",
+        "outside",
+    )
