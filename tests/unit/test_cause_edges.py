@@ -214,3 +214,21 @@ def test_gpu_rivals_blamed_in_conditions_read_back_from_the_store_are_the_cause(
         "stop pid 825 and run again",
         "outside",
     )
+
+
+@pytest.mark.parametrize(
+    ("link", "text"),
+    [
+        ({"gen": 5, "max_gen": 4, "width": 16, "max_width": 16}, "the host link"),  # read faster than its top
+        ({"gen": 5, "max_gen": 5, "width": 16, "max_width": 8}, "the host link"),  # read wider than its top
+        ({"gen": 4, "max_gen": 5, "width": 32, "max_width": 16}, "PCIe at Gen4 x32 of Gen5 x16"),  # slower: below
+        ({"gen": 5, "max_gen": 4, "width": 8, "max_width": 16}, "PCIe at Gen5 x8 of Gen4 x16"),  # narrower: below
+    ],
+)
+def test_a_link_read_above_its_top_is_not_below_it(link: dict, text: str) -> None:
+    """An odd read (a link faster or wider than its reported top) is no reason to reseat the card: only a link
+    below its top generation or width is named as one (as the gate's checks read it)."""
+    found = likely_cause(fig("link", pcie=link))
+    assert found.text == text
+    if text != "the host link":
+        assert found.next_step == f"reseat or check the riser: {text}"
