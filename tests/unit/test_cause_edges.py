@@ -4,6 +4,7 @@ its expectation the figure is on, the host link at or below its top, and the fal
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -232,3 +233,10 @@ def test_a_link_read_above_its_top_is_not_below_it(link: dict, text: str) -> Non
     assert found.text == text
     if text != "the host link":
         assert found.next_step == f"reseat or check the riser: {text}"
+
+
+def test_an_expectation_is_a_value_that_cannot_change_once_made() -> None:
+    expected = Expectation(794.5, "the H200's published MAMF")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        expected.value = 1.0  # type: ignore[misc]
+    assert len({expected, Expectation(794.5, "the H200's published MAMF")}) == 1 and expected.kind == "reference"
