@@ -240,3 +240,10 @@ def test_an_expectation_is_a_value_that_cannot_change_once_made() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         expected.value = 1.0  # type: ignore[misc]
     assert len({expected, Expectation(794.5, "the H200's published MAMF")}) == 1 and expected.kind == "reference"
+
+
+def test_a_low_clock_is_the_cause_of_a_compute_figure_read_back_from_the_store() -> None:
+    params = json.loads('{"bound": "compute"}')  # equal words, not the module's own object
+    m = Measurement("matmul", "matmul bf16 8192", 500.0, "TFLOP/s", None, 20, "cuda:0", params, {"samples": 9})
+    m.conditions.update(clock_ratio=0.5, throttle=["sw power cap"])
+    assert likely_cause(m).text == "SM clock at 50% of max (sw power cap)"
