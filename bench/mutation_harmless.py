@@ -258,4 +258,10 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         "core/ReplaceComparisonOperator_Eq_Is",
         "if graded == Status.WARN and threads:",
     ): "Status is an Enum: each member is one object, so `is` and `==` agree on every status",
+    # the modules issues 40 and 41 added (mutD's scoring)
+    (
+        "engine/trust/mechanism.py",
+        "core/ReplaceComparisonOperator_Eq_GtE",
+        'if dtype == "tf32" and value <= TF32_AT_FP32 * peak:',
+    ): "a matmul's dtype is fp32, tf32, fp16, bf16 or fp8 (stages/matmul): none sorts after 'tf32', so >= is ==",
 }
