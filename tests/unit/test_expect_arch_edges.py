@@ -99,3 +99,20 @@ def test_the_stored_ratio_is_to_four_places_and_none_for_no_figure(value: float,
 def test_the_h200_props_do_not_change_its_own_entry() -> None:
     found = figure_expectation(fig(500.0, conditions={"gpu_name": H200}, **H200_PROPS))
     assert found.value == 792.1 and not found.derived
+
+
+def test_a_kind_read_back_as_text_is_the_same_kind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reference whose kind is equal to "baseline" or "expected" but not the same object (read from a file)."""
+    from rigcheck.engine.measure.references import Reference
+    from rigcheck.engine.trust import expect_arch
+
+    baseline_kind = "".join(["base", "line"])
+    found = Reference(H200, "matmul bf16 4096", 800.0, "TFLOP/s", baseline_kind, "a box", "box")
+    monkeypatch.setattr(expect_arch, "lookup", lambda *_: found)
+    got = figure_expectation(fig(400.0, conditions={"gpu_name": H200}))
+    assert (got.basis, got.derived) == ("NVIDIA H200 the baseline", False)
+    expected_kind = "".join(["expec", "ted"])
+    carried = Reference(H200, "matmul bf16 4096", 800.0, "TFLOP/s", expected_kind, "s", "Hopper share of its peak")
+    monkeypatch.setattr(expect_arch, "lookup", lambda *_: carried)
+    got = figure_expectation(fig(400.0, conditions={"gpu_name": H200}))
+    assert (got.basis, got.derived) == ("Hopper share of its peak", True)
