@@ -264,4 +264,11 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         "core/ReplaceComparisonOperator_Eq_GtE",
         'if dtype == "tf32" and value <= TF32_AT_FP32 * peak:',
     ): "a matmul's dtype is fp32, tf32, fp16, bf16 or fp8 (stages/matmul): none sorts after 'tf32', so >= is ==",
+    (
+        "engine/trust/expect_arch.py",
+        "core/ReplaceComparisonOperator_Eq_LtE",
+        'basis = found.short if derived else f"{found.model} '
+        "{'the baseline' if found.kind == 'baseline' else found.short}\"",
+    ): "a reference's kind is 'published', 'published MAMF', 'rigcheck-measured', 'baseline' or 'expected' (derived, "
+    "not reached): none sorts before 'baseline', so <= is ==",
 }
