@@ -101,7 +101,7 @@ MODULES: dict[str, str] = {
     "engine/measure/arch_shares.py": "tests/unit/test_arch_shares_edges.py tests/unit/test_arch_expectations.py "
     "tests/unit/test_leave_one_out.py",
     "engine/stages/common/oom.py": "tests/unit/test_oom_edges.py tests/unit/test_oom_holder.py",
-    "engine/measure/leave_one_out.py": "tests/unit/test_leave_one_out.py",
+    "engine/measure/leave_one_out.py": "tests/unit/test_leave_one_out_edges.py tests/unit/test_leave_one_out.py",
     "engine/measure/arch_peaks.py": "tests/unit/test_arch_peaks.py tests/unit/test_gpu_props.py "
     "tests/unit/test_arch_expectations.py tests/unit/test_leave_one_out.py",
 }
