@@ -116,3 +116,10 @@ def test_a_kind_read_back_as_text_is_the_same_kind(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(expect_arch, "lookup", lambda *_: carried)
     got = figure_expectation(fig(400.0, conditions={"gpu_name": H200}))
     assert (got.basis, got.derived) == ("Hopper share of its peak", True)
+
+
+def test_an_expectation_is_a_value_hashable_and_never_changed() -> None:
+    found = figure_expectation(fig(500.0, conditions={"gpu_name": H200}))
+    assert len({found, figure_expectation(fig(500.0, conditions={"gpu_name": H200}))}) == 1
+    with pytest.raises(AttributeError):
+        found.value = 1.0  # type: ignore[misc]
