@@ -205,3 +205,11 @@ def test_a_specimen_s_own_peaks_are_checked_too() -> None:
     rows = {(r.model, r.what): r for r in check_peaks({})}
     l40s = rows["L40S", "fp32"]  # the specimen's 91.6 against 142 x 2,520 x 256 / 1e6 = 91.60704
     assert l40s.datasheet == 91.6 and l40s.derived == pytest.approx(91.60704) and l40s.agrees
+
+
+def test_props_peaks_reasons_and_checks_are_values_hashable_and_never_changed() -> None:
+    found, missing = compute_peak(H100, "fp32"), compute_peak(H100, "int4")
+    for value in (H100, found, missing, Check("M", "bf16", 1.0, 1.0, "w")):
+        assert hash(value) == hash(value)
+        with pytest.raises(AttributeError):
+            value.what = "x"  # type: ignore[misc, union-attr]

@@ -238,3 +238,13 @@ def test_a_listed_model_left_out_keeps_only_its_baseline(monkeypatch: pytest.Mon
     assert isinstance(found, Reference) and found.kind == "baseline" and found.value == 800.0
     none = lookup("NVIDIA H200", "matmul bf16 4096", None, None)
     assert none == "no entry for NVIDIA H200, and its stage recorded no architecture, SMs and clocks to derive one"
+
+
+def test_a_figure_an_expectation_and_a_reason_are_values_hashable_and_never_changed() -> None:
+    found = expected("matmul bf16 4096", HOPPER, None, (entry("H200", "matmul bf16 4096", 791.52),))
+    missing = expected("host link", HOPPER)
+    figure = classify("matmul bf16 4096")
+    for value in (found, missing, figure):
+        assert hash(value) == hash(value)
+        with pytest.raises(AttributeError):
+            value.spread = 1.0  # type: ignore[union-attr]

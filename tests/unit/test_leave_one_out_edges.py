@@ -72,3 +72,10 @@ def test_each_entry_is_predicted_from_its_siblings_alone() -> None:
     mystery = found["Mystery GPU", "matmul bf16 4096"]  # no specimen: no architecture to carry a share to
     assert mystery.predicted is None and mystery.spread is None and mystery.actual == 500.0
     assert mystery.basis == "no per-unit rates on record for an unknown architecture"
+
+
+def test_a_prediction_is_a_value_hashable_and_never_changed() -> None:
+    found = row(1.0, 1.0, 0.5)
+    assert hash(found) == hash(row(1.0, 1.0, 0.5))
+    with pytest.raises(AttributeError):
+        found.predicted = 2.0  # type: ignore[misc]

@@ -269,3 +269,14 @@ def test_a_size_that_does_not_fit_names_the_holder_or_torch_s_words(monkeypatch:
     small = oom.does_not_fit("training", "t", "cuda:0", "train c64 b8192 bf16", error)
     assert small.status == Status.SKIP and small.numbers == {}
     assert small.explanation == "train c64 b8192 bf16 does not fit: " + ("Tried to allocate " + "x" * 200)[:160]
+
+
+def test_a_state_and_a_finding_are_values_hashable_and_never_changed() -> None:
+    state = oom.MemoryState(80 * GIB, 2 * GIB, 0, (H(890, 77 * GIB),))
+    finding = oom.OomFinding(Status.SKIP, "w", {})
+    assert hash(state) == hash(oom.MemoryState(80 * GIB, 2 * GIB, 0, (H(890, 77 * GIB),)))
+    for value in (state, finding):
+        with pytest.raises(AttributeError):
+            value.free = 0  # type: ignore[misc, union-attr]
+    with pytest.raises(TypeError):
+        hash(finding)  # its numbers are a dict: frozen, and still not hashable
