@@ -128,7 +128,7 @@ def test_a_peak_the_model_does_not_list_is_derived_from_its_specimen() -> None:
 def test_a_max_find_shape_takes_the_max_find_entry_before_the_best_of() -> None:
     table = (entry("H200", "best-bf16", 890.46), entry("H200", "max-find bf16", 791.52))
     found = expected("max-find bf16 2048x8192x16384", HOPPER, None, table)
-    assert isinstance(found, Expected) and found.share == pytest.approx(0.8)
+    assert isinstance(found, Expected) and found.share == pytest.approx(0.8) and found.spread == 0.15
     found = expected("max-find bf16 2048x8192x16384", HOPPER, None, table[:1])
     assert isinstance(found, Expected) and found.share == pytest.approx(0.9)
     assert arch_shares.own_reference("H200", "max-find bf16 1x2x3", table) == table[1]
@@ -142,7 +142,7 @@ def test_a_max_find_shape_takes_the_max_find_entry_before_the_best_of() -> None:
 def test_another_architecture_s_share_is_coarse_and_never_fails() -> None:
     table = (entry("H200", "matmul bf16 4096", 791.52),)
     found = expected("matmul bf16 4096", ADA, None, table)
-    assert isinstance(found, Expected) and found.cross and found.spread == 0.30
+    assert isinstance(found, Expected) and found.cross and found.spread == 0.30 and found.derived is True
     assert found.value == pytest.approx(0.8 * 102.4)
     assert found.basis == "Hopper share carried to Ada (no Ada model measured; coarse: H200 H200 s: 80% of its peak)"
     reference = found.reference("NVIDIA L40 test", "matmul bf16 4096")
@@ -196,6 +196,7 @@ def test_an_architecture_s_own_spread_comes_first() -> None:
     mi = DeviceProps("AMD Instinct test", "gfx942", 100, 2000, 1000, 8192)
     found = expected("matmul bf16 4096", mi, None, (entry("MI300X", "matmul bf16 4096", 653.7),))
     assert isinstance(found, Expected) and found.spread == 0.2
+    assert found.share == pytest.approx(0.5)  # of the MI300X's own datasheet 1,307.4, no other model's
 
 
 @pytest.mark.parametrize(
