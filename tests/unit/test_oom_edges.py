@@ -86,6 +86,8 @@ def test_a_listed_holder_counts_where_the_driver_s_numbers_say_little(held: int,
     state = oom.MemoryState(80 * GIB, 79 * GIB + 512 * MIB, 0, (H(44, held),))
     assert state.others == 0
     assert oom.classify(state, "x").status == status
+    unknown = oom.MemoryState(80 * GIB, 79 * GIB + 512 * MIB, 0, (H(44, held), H(45, None)))
+    assert oom.classify(unknown, "x").status == status  # a holder of unknown memory adds nothing to it
 
 
 def test_the_three_largest_holders_are_named_largest_first() -> None:
@@ -124,6 +126,7 @@ def test_the_holders_torch_names_in_each_unit_leaving_this_process_out() -> None
         (128 * MIB, 100 * MIB, 64 * MIB),  # at twice the floor it is halved once more
         (256 * MIB, 50 * MIB, 0),  # the floor, 64, is over 40: nothing fits
         (100 * MIB, 100 * MIB, 0),  # 100 > 80, but under twice the floor: not halved, and no fit
+        (100 * MIB, 110 * MIB, 0),  # 100 > 88, under twice the floor, though it is under the 110 free: no fit
         (64 * MIB, 80 * MIB, 64 * MIB),  # 64 = 80 x 0.8
     ],
 )
