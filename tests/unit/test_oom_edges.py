@@ -102,7 +102,8 @@ def test_the_holders_torch_names_in_each_unit_leaving_this_process_out() -> None
     message = (
         "Process 12 has 512.00 MiB memory in use. Process 13 has 2 GB memory in use. Process 14 has 100 KiB "
         f"memory in use. Process 15 has 3 MB memory in use. Process 16 has 1.5 GiB memory in use. Process 17 has "
-        f"8 KB memory in use. Process {os.getpid()} has 9.00 GiB memory in use."
+        f"8 KB memory in use. Process {os.getpid()} has 9.00 GiB memory in use. Process {os.getpid() + 1} has 1 GiB "
+        "memory in use."
     )
     assert oom.holders_from_message(message) == (
         H(12, 512 * MIB),
@@ -111,6 +112,7 @@ def test_the_holders_torch_names_in_each_unit_leaving_this_process_out() -> None
         H(15, 3 * MIB),
         H(16, 3 * GIB // 2),
         H(17, 8 * 1024),
+        H(os.getpid() + 1, GIB),
     )
 
 
@@ -223,9 +225,10 @@ def nvml_faked(monkeypatch: pytest.MonkeyPatch, started: Any, handle: Any = "h")
 
 
 def test_nvml_s_compute_and_graphics_processes_other_than_this_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    compute = [H(10, 3 * GIB), H(os.getpid(), GIB)]
+    later = os.getpid() + 1  # a pid after this one's is someone else's too
+    compute = [H(10, 3 * GIB), H(os.getpid(), GIB), H(later, GIB)]
     nvml_faked(monkeypatch, FakeNvml(compute, [H(11, None)]))
-    assert oom.nvml_holders("0000:18:00.0") == (H(10, 3 * GIB), H(11, None))
+    assert oom.nvml_holders("0000:18:00.0") == (H(10, 3 * GIB), H(later, GIB), H(11, None))
     assert FakeNvml.closed == 1
     nvml_faked(monkeypatch, FakeNvml(NvmlFailure(3, "no"), [H(11, 2)]))
     assert oom.nvml_holders("0000:18:00.0") == (H(11, 2),)
