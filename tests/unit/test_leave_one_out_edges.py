@@ -27,15 +27,15 @@ def test_no_prediction_or_no_spread_is_never_a_miss() -> None:
 def test_the_table_s_rows_as_a_reader_sees_them() -> None:
     rows = [
         Prediction("H200", "matmul bf16 4096", 1500.0, "TFLOP/s", "s", 1000.0, 0.2, "from its siblings"),
-        Prediction("H200", "matmul bf16 8192", 900.0, "TFLOP/s", "s", 1000.0, 0.15, "from its siblings"),
         Prediction("T4", "matmul fp16 4096", 12345.0, "TFLOP/s", "s", None, None, "no Turing model"),
+        Prediction("H200", "matmul bf16 8192", 900.0, "TFLOP/s", "s", 1000.0, 0.15, "from its siblings"),
     ]
     assert table(rows).splitlines() == [
         "| model | figure | entry | predicted | entry / predicted | spread | result | basis |",
         "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |",
         "| H200 | matmul bf16 4096 | 1,500 | 1,000 | 1.500 | 20% | MISS | from its siblings |",
-        "| H200 | matmul bf16 8192 | 900 | 1,000 | 0.900 | 15% | ok | from its siblings |",
         "| T4 | matmul fp16 4096 | 1.234e+04 | | | | not predicted | no Turing model |",
+        "| H200 | matmul bf16 8192 | 900 | 1,000 | 0.900 | 15% | ok | from its siblings |",
     ]
 
 
