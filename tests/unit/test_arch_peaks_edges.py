@@ -181,7 +181,8 @@ def test_a_derived_peak_agrees_within_3_percent_on_either_side(derived: float | 
 
 
 def test_which_datasheet_peaks_are_checked() -> None:
-    table = {"H200": {"bf16": 989.4, "host_link": 63.0, "cpu_fp32": 1.0}, "Nobody": {"bf16": 100.0}}
+    # the skipped peaks first, and two for a model with no specimen: each of the rest is still checked
+    table = {"H200": {"host_link": 63.0, "cpu_fp32": 1.0, "bf16": 989.4}, "Nobody": {"bf16": 100.0, "fp16": 50.0}}
     rows = [r for r in check_peaks(table) if r.model in ("H200", "Nobody", "MI355X", "B200", "T4")]
     by = {(r.model, r.what): r for r in rows}
     assert ("H200", "host_link") not in by and ("H200", "cpu_fp32") not in by
@@ -190,6 +191,9 @@ def test_which_datasheet_peaks_are_checked() -> None:
     assert h200.words.startswith("derived from 132 SMs x 1,830 MHz")
     assert by["Nobody", "bf16"] == Check(
         "Nobody", "bf16", 100.0, None, "not checked: no driver-reported SMs and clocks on record"
+    )
+    assert by["Nobody", "fp16"] == Check(
+        "Nobody", "fp16", 50.0, None, "not checked: no driver-reported SMs and clocks on record"
     )
     assert not [r for r in rows if r.model in ("MI355X", "B200", "T4")]  # only the table given, and the specimens'
     lt = check_peaks({"T4": {"bf16": 65.0}, "MI355X": {"bf16": 2300.0}, "B200": {"bf16": 2250.0}})
