@@ -54,6 +54,9 @@ TABLE = (
 
 def test_only_gpu_entries_a_share_can_hold_are_predicted() -> None:
     assert [predictable(r) for r in TABLE] == [True, True, False, False, True]
+    # an entry with no kind recorded (the default, "") is judged by its name alone
+    assert predictable(ref("H200", "matmul bf16 4096", 791.52)) is True
+    assert predictable(ref("H200", "host to device pinned", 55.0)) is False
 
 
 def test_each_entry_is_predicted_from_its_siblings_alone() -> None:
