@@ -108,6 +108,15 @@ MODULES: dict[str, str] = {
     "tests/unit/test_one_cause.py tests/unit/test_cause_edges.py",
     "engine/trust/explained.py": "tests/unit/test_explained_edges.py tests/unit/test_one_judge.py",
     "engine/trust/stage_judge.py": "tests/unit/test_stage_judge.py",
+    # the modules issues 40 and 41 added (expectations from the architecture; the cause by its mechanism)
+    "engine/trust/mechanism.py": "tests/unit/test_mechanism_edges.py tests/unit/test_mechanism_cause.py",
+    "engine/trust/expect_arch.py": "tests/unit/test_expect_arch_edges.py tests/unit/test_arch_expectations.py",
+    "engine/measure/arch_shares.py": "tests/unit/test_arch_shares_edges.py tests/unit/test_arch_expectations.py "
+    "tests/unit/test_leave_one_out.py",
+    "engine/stages/common/oom.py": "tests/unit/test_oom_edges.py tests/unit/test_oom_holder.py",
+    "engine/measure/leave_one_out.py": "tests/unit/test_leave_one_out_edges.py tests/unit/test_leave_one_out.py",
+    "engine/measure/arch_peaks.py": "tests/unit/test_arch_peaks_edges.py tests/unit/test_arch_peaks.py "
+    "tests/unit/test_gpu_props.py tests/unit/test_arch_expectations.py tests/unit/test_leave_one_out.py",
 }
 # the modules with the most gaps found last (issue 36), a sample small enough for CI's ~2 minutes
 CI_MODULES = ("engine/stages/common/limits.py", "engine/fleet/compare_hosts.py")

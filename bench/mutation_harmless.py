@@ -366,4 +366,45 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         'if c.clock_ratio is not None and c.clock_ratio < 0.9 and bound == "compute":',
     ): "the bounds the stages write are compute, host, link (returned above) and memory: none sorts before "
     "'compute', so <= is ==",
+    # the modules issues 40 and 41 added (mutD's scoring)
+    (
+        "engine/trust/mechanism.py",
+        "core/ReplaceComparisonOperator_Eq_GtE",
+        'if dtype == "tf32" and value <= TF32_AT_FP32 * peak:',
+    ): "a matmul's dtype is fp32, tf32, fp16, bf16 or fp8 (stages/matmul): none sorts after 'tf32', so >= is ==",
+    (
+        "engine/trust/expect_arch.py",
+        "core/ReplaceComparisonOperator_Eq_LtE",
+        'basis = found.short if derived else f"{found.model} '
+        "{'the baseline' if found.kind == 'baseline' else found.short}\"",
+    ): "a reference's kind is 'published', 'published MAMF', 'rigcheck-measured', 'baseline' or 'expected' (derived, "
+    "not reached): none sorts before 'baseline', so <= is ==",
+    (
+        "engine/measure/arch_shares.py",
+        "core/ReplaceComparisonOperator_NotEq_Lt",
+        'unit = {"memory": "GB/s"}.get(fig.peak_of, "TFLOP/s") if fig.kind != "training" else "samples/s"',
+    ): "classify's kinds are matmul, max-find, device copy and training: every other sorts before 'training', so < "
+    "is !=",
+    (
+        "engine/measure/arch_shares.py",
+        "core/ReplaceComparisonOperator_Eq_GtE",
+        'if fig.kind == "training" and fig.batch is not None and fig.batch < LAUNCH_BATCH:',
+    ): "classify's kinds are matmul, max-find, device copy and training: none sorts after 'training' (and only a "
+    "training figure has a batch), so >= is ==",
+    (
+        "engine/measure/arch_peaks.py",
+        "core/ReplaceComparisonOperator_Eq_GtE",
+        'unit = "SMs" if entry["vendor"] == "nvidia" else "CUs"',
+    ): "arch_rates.json's vendors are 'nvidia' and 'amd': only 'nvidia' sorts at or after it, so >= is ==",
+    (
+        "engine/measure/arch_peaks.py",
+        "core/ReplaceComparisonOperator_Eq_GtE",
+        'source = "nvml-memory" if entry["vendor"] == "nvidia" else "amdgpu-mclk"',
+    ): "arch_rates.json's vendors are 'nvidia' and 'amd': only 'nvidia' sorts at or after it, so >= is ==",
+    (
+        "engine/measure/arch_peaks.py",
+        "core/ReplaceComparisonOperator_LtE_Lt",
+        "return self.error is not None and abs(self.error) <= TOLERANCE",
+    ): "an error near 3% is a quotient near 1 less 1, exact and a multiple of 2**-53; 0.03 is not one "
+    "(0x1.eb851eb851eb8p-6), so no error equals TOLERANCE and < is <=",
 }
