@@ -9,16 +9,13 @@ from typing import Any
 from rigcheck.engine.report.judged import judged_counts, verdict_numbers
 
 
-def _settings_in_force(report: dict[str, Any]) -> list[str]:
-    """'NAME=VALUE' of each setting probe noted as in force, in probe's order, once each."""
-    found: list[str] = []
+def _settings_in_force(report: dict[str, Any]) -> dict[str, str]:
+    """Each setting probe noted as in force, by name, with its value, in probe's order."""
+    found: dict[str, str] = {}
     for verdict in report.get("verdicts", []):
         setting = verdict_numbers(verdict).get("setting")
-        if verdict.get("stage") != "probe" or not isinstance(setting, dict) or not setting.get("name"):
-            continue
-        said = f"{setting['name']}={setting.get('value', '')}"
-        if said not in found:
-            found.append(said)
+        if verdict.get("stage") == "probe" and isinstance(setting, dict) and setting.get("name"):
+            found.setdefault(str(setting["name"]), str(setting.get("value", "")))
     return found
 
 
@@ -43,14 +40,10 @@ def settings_line(report: dict[str, Any]) -> str | None:
     if not in_force:
         return None
     named = _figures_named(report)
-    parts = []
-    for said in in_force:
-        figures = named.get(said.split("=", 1)[0], set())
-        parts.append(f"{said} named as the cause of {len(figures)} figure(s)" if figures else None)
-    quiet = [said for said, part in zip(in_force, parts, strict=True) if part is None]
-    words = [part for part in parts if part]
+    words = [f"{n}={v} named as the cause of {len(named[n])} figure(s)" for n, v in in_force.items() if n in named]
+    quiet = ", ".join(f"{n}={v}" for n, v in in_force.items() if n not in named)
     if quiet and judged_counts(report).judged:
-        words.append(f"{', '.join(quiet)} set, and no figure was off")
+        words.append(f"{quiet} set, and no figure was off")
     elif quiet:
-        words.append(f"{', '.join(quiet)} set; no figure was judged against an expectation, so none could be seen off")
+        words.append(f"{quiet} set; no figure was judged against an expectation, so none could be seen off")
     return "settings in force: " + "; ".join(words)
