@@ -41,9 +41,7 @@ REFUSAL_ASKS_S = 30.0  # how long a rank 0 that refused answers the asks of agen
 FAULT_WAIT_S = 180.0  # how long the test hook's rank 0 waits for every host to end the stage before it dies
 
 
-def _fault_listener(
-    fault: str, rank: int, ended_everywhere: Callable[[str], bool] = lambda stage: True
-) -> Callable[[Event], None] | None:
+def _fault_listener(fault: str, rank: int, ended_everywhere: Callable[[str], bool]) -> Callable[[Event], None] | None:
     """'die-after:STAGE' kills this agent when STAGE ends; 'die-after:STAGE@R' only the agent of rank R. The agent
     waits first until ended_everywhere(STAGE) says every host has ended it (rank 0 reads that in its fleet run), so
     what a test asserts of the other hosts' STAGE does not depend on which host was quicker."""

@@ -35,36 +35,31 @@ def announced_fleet(tmp_path: Path, world: int) -> tuple[MemoryStore, list[Fleet
     return shared, channels, collector
 
 
-class StoppedClock:
+def stop_rank_0s_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rank 0's clock held still over the polls counted: each host's direct scan falls due by time (once in
     SCAN_EVERY_S, asserted below), and on a busy host a slow poll lets many fall due in the next. Held still, a poll
     costs what every poll costs, whatever the machine's pace, which is what this test counts."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        now = time.monotonic()
-        clock = SimpleNamespace(monotonic=lambda: now, time=time.time, sleep=time.sleep)
-        for module in (collector_module, collector_decide, collector_events, collector_hosts):
-            monkeypatch.setattr(module, "time", clock)
-
-    def poll(self, collector: Collector) -> None:
-        collector.poll()
+    now = time.monotonic()
+    clock = SimpleNamespace(monotonic=lambda: now, time=time.time, sleep=time.sleep)
+    for module in (collector_module, collector_decide, collector_events, collector_hosts):
+        monkeypatch.setattr(module, "time", clock)
 
 
 def test_idle_agents_cost_rank_0_a_few_store_calls_a_poll_not_several_each(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    clock = StoppedClock(monkeypatch)
+    stop_rank_0s_clock(monkeypatch)
     shared, channels, collector = announced_fleet(tmp_path, 200)
     collector.open_phase("links")
-    clock.poll(collector)  # every agent joins (and is scanned once)
+    collector.poll()  # every agent joins (and is scanned once)
     for ch in channels:
         ch.beat()
     calls = shared.calls
-    clock.poll(collector)
+    collector.poll()
     assert shared.calls - calls < 10  # the old collector made 4 calls or more for each of the 200 agents
     channels[7].publish(LogLine("probe", "news"))  # one agent sends: its state says so, its slot is read
     calls = shared.calls
-    clock.poll(collector)
+    collector.poll()
     assert shared.calls - calls < 15
     with sqlite3.connect(collector.store.path) as db:
         rows = db.execute("SELECT kind FROM events WHERE run_id = ? AND host = 'h7'", (collector.run_id,)).fetchall()
