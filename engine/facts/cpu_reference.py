@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from rigcheck.engine.events import Measurement
 from rigcheck.engine.facts.host import cpu_facts
+from rigcheck.engine.measure.board_roofline import figure_flops
 from rigcheck.engine.measure.references import MODELS, Model, Reference, model_of, references_of
 
 # The widest fp32 FMA unit a flag names, widest first, with its FLOP/cycle (as measure/plausibility.py counts it).
@@ -53,9 +54,17 @@ def cpu_model(cpu_name: str, capability: str | None = None) -> Model | None:
 def cpu_reference(m: Measurement, cpu_name: str, capability: str | None = None) -> Reference | None:
     """The table's entry for this figure on a CPU of this capability; None for a GPU figure or a CPU whose
     capability no measured CPU shares."""
-    if m.device != "cpu" or m.unit != "GFLOP/s":
+    if m.device != "cpu" or m.unit not in ("GFLOP/s", "samples/s"):
         return None
     model = cpu_model(cpu_name, capability)
     if model is None:
         return None
     return next((r for r in references_of(model.key) if r.figure == m.name and r.peak), None)
+
+
+def achievable(reference: Reference) -> float:
+    """The share of its host's limit a CPU entry reached: a training entry's samples/s are counted in the board
+    network's FLOPs per sample against the host's cores x clock x FLOP/cycle (GFLOP/s), like its matmul entries."""
+    flops = figure_flops(reference.figure) if reference.unit == "samples/s" else None
+    value = reference.value * flops / 1e9 if flops else reference.value
+    return value / float(reference.peak or 1.0)

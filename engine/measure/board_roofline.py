@@ -23,3 +23,11 @@ def roofline(channels: int, precision: str, tflops: float, copy_gbs: float) -> f
     """Samples/s if each sample's FLOPs ran at the matmul rate and its traffic at the copy rate, one after the other."""
     flops, traffic = per_sample(channels, precision)
     return 1.0 / (flops / (tflops * 1e12) + traffic / (copy_gbs * 1e9))
+
+
+def figure_flops(name: str) -> float | None:
+    """FLOPs of one sample of a training figure named 'train c64 b256 fp32' (None for any other name)."""
+    parts = name.split()
+    if len(parts) < 4 or parts[0] != "train" or not parts[1][1:].isdigit() or parts[3] not in ("fp32", "bf16"):
+        return None
+    return per_sample(int(parts[1][1:]), parts[3])[0]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rigcheck.engine.events import Status
+from rigcheck.engine.measure.board_roofline import figure_flops
 
 WARN_BELOW = 0.85  # a figure more than 15% below its model's reference is a WARN (unless its entry says otherwise)
 FAIL_BELOW = 0.50  # below half of it, a FAIL
@@ -211,9 +212,10 @@ KIND_UNITS = {
     "host link": "GB/s",
     "training": "samples/s",
     "cpu matmul": "GFLOP/s",
+    "cpu training": "samples/s",  # a share of the host's cores x clock x FLOP/cycle, in the board network's FLOPs
 }
 # matmul: its dtype's peak; a CPU figure: the measured host's cores x clock x FLOP/cycle (the limit rigcheck computes)
-KIND_PEAKS = {"device copy": ("memory",), "host link": ("host_link",)}
+KIND_PEAKS = {"device copy": ("memory",), "host link": ("host_link",), "cpu training": ("cpu_fp32",)}
 NO_PEAK_KINDS = ("training",)  # samples/s has no datasheet figure to be a share of
 SHARE_RANGE = (0.20, 1.00)  # an achieved figure above its peak, or under a fifth of it, is a unit slip or a typo
 
@@ -244,7 +246,8 @@ def entry_problems(reference: Reference, models: tuple[Model, ...] = MODELS) -> 
         return [*problems, f"{where}: its peak ({reference.peak_of or 'none'}) is not one of {allowed}"]
     if model.peaks.get(reference.peak_of) != reference.peak:
         problems.append(f"{where}: its peak {reference.peak} is not the model's {reference.peak_of} datasheet figure")
-    share = reference.value / reference.peak
+    flops = figure_flops(reference.figure) if reference.figure_kind == "cpu training" else None
+    share = reference.value * flops / 1e9 / reference.peak if flops else reference.value / reference.peak
     low, high = SHARE_RANGE
     if not low <= share <= high:
         problems.append(

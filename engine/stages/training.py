@@ -18,6 +18,7 @@ from rigcheck.engine.models.board_net import BoardNet, BoardNetConfig, loss_fn, 
 from rigcheck.engine.stage import StageContext
 from rigcheck.engine.stages.common.devices import resolve_devices
 from rigcheck.engine.stages.common.figures import checked, device_identity
+from rigcheck.engine.stages.common.limits import cpu_training_limit
 from rigcheck.engine.stages.common.oom import does_not_fit
 from rigcheck.engine.stages.common.timing import BENCHMARK_VERSION, CHECK_CLOCK, both_clocks, on_device, synchronize
 from rigcheck.engine.stages.training_cpu import CpuBudget
@@ -176,7 +177,8 @@ def one(channels: int, batch: int, precision: str, device: torch.device, compile
     )
     timer_reason = params.pop("timer_disagrees")
     figure = Measurement(STAGE, f"train {tag}", rate, "samples/s", None, steps, str(device), params, t_start=start)
-    yield from checked(figure, None, None, timer_reason)
+    limit = cpu_training_limit(channels, precision) if device.type == "cpu" else None
+    yield from checked(figure, None, limit, timer_reason)
 
 
 def run(context: StageContext) -> Iterator[Event]:
@@ -228,7 +230,8 @@ UNSTABLE_SPREAD = 0.25  # chunks of one figure spread more than this share of th
 
 
 def throughput_verdict(figures: list[Measurement]) -> Iterator[Verdict]:
-    """The best CPU training figure: NOT JUDGED (rigcheck keeps no reference for a CPU's training rate), or
+    """The best CPU training figure: NOT JUDGED here (each figure is judged apart, against the share of its limit a
+    CPU with the same vector units reached, where the table holds one), or
     INCONCLUSIVE where every figure's chunks spread too much to mean anything; never a PASS."""
     sound = [m for m in figures if not m.params.get("broken")]
     steady = [m for m in sound if (m.params.get("chunk_spread") or 0.0) <= UNSTABLE_SPREAD]
@@ -238,8 +241,8 @@ def throughput_verdict(figures: list[Measurement]) -> Iterator[Verdict]:
             STAGE,
             "throughput",
             Status.NOT_JUDGED,
-            f"best {best.value:,.0f} samples/s ({best.name}) on cpu; not judged: rigcheck keeps no reference "
-            "figure for a CPU's training rate (compared only against history)",
+            f"best {best.value:,.0f} samples/s ({best.name}) on cpu; the best alone is not judged: each figure is, "
+            "against the share of its limit a CPU with the same vector units reached, where the table holds one",
             {"value": best.value, "figure": best.name},
             device="cpu",
         )

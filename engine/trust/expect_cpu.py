@@ -1,5 +1,7 @@
-"""A CPU matmul figure against cores x clock x FLOP/cycle (the limit its stage computed) times the share of that
-limit the same CPU model reached when rigcheck measured it (engine/measure/references.json, kind "cpu matmul").
+"""A CPU matmul or training figure against cores x clock x FLOP/cycle (the limit its stage computed) times the share
+of that limit the same CPU model reached when rigcheck measured it (engine/measure/references.json, kinds
+"cpu matmul" and "cpu training"; a training figure's limit is that compute limit over the board network's FLOPs
+per sample).
 
 A CPU figure is never failed by it, only named (a WARN): a host's CPUs are shared with everything else it runs;
 INCONCLUSIVE where its one cause is someone else's load or a setting in force (engine/trust/expect_words.py).
@@ -9,6 +11,7 @@ Standard library only: the parent runs it.
 from __future__ import annotations
 
 from rigcheck.engine.events import Measurement, Status, Verdict
+from rigcheck.engine.facts.cpu_reference import achievable as achievable_share
 from rigcheck.engine.facts.cpu_reference import cpu_model, cpu_reference, this_cpu
 from rigcheck.engine.trust.cause import Expectation
 from rigcheck.engine.trust.expect_words import joined, judge
@@ -17,19 +20,19 @@ __all__ = ["cpu_reference", "cpu_verdict", "this_cpu"]
 
 
 def cpu_verdict(m: Measurement, stage: str, cpu_name: str) -> Verdict | None:
-    """PASS or WARN for a CPU matmul figure with a limit and a reference; None otherwise."""
+    """PASS or WARN for a CPU matmul or training figure with a limit and a reference; None otherwise."""
     reference = cpu_reference(m, cpu_name)
     limit = m.params.get("limit")
     if reference is None or not limit or m.params.get("broken") or m.value <= 0:
         return None
-    achievable = reference.value / float(reference.peak or 1.0)
+    achievable = achievable_share(reference)
     expected = achievable * float(limit)
     ratio = m.value / expected
     basis = m.params.get("limit_basis") or "its limit"
     model = cpu_model(cpu_name)
     capability = f" ({model.capability})" if model is not None and model.capability else ""
     head = (
-        f"cpu {m.name} {m.value:,.4g} GFLOP/s: {m.value / float(limit):.0%} of {basis}"
+        f"cpu {m.name} {m.value:,.4g} {m.unit}: {m.value / float(limit):.0%} of {basis}"
         f" ({float(limit):,.4g}), against the {achievable:.0%} the {reference.model}{capability} reaches "
         f"({reference.short}): {ratio:.2f}x of the {expected:,.4g} expected"
     )

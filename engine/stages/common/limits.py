@@ -15,6 +15,7 @@ from rigcheck.engine.facts.host import cpu_facts
 from rigcheck.engine.hw.gpu_at import gpu_at
 from rigcheck.engine.hw.nvml import NvmlUnavailable, ok, open_nvml
 from rigcheck.engine.hw.pci import PCI_DEVICES, sysfs_max_link, torch_bus_id
+from rigcheck.engine.measure.board_roofline import per_sample
 from rigcheck.engine.measure.plausibility import Limit, cpu_matmul_limit, pcie_limit
 from rigcheck.engine.stages.common.peaks import bandwidth_peak, matmul_peak
 
@@ -85,6 +86,16 @@ def cpu_limit(dtype: str) -> Limit | None:
     facts = cpu_facts()
     mhz = facts.get("max_mhz") or _cpuinfo_top_mhz()
     return cpu_matmul_limit(facts.get("logical_cpus"), mhz, facts.get("flags") or [], dtype, facts.get("machine", ""))
+
+
+def cpu_training_limit(channels: int, precision: str) -> Limit | None:
+    """Samples/s of the board network if each sample's conv FLOPs ran at the CPU's fp32 limit: a training figure
+    above it is impossible, and a measured CPU's share of it is what the parent expects of this CPU."""
+    compute = cpu_limit("fp32")
+    if compute is None:
+        return None
+    flops = per_sample(channels, precision)[0]
+    return Limit(compute.value * 1e9 / flops, f"{compute.basis}, over {flops / 1e6:,.0f} MFLOP per c{channels} sample")
 
 
 def _cpuinfo_top_mhz() -> float | None:
