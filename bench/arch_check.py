@@ -41,6 +41,13 @@ def report(path: Path) -> int:
         trust = (m.conditions or {}).get("trust", "?")
         print(f"   {m.name:<32} {m.value:>10,.4g} {expected} {ratio} {trust:<9} {kind:<10} {e.basis}")
     verdicts = data["verdicts"]
+    apart = [v for v in verdicts if v["check_name"].startswith(("link ", "cpu "))]  # host links and the CPU's figures
+    for v in apart:
+        n = v.get("numbers") or {}
+        expected = f"{n['expected']:>10,.4g}" if isinstance(n.get("expected"), (int, float)) else " " * 10
+        ratio = f"{n['ratio']:.3f}" if isinstance(n.get("ratio"), (int, float)) else "     "
+        basis = n.get("basis") or n.get("expectation_source") or ""
+        print(f"   {v['check_name']:<32} {v['status']:<10} {expected} {ratio} {str(basis)[:120]}")
     warned = [
         v
         for v in verdicts
@@ -49,7 +56,7 @@ def report(path: Path) -> int:
             v["check_name"].startswith("reference")
             or v["check_name"].startswith("roofline")
             or v["check_name"] in ("expectations", "max-find")
-            or v["check_name"].startswith("best-")
+            or v["check_name"].startswith(("best-", "link ", "cpu "))
         )
     ]
     counts = [v for v in verdicts if v["check_name"] == "expectations"]

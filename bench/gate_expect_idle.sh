@@ -19,10 +19,10 @@ while True:
 " & rival=$!
 sleep 10  # the rival's context and first kernels
 for style in rigcheck nagios npd; do
-  start=$(date +%s.%N)
+  start=$(python3 -c "import time; print(time.time())")
   inside --expect-idle --exit-style $style -v > $OUT/rival_$style.log 2>&1
   rc=$?
-  echo "== rival outside the namespace (pid $rival), --expect-idle, $style: rc=$rc in $(echo "$(date +%s.%N) - $start" | bc) s: $(head -1 $OUT/rival_$style.log)"
+  echo "== rival outside the namespace (pid $rival), --expect-idle, $style: rc=$rc in $(python3 -c "import time; print(round(time.time() - $start, 2))") s: $(head -1 $OUT/rival_$style.log)"
 done
 inside > $OUT/rival_plain.log 2>&1
 echo "== rival outside, no --expect-idle: rc=$? $(head -1 $OUT/rival_plain.log)"

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from rigcheck.engine.facts.cpu_reference import cpu_capability, cpu_model
+from rigcheck.engine.facts.cpu_reference import achievable, cpu_capability, cpu_model
 from rigcheck.engine.facts.host import cpu_facts
 from rigcheck.engine.measure.arch_peaks import DeviceProps, NoPeak, arch_key, family_of, load, peak, specimen_props
 from rigcheck.engine.measure.arch_shares import lookup
+from rigcheck.engine.measure.board_roofline import figure_flops
 from rigcheck.engine.measure.plausibility import cpu_matmul_limit
 from rigcheck.engine.measure.references import MODELS, REFERENCES, references_of
 
@@ -60,7 +61,7 @@ def expected_lines(name: str, props: DeviceProps | None, baseline: dict[str, Any
 
 
 def cpu_lines() -> list[str]:
-    """This host's CPU: what it can do, its limit, and what its CPU matmul figures are judged against."""
+    """This host's CPU: what it can do, its limit, and what its CPU matmul and training figures are judged against."""
     facts = cpu_facts()
     name, flags = str(facts.get("model") or "this CPU"), facts.get("flags") or []
     capability = cpu_capability(name, flags, str(facts.get("machine") or ""))
@@ -75,10 +76,12 @@ def cpu_lines() -> list[str]:
         )
         return lines
     for r in references_of(model.key):
-        share = r.value / r.peak if r.peak else None
-        if share is None:
+        if not r.peak:
             continue
-        expected = f"{share * limit.value:>10,.4g} GFLOP/s" if limit else f"{share:.0%} of its limit"
+        share = achievable(r)  # a training entry's samples/s counted in the board network's FLOPs per sample
+        flops = figure_flops(r.figure) if r.unit == "samples/s" else None
+        in_unit = 1e9 / flops if flops else 1.0
+        expected = f"{share * limit.value * in_unit:>10,.4g} {r.unit}" if limit else f"{share:.0%} of its limit"
         lines.append(
             f"  {r.figure:<26} {expected}  measured   {share:.0%} of the limit, as the {model.key} "
             f"({model.capability}) reaches ({r.short})"

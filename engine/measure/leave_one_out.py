@@ -42,8 +42,9 @@ class Prediction:
 
 
 def predictable(reference: Reference) -> bool:
-    """A GPU entry a share could hold: matmul, max-find, device copy, training (not host links, not baselines)."""
-    return reference.figure_kind != "cpu matmul" and classify(reference.figure) is not None
+    """A GPU entry a share could hold: matmul, max-find, device copy, training (not host links, not baselines, not a
+    CPU's entries)."""
+    return not reference.figure_kind.startswith("cpu ") and classify(reference.figure) is not None
 
 
 def predictions(references: tuple[Reference, ...] = REFERENCES) -> list[Prediction]:

@@ -98,3 +98,21 @@ def test_the_stage_gives_a_cpu_training_figure_its_compute_limit(monkeypatch: py
     assert found.basis == "8 CPUs x 3,800 MHz x 64 fp32 FLOP/cycle, over 132 MFLOP per c64 sample"
     monkeypatch.setattr(limits, "cpu_limit", lambda dtype: None)
     assert limits.cpu_training_limit(64, "fp32") is None
+
+
+def test_the_tables_avx512_training_entries_judge_another_avx512_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The H200 host's three runs (5,517 samples/s at c64 b256 on 3,225.6 GFLOP/s) judge a 16-CPU AVX-512 host of the
+    same limit: its own 5,924 passes; a third of it is named; an AVX2 host has no entry to be judged by."""
+    from rigcheck.engine.facts import cpu_reference
+
+    xeon = "Intel(R) Xeon(R) Processor"
+    limit = 3225.6e9 / C64_FLOPS
+    monkeypatch.setattr(cpu_reference, "this_capability", lambda: "Intel AVX-512")
+    found = cpu_verdict(figure(5924.0, limit), "training", xeon)
+    assert found is not None and found.status == Status.PASS
+    assert found.numbers["expected"] == pytest.approx(5517.2, rel=1e-4) and found.numbers["source"].startswith("the CPU")
+    assert "Intel(R) Xeon(R) Processor (Intel AVX-512)" in found.explanation
+    slow = cpu_verdict(figure(0.33 * 5517.2, limit), "training", xeon)
+    assert slow is not None and slow.status == Status.WARN
+    monkeypatch.setattr(cpu_reference, "this_capability", lambda: "Intel AVX2+FMA")
+    assert cpu_verdict(figure(5924.0, limit), "training", xeon) is None

@@ -87,6 +87,8 @@ def test_a_cpu_host_whose_units_were_measured_shows_its_expected_figures(
     out = capsys.readouterr().out
     assert "this CPU: Intel(R) Xeon(R) Processor (Intel AVX-512, 16 CPUs); its limit: 3,226 GFLOP/s fp32" in out
     assert "matmul fp32 1024" in out and "1,039 GFLOP/s  measured" in out  # 32% of 3,226, as the H200 host reached
+    # a training entry in samples/s: 5,517 x 132.1 MFLOP = 23% of 3,225.6 GFLOP/s, back in samples/s on this host
+    assert "train c64 b256 fp32" in out and "5,517 samples/s  measured   23% of the limit" in out
 
 
 def test_an_endless_or_huge_baseline_is_one_line_not_a_memory_blowup(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
