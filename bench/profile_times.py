@@ -32,6 +32,7 @@ class RunTimes:
     stages: dict[str, tuple[float, float, float | None]] = field(default_factory=dict)  # span, CPU-s, GPU%
     checks: dict[str, tuple[float, float]] = field(default_factory=dict)  # "stage/check": span, CPU-s
     labels: collections.Counter[str] = field(default_factory=collections.Counter)
+    warns: list[str] = field(default_factory=list)  # "stage/check: words" of each WARN or FAIL, to read what it was
 
 
 def read_walls(path: str) -> list[tuple[str, float, float, int]]:
@@ -101,8 +102,12 @@ def run_times(db: sqlite3.Connection, run_id: int, profile: str, start: float, e
             previous[stage] = t
     for (conditions,) in db.execute("SELECT conditions FROM measurements WHERE run_id = ?", (run_id,)):
         times.labels[(json.loads(conditions or "{}") or {}).get("trust", "none")] += 1
-    for (status,) in db.execute("SELECT status FROM verdicts WHERE run_id = ?", (run_id,)):
+    for status, stage, check, words in db.execute(
+        "SELECT status, stage, check_name, explanation FROM verdicts WHERE run_id = ?", (run_id,)
+    ):
         times.labels[status] += 1
+        if status in ("WARN", "FAIL"):
+            times.warns.append(f"{status} {stage}/{check}: {str(words)[:220]}")
     return times
 
 
@@ -135,6 +140,8 @@ def print_profile(profile: str, runs: list[RunTimes]) -> None:
             f"(TRUSTED {r.labels['TRUSTED']}, NOISY {r.labels['NOISY']}, SUSPECT {r.labels['SUSPECT']}); "
             f"WARN {r.labels['WARN']}" + (f"; {bad}" if bad else "")
         )
+        for line in r.warns:
+            print(f"      {line}")
     print(
         f"   median wall {median([r.wall for r in runs]).strip()} s ({spread([r.wall for r in runs])}), "
         f"in store {median([r.in_store for r in runs]).strip()}, start-up {median([r.startup for r in runs]).strip()}, "
