@@ -84,6 +84,12 @@ def coverage_verdict(
     return Verdict(stage, "expectations", Status.NOT_JUDGED, text, numbers | {"models": models})
 
 
+def declared_band(m: Measurement, baseline: dict[str, Any] | None, cpu_name: str) -> float:
+    """How far the figure's own expectation lets it move run to run (1 - its entry's warn_below); 0 where none."""
+    found = cpu_reference(m, cpu_name) if m.device == "cpu" else figure_reference(m, baseline)
+    return 1.0 - found.warn_below if found is not None else 0.0
+
+
 # A burn's figures are judged against the burn's own first minutes (stages/burn/verdicts.py), never a table's
 # reference: no "not judged against a reference" count for them.
 UNREFERENCED_STAGES = frozenset({"burn"})
@@ -115,7 +121,7 @@ def expectation_verdicts(
                 roofed.add((m.device, m.name))
         if verdict is not None:
             yield verdict
-    yield from history_verdicts(figures, stage, history)
+    yield from history_verdicts(figures, stage, history, lambda m: declared_band(m, baseline, cpu_name or ""))
     if stage in UNREFERENCED_STAGES:
         return
     counted = coverage_verdict(figures, stage, baseline, cpu_name, frozenset(roofed), cpu_of_baseline)

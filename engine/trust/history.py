@@ -20,6 +20,10 @@ from rigcheck.engine.trust.judgement import trust_in
 DRIFT = 0.10  # more than 10% from its own clean median is named
 MIN_EARLIER = 3  # a median of fewer is no history: one lease's tf32 or small-batch figure moves 10-17% from another's
 MAD_SCALE, MAD_FLOOR = 1.4826, 3.0  # and a drift must also clear 3 scaled MADs of them: its own runs' scatter
+# Below this batch a GPU training step waits on the host's Python and kernel launches (trust/expect_training.py's
+# MIN_BATCH): such a figure, like any CPU figure, moves with the host from run to run (20-40% on a quiet H100 host,
+# 2026-12-07), so its history names it only past the band its expectation declares for that scatter.
+HOST_BOUND_BATCH = 4096
 
 
 @dataclass(frozen=True)
@@ -61,16 +65,26 @@ def judgeable(m: Measurement) -> bool:
     return trust_in(m.conditions) in (Trust.TRUSTED, Trust.SUSPECT) and whole(m)
 
 
-def history_verdict(m: Measurement, earlier: list[Past], stage: str) -> Verdict | None:
-    """WARN where the figure drifted more than DRIFT from its own clean median (INCONCLUSIVE where its cause is
-    unjudgeable); None where it did not, or where there is nothing (in its unit) to compare with."""
+def host_bound(m: Measurement) -> bool:
+    """A figure the host sets: any CPU figure, and a GPU training step too small to keep the GPU busy."""
+    if m.params.get("bound") == "host" or m.device == "cpu":
+        return True
+    batch = m.params.get("batch")
+    return m.stage == "training" and isinstance(batch, int) and batch < HOST_BOUND_BATCH
+
+
+def history_verdict(m: Measurement, earlier: list[Past], stage: str, band: float = 0.0) -> Verdict | None:
+    """WARN where the figure drifted more than DRIFT from its own clean median (a host-bound figure: more than
+    `band`, the run-to-run spread its expectation declares, where that is wider); INCONCLUSIVE where its cause is
+    unjudgeable; None where it did not, or where there is nothing (in its unit) to compare with."""
     past = [p for p in earlier if p.unit == m.unit and p.value > 0]
     if len(past) < MIN_EARLIER or not judgeable(m) or m.value <= 0:
         return None
     middle = median(p.value for p in past)
     drift = m.value / middle - 1.0
     mad = median(abs(p.value - middle) for p in past)
-    if abs(drift) <= DRIFT or abs(m.value - middle) <= MAD_FLOOR * MAD_SCALE * mad:
+    tolerance = max(DRIFT, band) if host_bound(m) else DRIFT
+    if abs(drift) <= tolerance or abs(m.value - middle) <= MAD_FLOOR * MAD_SCALE * mad:
         return None  # within 10%, or within what this figure's own clean runs scatter by
     runs = sorted({p.run_id for p in past}, reverse=True)
     named = ", ".join(str(r) for r in runs[:5]) + (f" and {len(runs) - 5} more" if len(runs) > 5 else "")
@@ -86,16 +100,22 @@ def history_verdict(m: Measurement, earlier: list[Past], stage: str) -> Verdict 
         return None  # a SUSPECT figure is no evidence against its history, only unable to be judged by it
     if drift < 0 or found.status == Status.INCONCLUSIVE:
         text, numbers = joined(text, found), numbers | found.numbers
-    return Verdict(stage, f"history {m.name}", found.status, text, numbers, DRIFT, m.device)
+    return Verdict(stage, f"history {m.name}", found.status, text, numbers, tolerance, m.device)
 
 
-def history_verdicts(figures: Iterable[Measurement], stage: str, history: History | None) -> Iterator[Verdict]:
-    """A WARN for each figure that drifted from its own history; nothing where there is no history."""
+def history_verdicts(
+    figures: Iterable[Measurement],
+    stage: str,
+    history: History | None,
+    band: Callable[[Measurement], float] | None = None,
+) -> Iterator[Verdict]:
+    """A WARN for each figure that drifted from its own history; nothing where there is no history.
+    `band`: the run-to-run spread a figure's expectation declares (1 - its entry's warn_below), 0 where none."""
     if history is None:
         return
     for m in figures:
         if identity(m) is None:
             continue
-        verdict = history_verdict(m, history(m), stage)
+        verdict = history_verdict(m, history(m), stage, band(m) if band is not None else 0.0)
         if verdict is not None:
             yield verdict

@@ -110,7 +110,8 @@ def test_the_tables_avx512_training_entries_judge_another_avx512_host(monkeypatc
     monkeypatch.setattr(cpu_reference, "this_capability", lambda: "Intel AVX-512")
     found = cpu_verdict(figure(5924.0, limit), "training", xeon)
     assert found is not None and found.status == Status.PASS
-    assert found.numbers["expected"] == pytest.approx(5517.2, rel=1e-4) and found.numbers["source"].startswith("the CPU")
+    assert found.numbers["expected"] == pytest.approx(5517.2, rel=1e-4)
+    assert found.numbers["source"].startswith("the CPU")
     assert "Intel(R) Xeon(R) Processor (Intel AVX-512)" in found.explanation
     slow = cpu_verdict(figure(0.33 * 5517.2, limit), "training", xeon)
     assert slow is not None and slow.status == Status.WARN

@@ -75,7 +75,9 @@ def test_a_thread_limit_that_did_not_lower_the_figure_is_not_its_cause() -> None
 def test_the_cpu_verdict_names_the_thread_count(monkeypatch: pytest.MonkeyPatch) -> None:
     from rigcheck.engine.trust import expect_cpu
 
-    reference = SimpleNamespace(value=998.0, peak=3891.2, warn_below=0.6, model="EPYC", source="s", short="s")
+    reference = SimpleNamespace(
+        value=998.0, peak=3891.2, warn_below=0.6, model="EPYC", source="s", short="s", unit="GFLOP/s", figure="m"
+    )
     monkeypatch.setattr(expect_cpu, "cpu_reference", lambda m, name: reference)
     slow = cpu_verdict(cpu_figure(146.0, 1, set_by=(SITE,), **NOISY), "matmul", "EPYC")
     assert slow is not None and slow.status == Status.INCONCLUSIVE
