@@ -79,12 +79,14 @@ def test_slurm_drains_on_failure_resumes_after_and_leaves_others_drains(gate_lib
         assert "DRAIN" not in reason_and_state(cluster)[0]
 
         write_state(state, remap_failure1=1)
+        wait_settled(tmp_path)
         wait_for("rigcheck's drain", lambda: "DRAIN" in reason_and_state(cluster)[0], CHECK_S)
         node_state, reason = reason_and_state(cluster)
         assert reason == "rigcheck: row remap failed gpu1", (tmp_path / "health.out").read_text()
         assert "row remap" in reason[:20]  # `sinfo -R` shows 20 characters of it by default
 
         write_state(state)
+        wait_settled(tmp_path)
         wait_for("the resume", lambda: "DRAIN" not in reason_and_state(cluster)[0], CHECK_S)
 
         cluster.scontrol("update", f"NodeName={cluster.node}", "State=DRAIN", "Reason=maintenance: new PSU")
