@@ -18,16 +18,20 @@ CHECK_S = 180.0  # several health-check rounds on a busy machine
 
 def health_program(folder: Path, library: Path, state: Path, cluster_conf: Path) -> Path:
     """What a site puts in slurm.conf: a wrapper that sets what slurmd's bare environment lacks, then the shipped
-    script. It counts its runs, so the test can wait for checks rather than sleep."""
+    script. It counts its runs, so the test can wait for checks rather than sleep, and marks each one in flight
+    (slurmd may start one while another still runs: a hung check lasts longer than the interval)."""
     script = folder / "health.sh"
+    (folder / "inflight").mkdir()
     script.write_text(
         "#!/bin/sh\n"
+        f"echo > {folder / 'inflight'}/$$\n"
         f"export FAKE_NVML_STATE={state} LD_LIBRARY_PATH={library.parent} SLURM_CONF={cluster_conf}\n"
         f"export RIGCHECK={RIGCHECK} TMPDIR={folder}\n"
         f"RIGCHECK_TIMEOUT=$(cat {folder / 'timeout'} 2>/dev/null || echo 20); export RIGCHECK_TIMEOUT\n"
         f"{SHIPPED} --store {folder / 'store.db'} --kernel-log {folder / 'kmsg'} --expect-gpus 2 "
         f">> {folder / 'health.out'} 2>&1\n"
         f"echo $? >> {folder / 'runs'}\n"
+        f"rm -f {folder / 'inflight'}/$$\n"
     )
     script.chmod(0o755)
     return script
@@ -43,6 +47,18 @@ def reason_and_state(cluster: Cluster, node: str | None = None) -> tuple[str, st
     state = line.split("State=", 1)[1].split()[0]
     reason = line.split("Reason=", 1)[1].rsplit(" [", 1)[0] if "Reason=" in line else ""
     return state, reason
+
+
+def in_flight(folder: Path) -> set[str]:
+    """The health checks running now: each one's marker, while its process lives."""
+    return {path.name for path in (folder / "inflight").iterdir() if Path(f"/proc/{path.name}").exists()}
+
+
+def wait_settled(folder: Path) -> None:
+    """Wait until every check that began before now has ended: one begun under the old faults may still act on
+    the node after a newer one has (a hung check drained the node again after a clean one had resumed it)."""
+    begun = in_flight(folder)
+    wait_for("the checks begun before the change to end", lambda: not begun & in_flight(folder), CHECK_S)
 
 
 def wait_runs(folder: Path, more: int) -> None:
@@ -63,12 +79,14 @@ def test_slurm_drains_on_failure_resumes_after_and_leaves_others_drains(gate_lib
         assert "DRAIN" not in reason_and_state(cluster)[0]
 
         write_state(state, remap_failure1=1)
+        wait_settled(tmp_path)
         wait_for("rigcheck's drain", lambda: "DRAIN" in reason_and_state(cluster)[0], CHECK_S)
         node_state, reason = reason_and_state(cluster)
         assert reason == "rigcheck: row remap failed gpu1", (tmp_path / "health.out").read_text()
         assert "row remap" in reason[:20]  # `sinfo -R` shows 20 characters of it by default
 
         write_state(state)
+        wait_settled(tmp_path)
         wait_for("the resume", lambda: "DRAIN" not in reason_and_state(cluster)[0], CHECK_S)
 
         cluster.scontrol("update", f"NodeName={cluster.node}", "State=DRAIN", "Reason=maintenance: new PSU")
@@ -111,10 +129,12 @@ def test_a_hung_driver_drains_the_node_and_another_nodes_drain_is_never_touched(
 
         (tmp_path / "timeout").write_text("3\n")  # short only while the driver hangs: a busy host is never "hung"
         write_state(state, init_sleep=600)
+        wait_settled(tmp_path)
         wait_for("the hung driver's drain", lambda: "DRAIN" in reason_and_state(cluster)[0], CHECK_S)
         assert reason_and_state(cluster)[1] == "rigcheck: hung driver? no answer in 3 s"
         (tmp_path / "timeout").unlink()
         write_state(state)
+        wait_settled(tmp_path)
         wait_for("the resume", lambda: "DRAIN" not in reason_and_state(cluster)[0], CHECK_S)
 
         admin = "PSU swap, do not resume"
