@@ -6,8 +6,13 @@ usage, 7 any INCONCLUSIVE (could not be judged) with none of those, 130 interrup
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # `python -m rigcheck.tui.cli`: a Ctrl-C during the imports below is one line and 130
-    import rigcheck.tui.start_sigint  # noqa: F401  (it takes SIGINT over as it is imported)
+if __name__ == "__main__":  # `python -m rigcheck.tui.cli` is the console script: before the imports below,
+    # a Ctrl-C is one line and 130, and `check`/`slurm-health` load only what they read with (no reference table)
+    import sys
+
+    from rigcheck.tui.entry import main as console_script
+
+    sys.exit(console_script())
 
 import argparse
 import os
@@ -288,9 +293,3 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-
-
-if __name__ == "__main__":
-    from rigcheck.tui.start_sigint import hand_over
-
-    sys.exit(hand_over(main))

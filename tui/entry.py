@@ -24,11 +24,18 @@ __all__ = ["INTERRUPTED_LINE", "SIGINT_EXIT", "hand_over", "main"]
 def main() -> int:
     """Import the command line (or only the health gate's, issue 44), give SIGINT back, and run the command."""
     try:
+        from rigcheck.engine.exits import EXIT_ERROR
+        from rigcheck.engine.measure.table_file import BrokenTable
         from rigcheck.tui.gate_entry import gate_command_of, gate_main
 
         if gate_command_of(sys.argv[1:]) is not None:  # the health gate loads only what it reads with
             return hand_over(lambda: gate_main(sys.argv[1:]) or 0)
-        from rigcheck.tui.cli import main as command_line
+        try:
+            from rigcheck.tui.cli import main as command_line
+        except BrokenTable as broken:  # the installed reference table: damaged, or not a file (issue 44)
+            give_back()
+            print(f"rigcheck: {broken}: reinstall rigcheck (`check` and `slurm-health` do not use it)", file=sys.stderr)
+            return EXIT_ERROR
     except BaseException:
         give_back()
         raise

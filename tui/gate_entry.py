@@ -17,12 +17,11 @@ GATE_COMMANDS = {"check": command_check, "slurm-health": command_slurm_health}
 
 
 def gate_command_of(argv: list[str]) -> str | None:
-    """The gate command `argv` asks for (after an optional `--store PATH`), or None."""
+    """The gate command `argv` asks for (after any `--store PATH` or `--store=PATH`, as the full command line
+    reads them), or None."""
     rest = argv
-    if rest[:1] == ["--store"]:
-        rest = rest[2:]
-    elif rest[:1] and rest[0].startswith("--store="):
-        rest = rest[1:]
+    while (rest[:1] == ["--store"] and len(rest) > 1) or (rest[:1] and rest[0].startswith("--store=")):
+        rest = rest[2:] if rest[0] == "--store" else rest[1:]
     return rest[0] if rest[:1] and rest[0] in GATE_COMMANDS else None
 
 

@@ -16,15 +16,22 @@ from rigcheck.engine.fleet.env import FleetEnv, FleetEnvError, read_env
 from rigcheck.engine.fleet.seal import FleetKeyError, take_key
 from rigcheck.engine.report.fleet_summary import fleet_summary
 from rigcheck.engine.run.options import write_reports
-from rigcheck.engine.run.owner import DeviceBusy
+from rigcheck.engine.run.owner import DeviceBusy, StopSignal
 from rigcheck.engine.run.preflight import UsageError
 
 REFUSAL_WAIT_S = 60.0  # for rank 0's store, to say why this agent refused (rank 0 may still be starting)
 __all__ = ["FleetOptions", "agent_main", "agent_parser", "check_agent_args", "fleet_options"]
 
 
+LAUNCHER_STOP = (
+    "stopped by SIGTERM from the launcher (torchrun stops its workers once one of them has ended in failure, "
+    "or when it is stopped itself)"
+)
+
+
 def stop_on_sigterm(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt  # torchrun stops its workers with SIGTERM
+    """torchrun stops its workers with SIGTERM: the run stops as on Ctrl-C, and its stages say who stopped it."""
+    raise StopSignal(LAUNCHER_STOP)
 
 
 def agent_main(argv: list[str] | None = None) -> int:

@@ -9,7 +9,6 @@ RUN --format baseline`) takes the table's place for every figure it names.
 from __future__ import annotations
 
 import functools
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from rigcheck.engine.events import Status
 from rigcheck.engine.measure.board_roofline import figure_flops
+from rigcheck.engine.measure.table_file import BrokenTable, positive, read_json
 
 WARN_BELOW = 0.85  # a figure more than 15% below its model's reference is a WARN (unless its entry says otherwise)
 FAIL_BELOW = 0.50  # below half of it, a FAIL
@@ -82,8 +82,21 @@ def source_text(source: dict[str, Any], note: str = "") -> str:
 
 @functools.cache
 def load(path: Path = TABLE) -> tuple[tuple[Model, ...], tuple[Reference, ...], dict[str, dict[str, Any]]]:
-    """The models, the references and the sources the data file holds."""
-    data = json.loads(path.read_text(encoding="utf-8"))
+    """The models, the references and the sources the data file holds; BrokenTable (one line naming the file)
+    where it is not a table: not JSON, a key missing, a number not finite and above 0, an entry out of its range."""
+    data = read_json(path)
+    try:
+        models, references, sources = _entries(data)
+        problems = [problem for reference in references for problem in entry_problems(reference, models)]
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        said = f"no {error.args[0]!r}" if isinstance(error, KeyError) else " ".join(str(error).split())[:200]
+        raise BrokenTable(f"the reference table {path} is damaged: {said}") from None
+    if problems:
+        raise BrokenTable(f"the reference table {path} is damaged: {problems[0]}")
+    return models, references, sources
+
+
+def _entries(data: Any) -> tuple[tuple[Model, ...], tuple[Reference, ...], dict[str, dict[str, Any]]]:
     sources: dict[str, dict[str, Any]] = data["sources"]
     models = tuple(
         Model(
@@ -93,34 +106,41 @@ def load(path: Path = TABLE) -> tuple[tuple[Model, ...], tuple[Reference, ...], 
             m.get("sms"),
             tuple(i.lower() for i in m.get("pci_ids", [])),
             tuple(m.get("names", [])),
-            {k: float(v) for k, v in m.get("peaks", {}).items()},
+            {k: positive(v, f"{m['key']}'s {k} peak") for k, v in m.get("peaks", {}).items()},
             m.get("peak_source", ""),
             m.get("capability", ""),
         )
         for m in data["models"]
     )
-    references = tuple(
-        Reference(
-            r["model"],
-            r["figure"],
-            float(r["value"]),
-            r["unit"],
-            sources[r["source"]]["kind"],
-            source_text(sources[r["source"]]),
-            sources[r["source"]]["short"],
-            r.get("kind", ""),
-            r.get("size", ""),
-            r.get("peak"),
-            r.get("peak_of", ""),
-            float(r.get("warn_below", WARN_BELOW)),
-            r.get("note", ""),
+    references = []
+    for r in data["references"]:
+        where = f"{r['model']} {r['figure']}"
+        if r["source"] not in sources:
+            raise ValueError(f"{where}: no source {r['source']!r}")
+        source = sources[r["source"]]
+        peak = r.get("peak")
+        warn_below = positive(r.get("warn_below", WARN_BELOW), f"{where}'s warn_below")
+        if warn_below > 1:
+            raise ValueError(f"{where}'s warn_below {warn_below:g} is not between 0 and 1")
+        references.append(
+            Reference(
+                r["model"],
+                r["figure"],
+                positive(r["value"], f"{where}'s value"),
+                r["unit"],
+                source["kind"],
+                source_text(source),
+                source["short"],
+                r.get("kind", ""),
+                r.get("size", ""),
+                None if peak is None else positive(peak, f"{where}'s peak"),
+                r.get("peak_of", ""),
+                warn_below,
+                r.get("note", ""),
+            )
         )
-        for r in data["references"]
-    )
-    return models, references, sources
+    return models, tuple(references), sources
 
-
-MODELS, REFERENCES, SOURCES = load()
 
 # max-find's mean is judged against the same figure as the sweep's best of a dtype
 ALIASES = {"max-find bf16": "best-bf16", "max-find fp8": "best-fp8"}
@@ -220,8 +240,10 @@ NO_PEAK_KINDS = ("training",)  # samples/s has no datasheet figure to be a share
 SHARE_RANGE = (0.20, 1.00)  # an achieved figure above its peak, or under a fifth of it, is a unit slip or a typo
 
 
-def entry_problems(reference: Reference, models: tuple[Model, ...] = MODELS) -> list[str]:
-    """What is wrong with one entry: its unit for its kind, its peak (the model's, in its unit), its share of it."""
+def entry_problems(reference: Reference, models: tuple[Model, ...] | None = None) -> list[str]:
+    """What is wrong with one entry: its unit for its kind, its peak (the model's, in its unit), its share of it
+    (`models`: the table's, by default)."""
+    models = MODELS if models is None else models
     where = f"{reference.model} {reference.figure}"
     model = next((m for m in models if m.key == reference.model), None)
     if model is None:
@@ -254,3 +276,6 @@ def entry_problems(reference: Reference, models: tuple[Model, ...] = MODELS) -> 
             f"{where}: {reference.value:,.4g} {reference.unit} is {share:.0%} of its peak {reference.peak:,.4g}"
         )
     return problems
+
+
+MODELS, REFERENCES, SOURCES = load()  # last: load() checks each entry with entry_problems

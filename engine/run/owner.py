@@ -50,6 +50,15 @@ def settled() -> Any:
     return signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+class StopSignal(KeyboardInterrupt):
+    """A signal made into Ctrl-C by a process that knows who sent it (torchrun's SIGTERM to a fleet agent): the
+    stopped stage and those left unrun say `reason`, never "cancelled by the user"."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class DeviceBusy(Exception):
     """Another live run holds a device this one asks for; the message names it and how to follow it."""
 
@@ -162,8 +171,9 @@ class OwnedRun:
         self.session.start()
         return self
 
-    def cancel(self) -> None:
-        self.session.cancel()
+    def cancel(self, reason: str = "") -> None:
+        """Stop the run; `reason` replaces "cancelled by the user" in what its stages say."""
+        self.session.cancel(reason)
 
     def cancel_stage(self) -> None:
         self.session.run.cancel_stage()
@@ -185,11 +195,11 @@ class OwnedRun:
             while not self.wait(0.2):
                 pass
             before = settled()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
             interrupted = True
             before = settled()
             on_interrupt()
-            self.cancel()
+            self.cancel(stop.reason if isinstance(stop, StopSignal) else "")
             self.wait(10)
         code = self.finish(interrupted)
         if before is not None and not settle:

@@ -75,6 +75,7 @@ class Run:
         self._cancel_run = threading.Event()
         self.stop_reason = "cancelled by the user"  # what the stage that was stopped says
         self.not_run_reason = "not run: the run was cancelled"  # what each stage left unrun says
+        self._told = False  # stopped for a reason given (cancel's), not by the user
         self.failed = False  # stopped by a failure (the store), not on request: the run ends `error`, exit 4
         self._done = threading.Event()  # not Thread.join: a Ctrl-C inside join() can break the next join
         self._thread = threading.Thread(target=self._supervise, name="rigcheck-run", daemon=True)
@@ -93,9 +94,10 @@ class Run:
         return self._cancel_stage.is_set()
 
     def cancel(self, reason: str = "") -> None:
-        """Stop the run; `reason` replaces "cancelled by the user" in what the stopped stage says."""
+        """Stop the run; `reason` replaces "cancelled by the user" in what the stopped stage and those left
+        unrun say."""
         if reason:
-            self.stop_reason = reason
+            self.stop_reason, self.not_run_reason, self._told = reason, f"not run: {reason}", True
         self._cancel_run.set()
         self._cancel_stage.set()
 
@@ -194,7 +196,7 @@ class Run:
                 for event in self.before_stage(info):
                     self._emit(event)
             if self._cancel_stage.is_set():  # cancelled while waiting for a quiet host: start no child
-                why = self.not_run_reason if self.failed else "not run: cancelled by the user"
+                why = self.not_run_reason if self.failed or self._told else "not run: cancelled by the user"
                 self._emit(Verdict(info.name, "stage", Status.SKIP, why))
                 self._emit(StageFinished(info.name, Status.SKIP))
                 continue
@@ -212,7 +214,7 @@ class Run:
         settled: list[Settled] = []
         for batch in stage_batches(info, plan):
             if settled and self._cancel_stage.is_set():
-                why = self.not_run_reason if self.failed else "not run: cancelled by the user"
+                why = self.not_run_reason if self.failed or self._told else "not run: cancelled by the user"
                 for child in batch:  # batches a cancel left unrun say so, each for its device
                     self._emit(Verdict(info.name, "stage", Status.SKIP, why, device=child.device))
                 continue

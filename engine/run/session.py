@@ -248,8 +248,8 @@ class RunSession:
         self.room_for_the_end()
         self.writes.close()
 
-    def cancel(self) -> None:
-        self.run.cancel()
+    def cancel(self, reason: str = "") -> None:
+        self.run.cancel(reason)
 
 
 def settle_s(interval: float) -> float:

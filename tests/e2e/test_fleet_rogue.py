@@ -274,3 +274,5 @@ def test_a_host_kept_out_by_deleting_its_ask_and_answer_is_tampering_on_both_sid
         kept_out["status"] == "SKIP"
         and "kept out of the fleet run: the fleet store was tampered with" in (kept_out["explanation"])
     )
+    # it ran alone to its end, or torchrun stopped it once rank 0 had ended: never "cancelled by the user"
+    assert not [v for v in said["verdicts"] if "by the user" in v["explanation"]], said["verdicts"]

@@ -130,3 +130,46 @@ def test_an_ask_deleted_before_rank_0_ever_saw_it_is_tampering_the_agent_reports
         in (collector.hosts[1].tamper[-1])
     )
     assert store.report(run_id) is not None
+
+
+def test_a_host_kept_out_and_then_stopped_by_torchrun_never_says_the_user_cancelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torchrun stops its other workers with SIGTERM once rank 0 has ended: the host kept out, still running alone,
+    once stored its stopped stage as "cancelled by the user" and the rest as "the run was cancelled"."""
+    import os
+    import signal
+
+    from rigcheck.engine.fleet.main import stop_on_sigterm
+    from stage_infos import fake
+
+    monkeypatch.setattr(agent_module, "connect", lambda env, timeout: DeletesAsks())
+    store = Store(tmp_path / "b.db")
+    env = FleetEnv(1, 2, "127.0.0.1", 1, RUN, "b", False, "torchrun")
+    waits = fake("waits", "polite_wait", timeout=120)
+    request = RunRequest((waits, fake("ok")), "cpu", "quick", telemetry=False)
+    agent = Agent(env, store, request, FleetOptions(join_timeout=2.5), KEY)
+    said: list[str] = []
+    agent.say = said.append
+
+    def torchrun_stops_it() -> None:  # once its stage runs, as rank 0's end reaches this host's torchrun
+        while agent.local_run_id is None or not [
+            r for r in store.stage_rows(agent.local_run_id) if r["name"] == "waits" and r["status"] == "running"
+        ]:
+            threading.Event().wait(0.05)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    before = signal.signal(signal.SIGTERM, stop_on_sigterm)
+    try:
+        threading.Thread(target=torchrun_stops_it, daemon=True).start()
+        code = agent.run()
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert code == 130
+    report = store.report(agent.local_run_id)  # type: ignore[arg-type]
+    assert report is not None
+    told = {v["stage"]: v["explanation"] for v in report["verdicts"]}
+    assert told["fleet"].startswith("this host ran alone, kept out of the fleet run: the fleet store was tampered")
+    assert "user" not in told["waits"] and told["waits"].startswith("stopped by SIGTERM from the launcher"), told
+    assert told["ok"].startswith("not run: stopped by SIGTERM from the launcher"), told
+    assert "results up to its stop are in its own store" in said[-1] and "tampered with" in said[-1]

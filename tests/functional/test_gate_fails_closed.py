@@ -122,6 +122,30 @@ def test_check_does_not_load_the_reference_table(node: tuple[Path, Path, Path], 
     assert other.returncode != 0 and "REFERENCES LOADED" in other.stderr  # the block is real
 
 
+@pytest.mark.parametrize("command", ["check", "slurm-health"])
+@pytest.mark.parametrize("before", [["--store", "S"], ["--store=S"], ["--store", "T", "--store=S"]])
+def test_python_m_cli_runs_the_gate_without_the_reference_table(
+    node: tuple[Path, Path, Path], tmp_path: Path, command: str, before: list[str]
+) -> None:
+    """What serve's tabs and a hand-written health hook run, `python -m rigcheck.tui.cli`, loaded the whole command
+    line and so the table: a truncated or FIFO references.json broke or hung the gate that way."""
+    library, state, log = node
+    module = "import runpy; runpy.run_module('rigcheck.tui.cli', run_name='__main__', alter_sys=True)"
+    store = str(tmp_path / "store.db")
+    options = [arg.replace("S", store).replace("T", str(tmp_path / "other.db")) for arg in before]
+    extra = ["--node", "vm", "--dry-run"] if command == "slurm-health" else []
+    done = subprocess.run(
+        [sys.executable, "-c", BLOCKED + module, *options, command, "--kernel-log", str(log), *extra],
+        env=gate_env(library, state) | fake_scontrol(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0 and "REFERENCES LOADED" not in done.stderr, done.stderr
+    assert done.stdout.startswith("OK: 2 GPU(s) healthy") and "run 1 stored" in done.stderr, done.stderr
+
+
 def damaged_schema(path: Path) -> None:
     """A store whose schema text is not UTF-8: SQLite's own error message then is not either."""
     db = sqlite3.connect(path)

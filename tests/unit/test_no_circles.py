@@ -27,11 +27,25 @@ def module_files() -> dict[str, Path]:
     return modules
 
 
+def is_main_guard(node: ast.stmt) -> bool:
+    """`if __name__ == "__main__":` at the top: it runs only where the module is the program, a module object apart
+    from the one its dotted name imports, so what it imports ties no circle (tui/cli.py hands itself to tui/entry)."""
+    test = node.test if isinstance(node, ast.If) else None
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
+    )
+
+
 def imported_names(path: Path, name: str) -> set[str]:
     """The dotted names a module imports anywhere in its text, with `from pkg import x` as pkg and pkg.x."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    tree = ast.parse(path.read_text(), str(path))
+    tree.body = [node for node in tree.body if not is_main_guard(node)]
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -91,6 +105,15 @@ def test_the_graph_sees_function_level_and_from_imports() -> None:
     assert "rigcheck.engine.stage" in graph["rigcheck.tui.cli"]  # imported inside build_parser
     assert "rigcheck.tui.cli_run" in graph["rigcheck.tui.cli"]
     assert "rigcheck.engine.fleet.main" in graph["rigcheck.fleet.__main__"]
+
+
+def test_a_main_guard_is_left_out_and_nothing_else(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "import a\nif __name__ == '__main__':\n    import b\nif __name__ == 'x':\n    import c\n"
+        "def f():\n    if __name__ == '__main__':\n        import d\n"
+    )
+    assert imported_names(module, "pkg.m") == {"a", "c", "d"}  # only a top-level guard is the program's own
 
 
 def test_a_circle_is_found() -> None:
