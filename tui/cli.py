@@ -155,12 +155,16 @@ def command_history(args: argparse.Namespace) -> int:
     for run in runs:
         if store.is_live(run):
             run["status"] = "LIVE"
-    console = fitted_console()  # to a pipe or file, one line a run, like `show`
-    console.print(history_table(runs, store.worst_statuses([run["id"] for run in runs]), console.width))
+    if runs:
+        console = fitted_console()  # to a pipe or file, one line a run, like `show`
+        console.print(history_table(runs, store.worst_statuses([run["id"] for run in runs]), console.width))
+    else:  # never an empty table (above the checks' line on a node that only ran `rigcheck check`)
+        print("no runs to list" if store.unlisted else "no runs yet")
     for line in store.unlisted:
         print(f"rigcheck: {line}", file=sys.stderr)
-    if check_count(store):
-        print(f"{check_count(store)} health check(s) kept apart: `rigcheck history --checks`")
+    count = check_count(store)
+    if count:
+        print(f"{count} health check(s) kept apart: `rigcheck history --checks`")
     return 0
 
 

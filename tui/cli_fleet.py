@@ -1,6 +1,10 @@
 """`rigcheck fleet`: checks the agent's arguments, then starts torchrun with the right rendezvous for this host's
 agent (`python -m rigcheck.fleet`, whose command line is engine/fleet/main.py), hands it every argument it does
-not know, and exits with the agent's own exit code (torchrun's is 1 for any failure)."""
+not know, and exits with the agent's own exit code (torchrun's is 1 for any failure).
+
+torchrun runs in a session of its own, through engine/fleet/launcher.py: a stop signal (Ctrl-C, SIGTERM, SIGHUP)
+reaches it once, passed on from here, never a second time from the process group (`timeout` signals the whole
+group), and it ends in one line, never its SignalException traceback."""
 
 from __future__ import annotations
 
@@ -48,7 +52,7 @@ def launch_argv(args: argparse.Namespace, rest: list[str]) -> list[str]:
         sys.executable,
         "-P",  # never import from the caller's folder (a `torch` or `rigcheck` there would run as this user)
         "-m",
-        "torch.distributed.run",
+        "rigcheck.engine.fleet.launcher",  # torchrun, ending in one line when a signal stops it
         f"--nnodes={args.nnodes}",
         "--nproc-per-node=1",
         "--rdzv-backend=c10d",
@@ -91,8 +95,26 @@ def agent_env(key: str, exit_file: Path) -> dict[str, str]:
     return env
 
 
+def die_with_parent() -> None:
+    """In torchrun's process before it starts: SIGTERM when `rigcheck fleet` dies (its own session keeps it from a
+    SIGKILL sent to the group), so it stops its agent as on any other stop."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):
+        pass
+
+
 def start_torchrun(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(argv, env=env)
+    return subprocess.Popen(argv, env=env, start_new_session=True, preexec_fn=die_with_parent)
+
+
+def pass_on_stops(torchrun: subprocess.Popen[bytes]) -> None:
+    """Ctrl-C, SIGTERM and SIGHUP go to torchrun, once each time they come here (Ctrl-C left ignored stays so)."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, lambda sig, _frame: torchrun.send_signal(sig))
 
 
 def command_fleet(args: argparse.Namespace, rest: list[str]) -> int:
@@ -104,14 +126,13 @@ def command_fleet(args: argparse.Namespace, rest: list[str]) -> int:
     print(f"rigcheck fleet: {shlex.join(argv)}", file=sys.stderr, flush=True)
     try:
         with start_torchrun(argv, agent_env(key, exit_file)) as torchrun:
-            for signum in (signal.SIGTERM, signal.SIGHUP):
-                signal.signal(signum, lambda sig, _frame: torchrun.send_signal(sig))
+            pass_on_stops(torchrun)  # torchrun stops the agent, which says how
             while True:
                 try:
                     code = torchrun.wait()
                     break
-                except KeyboardInterrupt:  # Ctrl-C reached torchrun too: it stops the agent, which says how
-                    continue
+                except KeyboardInterrupt:  # a Ctrl-C before the handler was set: torchrun still gets it
+                    torchrun.send_signal(signal.SIGINT)
         return agent_code(exit_file, code)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

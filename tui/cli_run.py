@@ -26,7 +26,11 @@ if TYPE_CHECKING:
 
 
 def raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+    """SIGTERM or SIGHUP stops the run as Ctrl-C does, and its stages say which signal stopped it, never that the
+    user cancelled it."""
+    from rigcheck.engine.run.owner import StopSignal
+
+    raise StopSignal(f"stopped by {signal.Signals(signum).name}")
 
 
 def _print_summary(report: dict[str, Any], to_stderr: bool = False) -> None:

@@ -143,7 +143,8 @@ def test_an_agents_refusal_reaches_rank_0_and_is_quoted(tmp_path: Path) -> None:
 
 def test_rigcheck_fleet_ignores_the_callers_folder_and_exits_with_the_agents_code(tmp_path: Path) -> None:
     """From a folder holding a `rigcheck` package that would run as the caller, a one-host fleet whose stage
-    times out: the package is never imported, and `rigcheck fleet` exits 3 as the agent did (torchrun says 1)."""
+    times out: the package is never imported, and `rigcheck fleet` exits 3 as the agent did (torchrun says 1), saying
+so in one line, never with torchrun's ChildFailedError traceback."""
     folder = tmp_path / "shared-folder"
     (folder / "rigcheck").mkdir(parents=True)
     marker = tmp_path / "HIJACKED"
@@ -156,6 +157,8 @@ def test_rigcheck_fleet_ignores_the_callers_folder_and_exits_with_the_agents_cod
     done = subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
     assert not marker.exists(), "a rigcheck package in the caller's folder was imported"
     assert done.returncode == 3, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]  # torchrun's ChildFailedError: one line instead
+    assert done.stderr.strip().splitlines()[-1] == "rigcheck fleet: this host's agent ended with exit code 3"
     report = Store(tmp_path / "s.db").report(1)
     assert report is not None and report["run"]["device"] == "fleet"
     assert [s["status"] for s in report["stages"]] == ["TIMEOUT"]

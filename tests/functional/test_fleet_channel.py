@@ -134,7 +134,7 @@ def test_rigcheck_fleet_builds_the_torchrun_command_and_refuses_a_bad_endpoint(
         ["fleet", "--nnodes", "4", "--endpoint", "node0:29400", "--id", "b7", "--rendezvous-client", "probe", "-v"]
     )
     argv = launch_argv(args, rest)
-    assert argv[1:4] == ["-P", "-m", "torch.distributed.run"]
+    assert argv[1:4] == ["-P", "-m", "rigcheck.engine.fleet.launcher"]  # torchrun, one line on a signal
     assert {"--nnodes=4", "--nproc-per-node=1", "--rdzv-backend=c10d", "--rdzv-endpoint=node0:29400"} <= set(argv)
     assert "--rdzv-id=b7" in argv and "--rdzv-conf=is_host=0" in argv
     assert argv[argv.index("-m", 4) :] == ["-m", "rigcheck.fleet", "probe", "-v"]

@@ -102,3 +102,26 @@ def test_help_says_what_limit_run_and_interval_take(tmp_path: Path) -> None:
     for args, words in said.items():
         done = rigcheck(*args, store=tmp_path / "s.db")
         assert done.returncode == 0 and words in " ".join(done.stdout.split()), (args, done.stdout)
+
+
+def test_a_store_of_health_checks_only_lists_no_empty_table(tmp_path: Path) -> None:
+    """`rigcheck check` stores each check as a run of profile "passive", kept apart from runs: with nothing else,
+    history says there are no runs yet and counts the checks, never an empty table above them."""
+    store = Store(tmp_path / "s.db")
+    for _ in range(2):
+        check = store.begin_run(["health"], "cpu", "passive", "p", [])
+        store.end_run(check, "complete", 0)
+    lines = history(tmp_path / "s.db", 80, terminal=False).strip().splitlines()
+    assert lines == ["no runs yet", "2 health check(s) kept apart: `rigcheck history --checks`"], lines
+
+
+def test_a_real_run_beside_the_checks_is_listed_in_the_table(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    check = store.begin_run(["health"], "cpu", "passive", "p", [])
+    store.end_run(check, "complete", 0)
+    run = store.begin_run(["probe"], "cpu", "quick", "p", [])
+    store.end_run(run, "complete", 0)
+    text = history(tmp_path / "s.db", 80, terminal=False)
+    rows = [line for line in text.splitlines() if re.match(r"\s*\d+\s+\d{4}-", line)]  # a run and its date
+    assert len(rows) == 1 and "probe" in rows[0] and "rigcheck runs" in text and "no runs yet" not in text, text
+    assert text.strip().splitlines()[-1] == "1 health check(s) kept apart: `rigcheck history --checks`", text
