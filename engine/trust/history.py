@@ -74,9 +74,9 @@ def host_bound(m: Measurement) -> bool:
 
 
 def history_verdict(m: Measurement, earlier: list[Past], stage: str, band: float = 0.0) -> Verdict | None:
-    """WARN where the figure drifted more than DRIFT from its own clean median (a host-bound figure: more than
-    `band`, the run-to-run spread its expectation declares, where that is wider); INCONCLUSIVE where its cause is
-    unjudgeable; None where it did not, or where there is nothing (in its unit) to compare with."""
+    """WARN where the figure drifted more than DRIFT from its own clean median (a host-bound figure: only below it,
+    by more than `band`, the run-to-run spread its expectation declares, where that is wider); INCONCLUSIVE where
+    its cause is unjudgeable; None where it did not, or where there is nothing (in its unit) to compare with."""
     past = [p for p in earlier if p.unit == m.unit and p.value > 0]
     if len(past) < MIN_EARLIER or not judgeable(m) or m.value <= 0:
         return None
@@ -84,6 +84,8 @@ def history_verdict(m: Measurement, earlier: list[Past], stage: str, band: float
     drift = m.value / middle - 1.0
     mad = median(abs(p.value - middle) for p in past)
     tolerance = max(DRIFT, band) if host_bound(m) else DRIFT
+    if drift > 0 and host_bound(m):
+        return None  # the host held its earlier runs down (its load only lowers a figure); a quicker one is no fault
     if abs(drift) <= tolerance or abs(m.value - middle) <= MAD_FLOOR * MAD_SCALE * mad:
         return None  # within 10%, or within what this figure's own clean runs scatter by
     runs = sorted({p.run_id for p in past}, reverse=True)

@@ -35,6 +35,14 @@ def test_a_small_batch_within_its_declared_band_is_not_named_and_past_it_is() ->
     assert "31% below its own clean median 100" in past.explanation
 
 
+def test_a_host_bound_figure_above_its_history_is_no_fault_and_a_compute_bound_one_is_named() -> None:
+    """The H100 host's CPU c64 b256 at 7,175 samples/s, 48% above a median of 4,839 its busier runs made."""
+    assert history_verdict(train(148.0, device="cpu"), EARLIER, "training", band=0.4) is None
+    assert history_verdict(train(148.0), EARLIER, "training", band=0.3) is None  # batch 256 on a GPU
+    above = history_verdict(train(111.0, batch=4096), EARLIER, "training", band=0.3)
+    assert above is not None and "11% above its own clean median" in above.explanation
+
+
 def test_a_compute_bound_figure_keeps_ten_percent_whatever_band_it_is_given() -> None:
     found = history_verdict(train(89.0, batch=4096), EARLIER, "training", band=0.3)
     assert found is not None and found.status == Status.WARN and found.tolerance == pytest.approx(DRIFT)
