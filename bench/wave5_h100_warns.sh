@@ -7,4 +7,6 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONUNBUFFERED=1 SKIP_SUBSTEPS=1
 date -u; nvidia-smi --query-gpu=name --format=csv,noheader; uptime
 RUNS=3 bash bench/profile_times.sh 2>&1 | grep -E "^== |run [0-9]|WARN|FAIL|median wall"
+
+for f in /tmp/tmp.*/after-*.log; do echo "-- $(basename $f): $(grep -h 'figures against a reference' $f | cut -c1-100)"; done 2>/dev/null
 rm -f $OUT/*.db
