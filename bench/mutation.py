@@ -56,7 +56,7 @@ MODULES: dict[str, str] = {
     # (test_truth_guards's fingerprint test spends 18 s in subprocesses on no line of plausibility.py)
     "engine/measure/plausibility.py": "tests/unit/test_plausibility_edges.py tests/unit/test_figure_causes.py "
     "tests/unit/test_truth_guards.py -k 'not fingerprint'",
-    "engine/stages/common/limits.py": "tests/unit/test_device_limits.py",
+    "engine/stages/common/limits.py": "tests/unit/test_device_limits.py tests/unit/test_expect_cpu_training.py",
     "engine/trust/peers.py": "tests/unit/test_fleet_compare.py tests/unit/test_figure_causes.py",
     "engine/trust/reference.py": "tests/unit/test_references.py tests/unit/test_figure_causes.py "
     "tests/unit/test_expectation_causes.py tests/unit/test_one_cause.py tests/unit/test_reference_edges.py",
