@@ -92,14 +92,15 @@ MODULES: dict[str, str] = {
     "engine/trust/expect_link.py": "tests/unit/test_link_edges.py tests/unit/test_expectations.py "
     "tests/unit/test_expectation_causes.py",
     "engine/trust/expect_cpu.py": "tests/unit/test_expect_cpu_words.py tests/unit/test_expectations.py "
-    "tests/unit/test_expectation_causes.py",
+    "tests/unit/test_expectation_causes.py tests/unit/test_expect_cpu_training.py",
     "engine/trust/expect_words.py": "tests/unit/test_expect_words_edges.py tests/unit/test_expectations.py "
     "tests/unit/test_expectation_causes.py tests/unit/test_exit_words.py",
     "engine/trust/expect_training.py": "tests/unit/test_roofline_edges.py tests/unit/test_expectations.py "
     "tests/unit/test_expectation_causes.py tests/unit/test_arch_expectations.py",
     "engine/trust/expectations.py": "tests/unit/test_expectation_count_edges.py tests/unit/test_expectations.py "
-    "tests/unit/test_arch_expectations.py tests/unit/test_cpu_baseline.py",
-    "engine/trust/history.py": "tests/unit/test_expectations.py tests/unit/test_history_store.py",
+    "tests/unit/test_arch_expectations.py tests/unit/test_cpu_baseline.py tests/unit/test_history_host_bound.py",
+    "engine/trust/history.py": "tests/unit/test_expectations.py tests/unit/test_history_store.py "
+    "tests/unit/test_history_host_bound.py",
     "engine/gate/checks.py": "tests/unit/test_gate_checks_edges.py tests/unit/test_gate.py",
     "engine/gate/memory.py": "tests/unit/test_gate.py",
     "engine/gate/outcome.py": "tests/unit/test_gate_outcome_words.py tests/unit/test_gate.py",
