@@ -100,7 +100,7 @@ MODULES: dict[str, str] = {
     "engine/trust/expectations.py": "tests/unit/test_expectation_count_edges.py tests/unit/test_expectations.py "
     "tests/unit/test_arch_expectations.py tests/unit/test_cpu_baseline.py tests/unit/test_history_host_bound.py",
     "engine/trust/history.py": "tests/unit/test_expectations.py tests/unit/test_history_store.py "
-    "tests/unit/test_history_host_bound.py",
+    "tests/unit/test_history_host_bound.py tests/unit/test_history_edges.py",
     "engine/gate/checks.py": "tests/unit/test_gate_checks_edges.py tests/unit/test_gate.py",
     "engine/gate/memory.py": "tests/unit/test_gate.py",
     "engine/gate/outcome.py": "tests/unit/test_gate_outcome_words.py tests/unit/test_gate.py",

@@ -408,4 +408,25 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         "return self.error is not None and abs(self.error) <= TOLERANCE",
     ): "an error near 3% is a quotient near 1 less 1, exact and a multiple of 2**-53; 0.03 is not one "
     "(0x1.eb851eb851eb8p-6), so no error equals TOLERANCE and < is <=",
+    (
+        "engine/trust/history.py",
+        "core/ReplaceComparisonOperator_Is_GtE",
+        "return trust_in(m.conditions) is Trust.TRUSTED and whole(m)",
+    ): "clean() is called only where judgeable() let a TRUSTED or SUSPECT figure through: 'SUSPECT' sorts before "
+    "'TRUSTED', so >= is `is`",
+    (
+        "engine/trust/history.py",
+        "core/NumberReplacer",
+        "def history_verdict(m: Measurement, earlier: list[Past], stage: str, band: float = 0.0) -> Verdict | None:",
+    ): "the band is only read as max(DRIFT, band): any default at or below DRIFT (0.0, -1.0) gives 10%",
+    (
+        "engine/trust/history.py",
+        "core/ReplaceComparisonOperator_NotEq_IsNot",
+        "if not clean(m) and found.status != Status.INCONCLUSIVE:",
+    ): "judge() gives Status.INCONCLUSIVE or the Status.WARN it was handed: enum members, so is not is !=",
+    (
+        "engine/trust/history.py",
+        "core/ReplaceComparisonOperator_Eq_Is",
+        "if drift < 0 or found.status == Status.INCONCLUSIVE:",
+    ): "judge() gives Status.INCONCLUSIVE or the Status.WARN it was handed: enum members, so is is ==",
 }
