@@ -142,9 +142,9 @@ def test_an_agents_refusal_reaches_rank_0_and_is_quoted(tmp_path: Path) -> None:
 
 
 def test_rigcheck_fleet_ignores_the_callers_folder_and_exits_with_the_agents_code(tmp_path: Path) -> None:
-    """From a folder holding a `rigcheck` package that would run as the caller, a one-host fleet whose stage
-    times out: the package is never imported, and `rigcheck fleet` exits 3 as the agent did (torchrun says 1), saying
-so in one line, never with torchrun's ChildFailedError traceback."""
+    """From a folder holding a `rigcheck` package that would run as the caller, a one-host fleet whose stage times
+    out: the package is never imported, and `rigcheck fleet` exits 3 as the agent did (torchrun says 1), saying so
+    in one line, never with torchrun's ChildFailedError traceback."""
     folder = tmp_path / "shared-folder"
     (folder / "rigcheck").mkdir(parents=True)
     marker = tmp_path / "HIJACKED"
@@ -244,17 +244,24 @@ def local_end(path: Path) -> tuple[str, int] | None:
 def test_a_host_kept_out_by_deleting_its_ask_and_answer_is_tampering_on_both_sides(tmp_path: Path) -> None:
     """Issue 44.3 as it was tried: a client without the key deletes rank 1's ask and rank 0's answer as they appear.
     Rank 0 names it tampering (not "its agent never joined") and the host kept out says so in its own store."""
+    import torch.distributed  # noqa: F401  # before the agents start: her client must be deleting before rank 1 asks
+
     fleet = start_fleet(tmp_path, ["host-a", "host-b"], [*AGENT_ARGS, "--join-timeout", "12"])
     run_id = f"test-{fleet.port}"
     stop = threading.Event()
     try:
-        store = rogue_client(store_port(fleet), run_id)
+        port = store_port(fleet)
+        store = rogue_client(port, run_id)
 
         def keep_out() -> None:
+            client = store
             while not stop.is_set():
-                for key in ("ask/1", "nonce/1"):
+                try:
+                    for key in ("ask/1", "nonce/1"):
+                        client.delete_key(key)
+                except Exception:  # its connection reset (seen on a loaded host): she connects again, as anyone would
                     with contextlib.suppress(Exception):
-                        store.delete_key(key)
+                        client = rogue_client(port, run_id, timeout=5.0)
                 time.sleep(0.002)
 
         threading.Thread(target=keep_out, daemon=True).start()
@@ -268,7 +275,7 @@ def test_a_host_kept_out_by_deleting_its_ask_and_answer_is_tampering_on_both_sid
         fleet.stop()
     found = {v["check_name"]: v for v in report["verdicts"] if v["host"] == "rank 1"}
     assert "agent" not in found, found.get("agent")  # not "its agent never joined"
-    assert found["fleet-store"]["explanation"].startswith("the fleet store was tampered with: "), found
+    assert found.get("fleet-store", {}).get("explanation", "").startswith("the fleet store was tampered with: "), found
     [own] = [r for r in Store(tmp_path / f"{kept}.db").runs() if r["device"] != "fleet"]
     said = Store(tmp_path / f"{kept}.db").report(int(own["id"]))
     assert said is not None
