@@ -75,7 +75,7 @@ class Run:
         self._cancel_run = threading.Event()
         self.stop_reason = "cancelled by the user"  # what the stage that was stopped says
         self.not_run_reason = "not run: the run was cancelled"  # what each stage left unrun says
-        self._told = False  # stopped for a reason given (cancel's), not by the user
+        self.cancelled_here = "not run: cancelled by the user"  # a stage or batch a cancel stopped before it began
         self.failed = False  # stopped by a failure (the store), not on request: the run ends `error`, exit 4
         self._done = threading.Event()  # not Thread.join: a Ctrl-C inside join() can break the next join
         self._thread = threading.Thread(target=self._supervise, name="rigcheck-run", daemon=True)
@@ -97,14 +97,15 @@ class Run:
         """Stop the run; `reason` replaces "cancelled by the user" in what the stopped stage and those left
         unrun say."""
         if reason:
-            self.stop_reason, self.not_run_reason, self._told = reason, f"not run: {reason}", True
+            self.stop_reason, self.not_run_reason = reason, f"not run: {reason}"
+            self.cancelled_here = self.not_run_reason
         self._cancel_run.set()
         self._cancel_stage.set()
 
     def fail(self, stopped: str, not_run: str) -> None:
         """Stop the run because something failed (the store could not be written), not on anyone's request: the
         stopped stage says `stopped`, each stage left unrun says `not_run`, and the run ends `error`, exit 4."""
-        self.stop_reason, self.not_run_reason, self.failed = stopped, not_run, True
+        self.stop_reason, self.not_run_reason, self.cancelled_here, self.failed = stopped, not_run, not_run, True
         self._cancel_run.set()
         self._cancel_stage.set()
 
@@ -196,8 +197,7 @@ class Run:
                 for event in self.before_stage(info):
                     self._emit(event)
             if self._cancel_stage.is_set():  # cancelled while waiting for a quiet host: start no child
-                why = self.not_run_reason if self.failed or self._told else "not run: cancelled by the user"
-                self._emit(Verdict(info.name, "stage", Status.SKIP, why))
+                self._emit(Verdict(info.name, "stage", Status.SKIP, self.cancelled_here))
                 self._emit(StageFinished(info.name, Status.SKIP))
                 continue
             self._run_one(info)
@@ -214,9 +214,8 @@ class Run:
         settled: list[Settled] = []
         for batch in stage_batches(info, plan):
             if settled and self._cancel_stage.is_set():
-                why = self.not_run_reason if self.failed or self._told else "not run: cancelled by the user"
                 for child in batch:  # batches a cancel left unrun say so, each for its device
-                    self._emit(Verdict(info.name, "stage", Status.SKIP, why, device=child.device))
+                    self._emit(Verdict(info.name, "stage", Status.SKIP, self.cancelled_here, device=child.device))
                 continue
             settled += self.batches.run(info, batch)
         remove_partials(plan.log_dir / "shared")  # half-written by a child that was killed: they only take room
