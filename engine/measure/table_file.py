@@ -1,15 +1,15 @@
 """The reference table's file read as untrusted data: a regular file of bounded size holding JSON with finite
-numbers only, read without blocking (a FIFO in its place is refused at once, never waited on). Anything else is
-BrokenTable, one line naming the file. Standard library only: stage children read the table too."""
+numbers only, read as any file a user may have put there (measure/small_file.py: a FIFO is refused at once).
+Anything else is BrokenTable, one line naming the file. Standard library only: stage children read the table too."""
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import stat
 from pathlib import Path
 from typing import Any
+
+from rigcheck.engine.measure.small_file import read_small
 
 MAX_BYTES = 4 << 20  # the shipped table is about 60 KiB
 
@@ -25,20 +25,9 @@ def _no_constant(name: str) -> float:
 def read_json(path: Path) -> Any:
     """The JSON value the file at `path` holds; BrokenTable where it is not a regular file, too large, or not JSON."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        raw = read_small(path, MAX_BYTES)
     except OSError as error:
         raise BrokenTable(f"the reference table {path} cannot be read ({error.strerror})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise BrokenTable(f"the reference table {path} is not a regular file")
-        raw = os.read(fd, MAX_BYTES + 1)
-        if len(raw) > MAX_BYTES:
-            raise BrokenTable(f"the reference table {path} is larger than {MAX_BYTES >> 20} MiB")
-    except OSError as error:
-        raise BrokenTable(f"the reference table {path} cannot be read ({error.strerror})") from None
-    finally:
-        os.close(fd)
     try:
         return json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as error:

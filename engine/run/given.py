@@ -2,19 +2,15 @@
 
 `--store ""` or `RIGCHECK_STORE=` silently meant the default store, `~nouser/x.db` raised RuntimeError from
 deep in pathlib, and `--store .` or `/` a ValueError. Each is one line here (UsageError, exit 2). A file read
-from the user (a baseline) is read with a size bound, never waiting on a FIFO with no writer, and never a
-device (`/dev/zero` would be read until memory ran out).
+from the user (a baseline) is read by engine/measure/small_file.py: a size bound, never waiting on a FIFO with
+no writer, and never a device (`/dev/zero` would be read until memory ran out).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import stat
 from collections.abc import Callable
 from pathlib import Path
-
-MAX_READ = 16 * 1024 * 1024  # a baseline or any small file rigcheck reads from the user
 
 
 class GivenError(ValueError):
@@ -45,28 +41,6 @@ def file_path(text: str, what: str) -> Path:
     if text.endswith(("/", "/.", "/..")) or path.name in ("", ".", ".."):
         raise GivenError(f"{what} {text}: names a folder; give a file name")
     return path
-
-
-def read_small(path: Path, limit: int = MAX_READ) -> bytes:
-    """A regular file's bytes, at most `limit`; OSError (with strerror) for a FIFO, a device, a folder or a
-    file too large. Opened non-blocking, so a FIFO with no writer is refused at once, not waited on."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file (a FIFO, device or socket)"
-            raise OSError(0, f"it is {kind}")
-        if info.st_size > limit:
-            raise OSError(0, f"it is {info.st_size:,} bytes, over the {limit:,} read")
-        data = b""
-        while len(data) <= limit:
-            chunk = os.read(fd, limit + 1 - len(data))
-            if not chunk:
-                return data
-            data += chunk
-        raise OSError(0, f"it grew over the {limit:,} bytes read")
-    finally:
-        os.close(fd)
 
 
 def checked(parse: Callable[[str], object], text: str) -> object:

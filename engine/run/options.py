@@ -12,11 +12,12 @@ from typing import Any, NoReturn
 
 from rigcheck.engine.hw.gpu_nodes import surely_no_gpu
 from rigcheck.engine.measure.baseline_file import parse_baseline
+from rigcheck.engine.measure.small_file import read_small
 from rigcheck.engine.registry import UnknownStage, default_stages, resolve
 from rigcheck.engine.report.atomic_write import write_atomic
 from rigcheck.engine.report.export import to_json
 from rigcheck.engine.report.junit import to_junit
-from rigcheck.engine.run.given import GivenError, checked, file_path, nonempty, read_small
+from rigcheck.engine.run.given import GivenError, checked, file_path, nonempty
 from rigcheck.engine.run.numbers import WEEK_S, bounded_float
 from rigcheck.engine.run.preflight import (
     PYTHON_TIMEOUT_S,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from cli_calls import RIGCHECK, assert_one_line_error
-from rigcheck.engine.run.given import read_small
+from rigcheck.engine.measure.small_file import read_small
 from rigcheck.engine.run.numbers import parse_count
 from rigcheck.engine.store import Store
 
