@@ -239,11 +239,11 @@ HARMLESS: dict[tuple[str, str, str], str] = {
         'vendors = Counter(key.split(" ", 1)[0] for key in by_version)',
     ): "only the first word is kept: how many more splits follow changes nothing before the first space",
     (
-        "engine/facts/cpu_reference.py",
+        "engine/measure/references.py",
         "core/NumberReplacer",
         "return value / float(reference.peak or 1.0)",
-    ): "achievable's callers pass only entries with a peak (cpu_reference, references' CPU lines), so the `or` "
-    "default is never reached",
+    ): "share_of_peak's callers pass only entries with a peak (entry_problems after its peak check, cpu_reference, "
+    "references' CPU lines), so the `or` default is never reached",
     (
         "engine/trust/expect_cpu.py",
         "core/ReplaceComparisonOperator_Eq_GtE",

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from rigcheck.engine.facts.cpu_reference import achievable, cpu_capability, cpu_model
+from rigcheck.engine.facts.cpu_reference import cpu_capability, cpu_model
 from rigcheck.engine.facts.host import cpu_facts
 from rigcheck.engine.measure.arch_peaks import DeviceProps, NoPeak, arch_key, family_of, load, peak, specimen_props
 from rigcheck.engine.measure.arch_shares import lookup
 from rigcheck.engine.measure.board_roofline import figure_flops
 from rigcheck.engine.measure.plausibility import cpu_matmul_limit
-from rigcheck.engine.measure.references import MODELS, REFERENCES, references_of
+from rigcheck.engine.measure.references import MODELS, REFERENCES, references_of, share_of_peak
 
 PEAKS = ("fp32", "tf32", "bf16", "fp16", "fp8", "memory")
 
@@ -78,7 +78,7 @@ def cpu_lines() -> list[str]:
     for r in references_of(model.key):
         if not r.peak:
             continue
-        share = achievable(r)  # a training entry's samples/s counted in the board network's FLOPs per sample
+        share = share_of_peak(r)  # a training entry's samples/s counted in the board network's FLOPs per sample
         flops = figure_flops(r.figure) if r.unit == "samples/s" else None
         in_unit = 1e9 / flops if flops else 1.0
         expected = f"{share * limit.value * in_unit:>10,.4g} {r.unit}" if limit else f"{share:.0%} of its limit"

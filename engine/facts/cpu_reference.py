@@ -11,7 +11,6 @@ from collections.abc import Iterable
 
 from rigcheck.engine.events import Measurement
 from rigcheck.engine.facts.host import cpu_facts
-from rigcheck.engine.measure.board_roofline import figure_flops
 from rigcheck.engine.measure.references import MODELS, Model, Reference, model_of, references_of
 
 # The widest fp32 FMA unit a flag names, widest first, with its FLOP/cycle (as measure/plausibility.py counts it).
@@ -60,11 +59,3 @@ def cpu_reference(m: Measurement, cpu_name: str, capability: str | None = None) 
     if model is None:
         return None
     return next((r for r in references_of(model.key) if r.figure == m.name and r.peak), None)
-
-
-def achievable(reference: Reference) -> float:
-    """The share of its host's limit a CPU entry reached: a training entry's samples/s are counted in the board
-    network's FLOPs per sample against the host's cores x clock x FLOP/cycle (GFLOP/s), like its matmul entries."""
-    flops = figure_flops(reference.figure) if reference.unit == "samples/s" else None
-    value = reference.value * flops / 1e9 if flops else reference.value
-    return value / float(reference.peak or 1.0)

@@ -4,10 +4,13 @@ carried to a sibling GPU (measure/arch_shares.py) runs it on the two GPUs' peaks
 
 from __future__ import annotations
 
+import re
+
 BOARD_CELLS = 49  # the 7x7 board (engine/models/board_net.py)
 PLANES, BLOCKS = 12, 6
 TRAIN_OVER_FORWARD = 3.0  # forward, then backward for inputs and for weights
 TENSOR_PASSES = 20  # activation tensors of c x 49 read or written per block per forward pass (convs, norms, relu, add)
+_TRAINING = re.compile(r"^train c(\d+) b(\d+) (fp32|bf16)( compiled)?$")
 
 
 def per_sample(channels: int, precision: str) -> tuple[float, float]:
@@ -25,9 +28,14 @@ def roofline(channels: int, precision: str, tflops: float, copy_gbs: float) -> f
     return 1.0 / (flops / (tflops * 1e12) + traffic / (copy_gbs * 1e9))
 
 
+def training_tag(name: str) -> tuple[int, int, str] | None:
+    """(channels, batch, precision) of a training figure named 'train c64 b256 fp32' (' compiled' after it too);
+    None for any other name."""
+    found = _TRAINING.match(name)
+    return (int(found.group(1)), int(found.group(2)), found.group(3)) if found else None
+
+
 def figure_flops(name: str) -> float | None:
     """FLOPs of one sample of a training figure named 'train c64 b256 fp32' (None for any other name)."""
-    parts = name.split()
-    if len(parts) < 4 or parts[0] != "train" or not parts[1][1:].isdigit() or parts[3] not in ("fp32", "bf16"):
-        return None
-    return per_sample(int(parts[1][1:]), parts[3])[0]
+    tag = training_tag(name)
+    return per_sample(tag[0], tag[2])[0] if tag else None

@@ -268,14 +268,21 @@ def entry_problems(reference: Reference, models: tuple[Model, ...] | None = None
         return [*problems, f"{where}: its peak ({reference.peak_of or 'none'}) is not one of {allowed}"]
     if model.peaks.get(reference.peak_of) != reference.peak:
         problems.append(f"{where}: its peak {reference.peak} is not the model's {reference.peak_of} datasheet figure")
-    flops = figure_flops(reference.figure) if reference.figure_kind == "cpu training" else None
-    share = reference.value * flops / 1e9 / reference.peak if flops else reference.value / reference.peak
+    share = share_of_peak(reference)
     low, high = SHARE_RANGE
     if not low <= share <= high:
         problems.append(
             f"{where}: {reference.value:,.4g} {reference.unit} is {share:.0%} of its peak {reference.peak:,.4g}"
         )
     return problems
+
+
+def share_of_peak(reference: Reference) -> float:
+    """The share of its peak an entry reached; a CPU training entry's samples/s are counted in the board network's
+    FLOPs per sample against its host's cores x clock x FLOP/cycle (GFLOP/s), like its matmul entries."""
+    flops = figure_flops(reference.figure) if reference.unit == "samples/s" else None
+    value = reference.value * flops / 1e9 if flops else reference.value
+    return value / float(reference.peak or 1.0)
 
 
 MODELS, REFERENCES, SOURCES = load()  # last: load() checks each entry with entry_problems

@@ -11,8 +11,8 @@ Standard library only: the parent runs it.
 from __future__ import annotations
 
 from rigcheck.engine.events import Measurement, Status, Verdict
-from rigcheck.engine.facts.cpu_reference import achievable as achievable_share
 from rigcheck.engine.facts.cpu_reference import cpu_model, cpu_reference, this_cpu
+from rigcheck.engine.measure.references import share_of_peak
 from rigcheck.engine.trust.cause import Expectation
 from rigcheck.engine.trust.expect_words import joined, judge
 
@@ -25,7 +25,7 @@ def cpu_verdict(m: Measurement, stage: str, cpu_name: str) -> Verdict | None:
     limit = m.params.get("limit")
     if reference is None or not limit or m.params.get("broken") or m.value <= 0:
         return None
-    achievable = achievable_share(reference)
+    achievable = share_of_peak(reference)
     expected = achievable * float(limit)
     ratio = m.value / expected
     basis = m.params.get("limit_basis") or "its limit"

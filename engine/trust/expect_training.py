@@ -11,11 +11,10 @@ Standard library only: the parent runs it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from rigcheck.engine.events import Measurement, Status, Trust, Verdict
-from rigcheck.engine.measure.board_roofline import per_sample, roofline
+from rigcheck.engine.measure.board_roofline import per_sample, roofline, training_tag
 from rigcheck.engine.measure.references import reference_for
 from rigcheck.engine.trust.cause import Expectation
 from rigcheck.engine.trust.expect_arch import figure_reference
@@ -27,7 +26,6 @@ WARN_BELOW = 0.5
 MIN_BATCH = 4096  # smaller batches are bound by kernel launches, which no roofline of matmul and copy rates holds
 CALIBRATION = "NVIDIA H200"  # the model whose references set the share of the roofline a healthy GPU reaches
 __all__ = ["per_sample", "roofline", "training_verdict"]
-_TAG = re.compile(r"^train c(\d+) b(\d+) (fp32|bf16)( compiled)?$")
 
 
 def matmul_dtype(precision: str) -> str:
@@ -59,13 +57,13 @@ def calibrated_share(channels: int, batch: int, precision: str) -> float | None:
 def training_verdict(m: Measurement, stage: str, run_figures: list[Measurement]) -> Verdict | None:
     """PASS or WARN against the calibrated roofline; None where the figure has its own reference, is no GPU
     training figure, or this GPU has no matmul or copy figure in this run."""
-    tag = _TAG.match(m.name)
+    tag = training_tag(m.name)
     name = device_model(m)
     if tag is None or name is None or m.params.get("broken") or m.value <= 0:
         return None
     if figure_reference(m) is not None:
         return None  # its model's entry or its architecture's carried share judges it (trust/reference.py)
-    channels, batch, precision = int(tag.group(1)), int(tag.group(2)), tag.group(3)
+    channels, batch, precision = tag
     if batch < MIN_BATCH:
         return None
     dtype = matmul_dtype(precision)
