@@ -83,8 +83,9 @@ def history_verdict(m: Measurement, earlier: list[Past], stage: str, band: float
     middle = median(p.value for p in past)
     drift = m.value / middle - 1.0
     mad = median(abs(p.value - middle) for p in past)
-    tolerance = max(DRIFT, band) if host_bound(m) else DRIFT
-    if drift > 0 and host_bound(m):
+    hosted = host_bound(m)
+    tolerance = max(DRIFT, band) if hosted else DRIFT
+    if drift > 0 and hosted:
         return None  # the host held its earlier runs down (its load only lowers a figure); a quicker one is no fault
     if abs(drift) <= tolerance or abs(m.value - middle) <= MAD_FLOOR * MAD_SCALE * mad:
         return None  # within 10%, or within what this figure's own clean runs scatter by
@@ -118,6 +119,7 @@ def history_verdicts(
     for m in figures:
         if identity(m) is None:
             continue
-        verdict = history_verdict(m, history(m), stage, band(m) if band is not None else 0.0)
+        declared = band(m) if band is not None and host_bound(m) else 0.0  # only a host-bound figure uses it
+        verdict = history_verdict(m, history(m), stage, declared)
         if verdict is not None:
             yield verdict
