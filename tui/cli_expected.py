@@ -10,7 +10,6 @@ from rigcheck.engine.facts.cpu_reference import cpu_capability, cpu_model
 from rigcheck.engine.facts.host import cpu_facts
 from rigcheck.engine.measure.arch_peaks import DeviceProps, NoPeak, arch_key, family_of, load, peak, specimen_props
 from rigcheck.engine.measure.arch_shares import lookup
-from rigcheck.engine.measure.board_roofline import figure_flops
 from rigcheck.engine.measure.plausibility import cpu_matmul_limit
 from rigcheck.engine.measure.references import MODELS, REFERENCES, references_of, share_of_peak
 
@@ -78,10 +77,9 @@ def cpu_lines() -> list[str]:
     for r in references_of(model.key):
         if not r.peak:
             continue
-        share = share_of_peak(r)  # a training entry's samples/s counted in the board network's FLOPs per sample
-        flops = figure_flops(r.figure) if r.unit == "samples/s" else None
-        in_unit = 1e9 / flops if flops else 1.0
-        expected = f"{share * limit.value * in_unit:>10,.4g} {r.unit}" if limit else f"{share:.0%} of its limit"
+        share = share_of_peak(r)
+        # the entry scaled by this host's limit over its measuring host's: in the entry's own unit, samples/s too
+        expected = f"{r.value * limit.value / r.peak:>10,.4g} {r.unit}" if limit else f"{share:.0%} of its limit"
         lines.append(
             f"  {r.figure:<26} {expected}  measured   {share:.0%} of the limit, as the {model.key} "
             f"({model.capability}) reaches ({r.short})"
