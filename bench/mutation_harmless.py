@@ -421,6 +421,12 @@ HARMLESS: dict[tuple[str, str, str], str] = {
     ): "the band is only read as max(DRIFT, band): any default at or below DRIFT (0.0, -1.0) gives 10%",
     (
         "engine/trust/history.py",
+        "core/NumberReplacer",
+        "declared = band(m) if band is not None and host_bound(m) else 0.0  # only a host-bound figure uses it",
+    ): "history_verdict reads the band only as max(DRIFT, band), and only for a host-bound figure: any value at or "
+    "below DRIFT here gives 10%",
+    (
+        "engine/trust/history.py",
         "core/ReplaceComparisonOperator_NotEq_IsNot",
         "if not clean(m) and found.status != Status.INCONCLUSIVE:",
     ): "judge() gives Status.INCONCLUSIVE or the Status.WARN it was handed: enum members, so is not is !=",
